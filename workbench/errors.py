@@ -1,0 +1,32 @@
+"""Exception kinds: user errors (a schedule or a build that cannot be done) vs internal bugs."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+class WorkbenchError(Exception):
+    """Base of the errors a user can act on."""
+
+
+class ScheduleError(WorkbenchError):
+    """An invalid transformation: names the primitive, the argument and the IR involved.
+
+    ``short`` is one line for progress logs; ``str(err)`` is the full message.
+    """
+
+    def __init__(self, primitive: str, message: str, *, argument: str | None = None,
+                 nodes: Sequence[Any] = ()):
+        self.primitive = primitive
+        self.argument = argument
+        self.nodes = tuple(nodes)
+        self.short = message.splitlines()[0] if message else ""
+        where = f" (argument {argument!r})" if argument else ""
+        super().__init__(f"{primitive}{where}: {message}")
+
+
+class BuildError(WorkbenchError):
+    """A function that cannot be compiled for the requested target."""
+
+
+class InternalError(Exception):
+    """A bug in workbench itself (never the user's fault): please report it."""

@@ -1,0 +1,295 @@
+"""The compute DSL: describe *what* to compute; ``create_func`` turns it into a ``PrimFunc``.
+
+>>> A = placeholder((128, 128), "float32", name="A")
+>>> B = placeholder((128, 128), "float32", name="B")
+>>> k = reduce_axis(128, name="k")
+>>> C = compute((128, 128), lambda i, j: sum(A[i, k] * B[k, j], axis=k), name="C")
+>>> func = create_func([A, B, C], name="matmul")
+
+Each ``compute`` becomes one block named after the tensor, nested in one loop per axis (spatial
+axes first, then reduce axes), exactly what TensorIR's ``create_prim_func`` produces.
+"""
+from __future__ import annotations
+
+import inspect
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence, Union
+
+from .buffer import Buffer
+from .expr import (Expr, FloatImm, IntImm, Max, Min, Var, _unify, call, cast, check_dtype,
+                   const, convert, if_then_else, is_float)
+from .func import PrimFunc
+from .functor import pre_order, substitute
+from .stmt import (REDUCE, SPATIAL, Block, BlockRealize, BufferRegion, BufferStore, ForKind,
+                   IterVar, Range, TRUE, make_for, seq)
+
+__all__ = ["Tensor", "ReduceAxis", "placeholder", "compute", "reduce_axis", "sum", "max", "min",
+           "maximum", "minimum", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "fabs", "pow",
+           "erf", "if_then_else", "cast", "create_func", "all_of", "any_of"]
+
+
+#: compute buffer -> its Tensor, so create_func can walk from outputs to producers
+_PRODUCER: "weakref.WeakKeyDictionary[Buffer, Tensor]" = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True, eq=False)
+class ReduceAxis:
+    var: Var
+    dom: Range
+
+    @property
+    def extent(self) -> int:
+        return self.dom.extent.value  # type: ignore[attr-defined]
+
+    # a reduce axis is used inside index expressions: behave like its variable
+    def __getattr__(self, name):
+        if name in ("var", "dom") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.var, name)
+
+
+def _as_expr(x: Any) -> Any:
+    return x.var if isinstance(x, ReduceAxis) else x
+
+
+for _op in ("add", "radd", "sub", "rsub", "mul", "rmul", "floordiv", "rfloordiv", "mod", "rmod",
+            "lt", "le", "gt", "ge", "eq", "ne", "neg"):
+    def _fwd(self, *o, _n=f"__{_op}__"):
+        return getattr(self.var, _n)(*(_as_expr(x) for x in o))
+    setattr(ReduceAxis, f"__{_op}__", _fwd)
+ReduceAxis.__hash__ = object.__hash__  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, eq=False)
+class Reduce(Expr):
+    """``combiner`` over ``axes`` of ``source``: only valid as the whole body of a compute."""
+
+    combiner: str                      # "sum" | "max" | "min"
+    source: Expr
+    axes: tuple[ReduceAxis, ...]
+    init: Expr
+    dtype: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", self.source.dtype)
+
+
+@dataclass(eq=False)
+class Tensor:
+    """A placeholder (input) or the output of a ``compute`` stage."""
+
+    buffer: Buffer
+    axes: tuple[Var, ...] = ()
+    body: Optional[Expr] = None       # None for placeholders
+
+    @property
+    def name(self) -> str:
+        return self.buffer.name
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.buffer.shape
+
+    @property
+    def dtype(self) -> str:
+        return self.buffer.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.buffer.ndim
+
+    def __getitem__(self, indices):
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        return self.buffer[tuple(_as_expr(i) for i in indices)]
+
+    def __repr__(self) -> str:
+        kind = "placeholder" if self.body is None else "compute"
+        return f"Tensor({self.name}, {list(self.shape)}, {self.dtype}, {kind})"
+
+
+def placeholder(shape: Sequence[int], dtype: str = "float32", name: str = "placeholder") -> Tensor:
+    return Tensor(Buffer(name, tuple(shape), check_dtype(dtype)))
+
+
+def reduce_axis(dom: Union[int, tuple[int, int]], name: str = "k") -> ReduceAxis:
+    lo, hi = (0, dom) if isinstance(dom, int) else dom
+    return ReduceAxis(Var(name), Range(IntImm(lo), IntImm(hi - lo)))
+
+
+def compute(shape: Sequence[int], fcompute: Callable[..., Any], name: str = "compute",
+            dtype: Optional[str] = None) -> Tensor:
+    """A stage ``name[i, j, ...] = fcompute(i, j, ...)``; axis names come from the lambda."""
+    try:
+        params = list(inspect.signature(fcompute).parameters)
+    except (TypeError, ValueError):
+        params = []
+    if len(params) != len(shape):
+        params = [f"i{d}" for d in range(len(shape))] if not params or params[0] != "*" else params
+    if len(params) != len(shape):
+        raise ValueError(f"compute {name}: fcompute takes {len(params)} axes, shape has {len(shape)}")
+    axes = tuple(Var(p) for p in params)
+    body = fcompute(*axes)
+    body = convert(body, dtype)
+    if dtype is not None and body.dtype != dtype and not isinstance(body, Reduce):
+        body = cast(dtype, body)
+    t = Tensor(Buffer(name, tuple(shape), dtype or body.dtype), axes, body)
+    _PRODUCER[t.buffer] = t
+    return t
+
+
+# ----------------------------------------------------------------------------------------
+# reductions and elementwise math
+
+
+def _axes(axis: Any) -> tuple[ReduceAxis, ...]:
+    axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
+    if not axes or not all(isinstance(a, ReduceAxis) for a in axes):
+        raise TypeError("axis must be a reduce_axis or a list of them")
+    return axes
+
+
+def _lowest(dtype: str) -> Expr:
+    return FloatImm(float("-inf"), dtype) if is_float(dtype) else const(-(2 ** 31), dtype)
+
+
+def _highest(dtype: str) -> Expr:
+    return FloatImm(float("inf"), dtype) if is_float(dtype) else const(2 ** 31 - 1, dtype)
+
+
+def sum(expr: Any, axis: Any, init: Any = None) -> Reduce:  # noqa: A001  (DSL name)
+    expr = convert(expr)
+    return Reduce("sum", expr, _axes(axis), convert(0 if init is None else init, expr.dtype))
+
+
+def max(expr: Any, axis: Any, init: Any = None) -> Reduce:  # noqa: A001
+    expr = convert(expr)
+    return Reduce("max", expr, _axes(axis), _lowest(expr.dtype) if init is None else convert(init, expr.dtype))
+
+
+def min(expr: Any, axis: Any, init: Any = None) -> Reduce:  # noqa: A001
+    expr = convert(expr)
+    return Reduce("min", expr, _axes(axis), _highest(expr.dtype) if init is None else convert(init, expr.dtype))
+
+
+def maximum(a: Any, b: Any) -> Expr:
+    return Max.make(_as_expr(a), _as_expr(b))
+
+
+def minimum(a: Any, b: Any) -> Expr:
+    return Min.make(_as_expr(a), _as_expr(b))
+
+
+def exp(x): return call("exp", x)
+def log(x): return call("log", x)
+def sqrt(x): return call("sqrt", x)
+def rsqrt(x): return call("rsqrt", x)
+def tanh(x): return call("tanh", x)
+def sigmoid(x): return call("sigmoid", x)
+def fabs(x): return call("fabs", x)
+def pow(x, y): return call("pow", x, y)  # noqa: A001
+def erf(x): return call("erf", x)
+
+
+def all_of(*conds: Any) -> Expr:
+    out = convert(conds[0], "bool")
+    for c in conds[1:]:
+        out = out & c
+    return out
+
+
+def any_of(*conds: Any) -> Expr:
+    out = convert(conds[0], "bool")
+    for c in conds[1:]:
+        out = out | c
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# create_func
+
+
+def _loads(expr: Expr) -> list:
+    from .expr import BufferLoad
+    return [n for n in pre_order(expr) if isinstance(n, BufferLoad)]
+
+
+def _stage_block(t: Tensor) -> BlockRealize:
+    """Loops + block of one compute stage."""
+    from .region import infer_access_regions
+    body = t.body
+    red = body if isinstance(body, Reduce) else None
+    raxes = red.axes if red else ()
+    loop_vars = [Var(v.name) for v in t.axes] + [Var(r.var.name) for r in raxes]
+    ivars = [IterVar(Var("v" + v.name), Range.from_extent(s), SPATIAL) for v, s in zip(t.axes, t.shape)]
+    ivars += [IterVar(Var("v" + r.var.name), r.dom, REDUCE) for r in raxes]
+    vmap = {src: iv.var for src, iv in zip(list(t.axes) + [r.var for r in raxes], ivars)}
+    out_idx = tuple(iv.var for iv in ivars[: len(t.axes)])
+    out = t.buffer
+    if red is None:
+        value = cast(out.dtype, substitute(body, vmap))
+        stmt, init = BufferStore(out, value, out_idx), None
+    else:
+        src = cast(out.dtype, substitute(red.source, vmap))
+        cur = out[out_idx]
+        update = {"sum": lambda: cur + src, "max": lambda: Max(cur, src), "min": lambda: Min(cur, src)}
+        stmt = BufferStore(out, update[red.combiner](), out_idx)
+        init = BufferStore(out, cast(out.dtype, red.init), out_idx)
+    reads, writes = infer_access_regions(stmt, init)
+    block = Block(t.name, tuple(ivars), reads, writes, stmt, init)
+    nest = BlockRealize(tuple(loop_vars), TRUE, block)
+    extents = list(t.shape) + [r.dom for r in raxes]
+    for v, ext in reversed(list(zip(loop_vars, extents))):
+        if isinstance(ext, Range):
+            nest = make_for(v, ext.extent, nest, min=ext.min)
+        else:
+            nest = make_for(v, ext, nest)
+    return nest
+
+
+def _producers(t: Tensor) -> list[Tensor]:
+    """The compute tensors ``t`` reads (placeholders are reached as parameters)."""
+    if t.body is None:
+        return []
+    exprs = [t.body.source, t.body.init] if isinstance(t.body, Reduce) else [t.body]
+    return [_PRODUCER[ld.buffer] for e in exprs for ld in _loads(e) if ld.buffer in _PRODUCER]
+
+
+def create_func(tensors: Sequence[Tensor], name: str = "main") -> PrimFunc:
+    """Build a PrimFunc whose parameters are ``tensors`` (inputs and outputs, in that order).
+
+    Every compute stage reachable from the parameters becomes one block, producers first;
+    stages that are not parameters become intermediate buffers allocated by the root block.
+    """
+    params = tuple(t.buffer for t in tensors)
+    stages: list[Tensor] = []
+    done: set[int] = set()
+
+    def visit(t: Tensor, path: tuple[int, ...]) -> None:
+        if id(t) in done:
+            return
+        if id(t) in path:
+            raise ValueError(f"create_func: cycle through {t.name}")
+        for p in _producers(t):
+            visit(p, path + (id(t),))
+        if t.body is not None:
+            for e in ([t.body.source, t.body.init] if isinstance(t.body, Reduce) else [t.body]):
+                for ld in _loads(e):
+                    if ld.buffer not in _PRODUCER and ld.buffer not in params:
+                        raise ValueError(f"create_func: stage {t.name} reads {ld.buffer.name}, "
+                                         f"which is not a parameter")
+            stages.append(t)
+        done.add(id(t))
+
+    for t in tensors:
+        visit(t, ())
+    all_buffers = list(params) + [t.buffer for t in stages if t.buffer not in params]
+    names = [b.name for b in all_buffers]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"create_func: several tensors are named {dup}; names must be unique")
+    intermediates = tuple(all_buffers[len(params):])
+    body = seq(*[_stage_block(t) for t in stages])
+    root = Block("root", (), (), (), body, alloc_buffers=intermediates)
+    return PrimFunc(name, params, BlockRealize((), TRUE, root))
