@@ -30,3 +30,16 @@ class BuildError(WorkbenchError):
 
 class InternalError(Exception):
     """A bug in workbench itself (never the user's fault): please report it."""
+
+
+class IRVerifyError(WorkbenchError):
+    """A function that breaks an IR rule (scoping, buffer use, shapes, dtypes).
+
+    ``problems`` lists every violation found, each naming the block / loop / buffer involved.
+    """
+
+    def __init__(self, func_name: str, problems: Sequence[str]):
+        self.func_name = func_name
+        self.problems = tuple(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"function {func_name!r} is not valid IR:\n{lines}")
