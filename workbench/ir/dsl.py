@@ -33,32 +33,19 @@ __all__ = ["Tensor", "ReduceAxis", "placeholder", "compute", "reduce_axis", "sum
 _PRODUCER: "weakref.WeakKeyDictionary[Buffer, Tensor]" = weakref.WeakKeyDictionary()
 
 
-@dataclass(frozen=True, eq=False)
-class ReduceAxis:
-    var: Var
-    dom: Range
+@dataclass(frozen=True, eq=False, repr=False)
+class ReduceAxis(Var):
+    """A reduction axis: a variable (usable in index arithmetic) with its domain."""
+
+    dom: Range = None  # type: ignore[assignment]
+
+    @property
+    def var(self) -> Var:
+        return self
 
     @property
     def extent(self) -> int:
         return self.dom.extent.value  # type: ignore[attr-defined]
-
-    # a reduce axis is used inside index expressions: behave like its variable
-    def __getattr__(self, name):
-        if name in ("var", "dom") or name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.var, name)
-
-
-def _as_expr(x: Any) -> Any:
-    return x.var if isinstance(x, ReduceAxis) else x
-
-
-for _op in ("add", "radd", "sub", "rsub", "mul", "rmul", "floordiv", "rfloordiv", "mod", "rmod",
-            "lt", "le", "gt", "ge", "eq", "ne", "neg"):
-    def _fwd(self, *o, _n=f"__{_op}__"):
-        return getattr(self.var, _n)(*(_as_expr(x) for x in o))
-    setattr(ReduceAxis, f"__{_op}__", _fwd)
-ReduceAxis.__hash__ = object.__hash__  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,7 +89,7 @@ class Tensor:
     def __getitem__(self, indices):
         if not isinstance(indices, tuple):
             indices = (indices,)
-        return self.buffer[tuple(_as_expr(i) for i in indices)]
+        return self.buffer[indices]
 
     def __repr__(self) -> str:
         kind = "placeholder" if self.body is None else "compute"
@@ -115,7 +102,7 @@ def placeholder(shape: Sequence[int], dtype: str = "float32", name: str = "place
 
 def reduce_axis(dom: Union[int, tuple[int, int]], name: str = "k") -> ReduceAxis:
     lo, hi = (0, dom) if isinstance(dom, int) else dom
-    return ReduceAxis(Var(name), Range(IntImm(lo), IntImm(hi - lo)))
+    return ReduceAxis(name, "int32", Range(IntImm(lo), IntImm(hi - lo)))
 
 
 def compute(shape: Sequence[int], fcompute: Callable[..., Any], name: str = "compute",
@@ -174,11 +161,11 @@ def min(expr: Any, axis: Any, init: Any = None) -> Reduce:  # noqa: A001
 
 
 def maximum(a: Any, b: Any) -> Expr:
-    return Max.make(_as_expr(a), _as_expr(b))
+    return Max.make(a, b)
 
 
 def minimum(a: Any, b: Any) -> Expr:
-    return Min.make(_as_expr(a), _as_expr(b))
+    return Min.make(a, b)
 
 
 def exp(x): return call("exp", x)
@@ -221,10 +208,10 @@ def _stage_block(t: Tensor) -> BlockRealize:
     body = t.body
     red = body if isinstance(body, Reduce) else None
     raxes = red.axes if red else ()
-    loop_vars = [Var(v.name) for v in t.axes] + [Var(r.var.name) for r in raxes]
+    loop_vars = [Var(v.name) for v in t.axes] + [Var(r.name) for r in raxes]
     ivars = [IterVar(Var("v" + v.name), Range.from_extent(s), SPATIAL) for v, s in zip(t.axes, t.shape)]
-    ivars += [IterVar(Var("v" + r.var.name), r.dom, REDUCE) for r in raxes]
-    vmap = {src: iv.var for src, iv in zip(list(t.axes) + [r.var for r in raxes], ivars)}
+    ivars += [IterVar(Var("v" + r.name), r.dom, REDUCE) for r in raxes]
+    vmap = {src: iv.var for src, iv in zip(list(t.axes) + list(raxes), ivars)}
     out_idx = tuple(iv.var for iv in ivars[: len(t.axes)])
     out = t.buffer
     if red is None:

@@ -169,7 +169,7 @@ class _Printer:
     def _expr(self, e: Expr) -> tuple[str, int]:
         """The text of ``e`` and its precedence."""
         t = type(e)
-        if t is Var:
+        if isinstance(e, Var):
             return self.name(e), _ATOM
         if t is IntImm:
             if e.dtype == "bool":

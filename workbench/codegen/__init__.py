@@ -1,0 +1,6 @@
+"""Code generation: lowering, the backends (python reference, LLVM, CUDA) and ``Kernel``."""
+from .build import build
+from .kernel import Kernel
+from .lower import lower
+
+__all__ = ["build", "lower", "Kernel"]

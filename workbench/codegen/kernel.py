@@ -1,0 +1,119 @@
+"""``Kernel``: a compiled function, callable on numpy arrays (destination passing).
+
+Backend-neutral: a backend compiles the function and hands over an ``entry`` callable that runs
+it on arrays already checked here. Every argument is checked *before* anything runs, and a bad
+one raises ``TypeError`` / ``ValueError`` naming the parameter, what was expected and what came.
+"""
+from __future__ import annotations
+
+import time as _time
+from typing import Any, Callable, Mapping, Optional, Union
+
+import numpy as np
+
+from ..ir.buffer import Buffer
+from ..ir.func import PrimFunc
+from ..ir.functor import pre_order
+from ..ir.stmt import BufferStore
+
+
+def written_buffers(func: PrimFunc) -> set[Buffer]:
+    """The buffers ``func`` stores into (its outputs, among its parameters)."""
+    return {n.buffer for n in pre_order(func.body) if isinstance(n, BufferStore)}
+
+
+class Kernel:
+    """A built function: ``kernel(*arrays)`` runs it, writing outputs in place.
+
+    Parameters
+    ----------
+    func : the scheduled ``PrimFunc`` that was built (kept for display and re-building).
+    target : the target it was built for (``"python"``, ``"llvm"``, ...).
+    entry : ``entry(*arrays)`` runs the compiled code on checked arrays, in parameter order;
+        it must be synchronous (``time`` measures it with a wall clock).
+    source_text : the generated code, a string (of kind ``target``) or ``{kind: text}`` for
+        backends that produce several (e.g. LLVM IR and assembly); the first is the default.
+    """
+
+    def __init__(self, func: PrimFunc, target: Any, entry: Callable[..., Any],
+                 source_text: Union[str, Mapping[str, str]]):
+        self.func = func
+        self.target = target
+        self.entry = entry
+        if isinstance(source_text, str):
+            source_text = {str(getattr(target, "kind", target)).split()[0]: source_text}
+        self._sources = dict(source_text)
+        self._params = func.params
+        written = written_buffers(func)
+        self._writes = tuple(b in written for b in self._params)
+
+    @property
+    def name(self) -> str:
+        return self.func.name
+
+    # running ---------------------------------------------------------------------------------
+    def __call__(self, *arrays: Any) -> None:
+        self.check_args(arrays)
+        self.entry(*arrays)
+
+    def time(self, *arrays: Any, number: int = 10, repeat: int = 3, warmup: int = 1) -> float:
+        """Best of ``repeat`` measurements of the mean time (seconds) of ``number`` runs."""
+        if number < 1 or repeat < 1:
+            raise ValueError(f"number and repeat must be >= 1, got number={number}, "
+                             f"repeat={repeat}")
+        self.check_args(arrays)
+        entry = self.entry
+        for _ in range(warmup):
+            entry(*arrays)
+        best = float("inf")
+        for _ in range(repeat):
+            t0 = _time.perf_counter()
+            for _ in range(number):
+                entry(*arrays)
+            best = min(best, (_time.perf_counter() - t0) / number)
+        return best
+
+    def check_args(self, arrays: tuple) -> None:
+        """Raise ``TypeError`` / ``ValueError`` naming the first bad argument."""
+        fn, params = self.func.name, self._params
+        if len(arrays) != len(params):
+            names = ", ".join(b.name for b in params)
+            raise TypeError(f"{fn}() takes {len(params)} arrays ({names}), got {len(arrays)}")
+        for buf, arr, writes in zip(params, arrays, self._writes):
+            if not isinstance(arr, np.ndarray):
+                raise TypeError(f"{fn}(): argument {buf.name!r} must be a numpy.ndarray, "
+                                f"got {type(arr).__name__}")
+            if arr.dtype != np.dtype(buf.dtype):
+                raise TypeError(f"{fn}(): argument {buf.name!r} has dtype {arr.dtype}, "
+                                f"expected {buf.dtype}")
+            if arr.shape != buf.shape:
+                raise ValueError(f"{fn}(): argument {buf.name!r} has shape {arr.shape}, "
+                                 f"expected {buf.shape}")
+            if not arr.flags.c_contiguous:
+                raise ValueError(f"{fn}(): argument {buf.name!r} is not C-contiguous; "
+                                 f"pass np.ascontiguousarray({buf.name})")
+            if writes and not arr.flags.writeable:
+                raise ValueError(f"{fn}(): argument {buf.name!r} is read-only, but the kernel "
+                                 f"writes it")
+
+    # inspection ------------------------------------------------------------------------------
+    def source(self, kind: Optional[str] = None) -> str:
+        """The generated code: the default kind, or one of ``source_kinds``."""
+        if kind is None:
+            return next(iter(self._sources.values()))
+        if kind not in self._sources:
+            raise ValueError(f"no source of kind {kind!r}; available: {', '.join(self._sources)}")
+        return self._sources[kind]
+
+    @property
+    def source_kinds(self) -> tuple[str, ...]:
+        return tuple(self._sources)
+
+    def __repr__(self) -> str:
+        args = ", ".join(
+            f"{b.name}: {b.dtype}{list(b.shape)}{' (out)' if w else ''}"
+            for b, w in zip(self._params, self._writes))
+        return f"Kernel({self.func.name}({args}), target={str(self.target)!r})"
+
+    def _repr_pretty_(self, p, cycle):  # IPython plain-text display
+        p.text(repr(self))

@@ -1,0 +1,166 @@
+"""Lowering: turn a scheduled ``PrimFunc`` into the *lowered form* every backend consumes.
+
+The lowered body holds only ``For``, ``SeqStmt``, ``BufferStore``, ``IfThenElse``, ``Evaluate``
+and ``Allocate`` statements; blocks are gone::
+
+    for i, j, k:                              for i in range(128):
+      block C:                                  for j in range(128):
+        vi, vj, vk = bind(i, j, k)    ==>         for k in range(128):
+        init: C[vi, vj] = 0                         if k == 0:
+        C[vi, vj] += A[vi, vk] * B[vk, vj]              C[i, j] = 0
+                                                    C[i, j] = C[i, j] + A[i, k] * B[k, j]
+
+* block iterators are replaced by their bindings (then simplified, with the enclosing loops'
+  ranges, when :mod:`workbench.ir.arith` is available);
+* a block predicate becomes an ``IfThenElse`` around the block's statements;
+* a block ``init`` runs first, guarded by "every reduce iterator is at its domain minimum"
+  (TensorIR semantics: the init happens on the first iteration of the reduction);
+* each buffer a block allocates becomes an ``Allocate`` around the statement that replaced it
+  (the root block's ones wrap the whole body).
+
+Indices stay multi-dimensional (backends flatten them with ``Buffer.strides()``); loop kinds,
+thread tags and annotations are kept for the backends to interpret.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Mapping, Optional
+
+from ..errors import BuildError
+from ..ir.arith import simplify
+from ..ir.expr import EQ, And, BufferLoad, Expr, FloatImm, IntImm, Var, is_const
+from ..ir.func import PrimFunc
+from ..ir.functor import transform
+from ..ir.stmt import (REDUCE, Allocate, Block, BlockRealize, BufferStore, Evaluate, For,
+                       IfThenElse, Range, SeqStmt, Stmt, seq)
+
+#: ``PrimFunc.attrs`` key marking a function that is already in lowered form.
+LOWERED_ATTR = "lowered"
+
+_CONSTS = (IntImm, FloatImm)
+
+
+def is_lowered(func: PrimFunc) -> bool:
+    return bool(func.attrs.get(LOWERED_ATTR))
+
+
+def lower(func: PrimFunc) -> PrimFunc:
+    """The lowered form of ``func`` (same name and parameters, ``attrs["lowered"] = True``).
+
+    Lowering an already lowered function returns it unchanged.
+    """
+    if is_lowered(func):
+        return func
+    body = _Lowerer().stmt(func.body, {})
+    return replace(func, body=body, attrs={**func.attrs, LOWERED_ATTR: True})
+
+
+class _Lowerer:
+    """One pass over the statement tree, carrying the block-iterator bindings in scope."""
+
+    def __init__(self) -> None:
+        # ranges of the loops enclosing the statement being lowered, for the simplifier
+        self.ranges: dict[Var, Range] = {}
+
+    # statements ----------------------------------------------------------------------------
+    def stmt(self, s: Stmt, vmap: Mapping[Var, Expr]) -> Stmt:
+        if isinstance(s, BlockRealize):
+            return self.realize(s, vmap)
+        if isinstance(s, For):
+            lo, ext = self.expr(s.min, vmap), self.expr(s.extent, vmap)
+            self.ranges[s.loop_var] = Range(lo, ext)
+            try:
+                body = self.stmt(s.body, vmap)
+            finally:
+                del self.ranges[s.loop_var]
+            if lo is s.min and ext is s.extent and body is s.body:
+                return s
+            return replace(s, min=lo, extent=ext, body=body)
+        if isinstance(s, SeqStmt):
+            return seq(*(self.stmt(x, vmap) for x in s.seq))
+        if isinstance(s, BufferStore):
+            return BufferStore(s.buffer, self.expr(s.value, vmap),
+                               tuple(self.index(i, vmap) for i in s.indices))
+        if isinstance(s, IfThenElse):
+            return self.guard(self.cond(s.condition, vmap), self.stmt(s.then_case, vmap),
+                              None if s.else_case is None else self.stmt(s.else_case, vmap))
+        if isinstance(s, Evaluate):
+            return Evaluate(self.expr(s.value, vmap))
+        if isinstance(s, Allocate):
+            return Allocate(s.buffer, self.stmt(s.body, vmap))
+        if isinstance(s, Block):
+            raise BuildError(f"lower: block {s.name!r} is not under a BlockRealize")
+        raise BuildError(f"lower: unexpected statement {type(s).__name__}")
+
+    def realize(self, r: BlockRealize, vmap: Mapping[Var, Expr]) -> Stmt:
+        blk: Block = r.block
+        if len(r.iter_values) != len(blk.iter_vars):
+            raise BuildError(f"lower: block {blk.name!r} has {len(blk.iter_vars)} iterators "
+                             f"but {len(r.iter_values)} bindings")
+        values = [self.index(v, vmap) for v in r.iter_values]
+        inner = dict(vmap)
+        inner.update((iv.var, v) for iv, v in zip(blk.iter_vars, values))
+        body = self.stmt(blk.body, inner)
+        if blk.init is not None:
+            init = self.stmt(blk.init, inner)
+            body = seq(self.guard(self.init_condition(blk, values, vmap), init), body)
+        body = self.guard(self.cond(r.predicate, vmap), body)
+        for buf in reversed(blk.alloc_buffers):
+            body = Allocate(buf, body)
+        return body
+
+    def init_condition(self, blk: Block, values: list[Expr],
+                       vmap: Mapping[Var, Expr]) -> Optional[Expr]:
+        """``value == dom.min`` for every reduce iterator (None when always true)."""
+        cond: Optional[Expr] = None
+        for iv, v in zip(blk.iter_vars, values):
+            if iv.iter_type != REDUCE:
+                continue
+            lo = self.expr(iv.dom.min, vmap)
+            if isinstance(v, IntImm) and isinstance(lo, IntImm) and v.value == lo.value:
+                continue
+            c = self.cond(EQ(v, lo), {})
+            cond = c if cond is None else And(cond, c)
+        return cond
+
+    @staticmethod
+    def guard(cond: Optional[Expr], then: Stmt, other: Optional[Stmt] = None) -> Stmt:
+        """``if cond: then else: other``, dropping the test when ``cond`` is known true."""
+        if cond is None or (is_const(cond) and cond.value and cond.dtype == "bool"):
+            return then
+        return IfThenElse(cond, then, other)
+
+    # expressions ---------------------------------------------------------------------------
+    def expr(self, e: Expr, vmap: Mapping[Var, Expr]) -> Expr:
+        """``e`` with block iterators substituted and load indices simplified."""
+        if isinstance(e, Var):
+            return vmap.get(e, e)
+        if isinstance(e, _CONSTS):
+            return e
+
+        def pre(n):
+            if isinstance(n, Var):
+                return vmap.get(n, n)
+            if isinstance(n, BufferLoad):
+                idx = tuple(self.index(i, vmap) for i in n.indices)
+                if all(a is b for a, b in zip(idx, n.indices)):
+                    return n
+                return BufferLoad(n.buffer, idx, n.dtype)
+            return None
+
+        return transform(e, _keep, pre)
+
+    def index(self, e: Expr, vmap: Mapping[Var, Expr]) -> Expr:
+        out = self.expr(e, vmap)
+        if out is e or isinstance(out, (Var,) + _CONSTS):
+            return out
+        return simplify(out, self.ranges)
+
+    def cond(self, e: Expr, vmap: Mapping[Var, Expr]) -> Expr:
+        if isinstance(e, IntImm):
+            return e
+        return simplify(self.expr(e, vmap), self.ranges)
+
+
+def _keep(n):
+    return n

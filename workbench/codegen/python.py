@@ -1,0 +1,342 @@
+"""The python target: the lowered function as one readable Python ``def``, run by CPython.
+
+This is the reference backend — for teaching (read the loop nest a schedule produced) and for
+checking the compiled backends. For the matmul of ``lower``'s docstring it generates::
+
+    def matmul(A_arr, B_arr, C_arr):
+        A = A_arr.ravel().tolist()
+        B = B_arr.ravel().tolist()
+        C = C_arr.ravel().tolist()
+        for i in range(128):
+            for j in range(128):
+                for k in range(128):
+                    if k == 0:
+                        C[i * 128 + j] = 0.0
+                    C[i * 128 + j] += A[i * 128 + k] * B[k * 128 + j]
+        _store(C_arr, C)
+
+Semantics and their limits (documented choices, not accidents):
+
+* Buffers are flat Python lists (row-major, ``Buffer.strides()``): CPython indexes a list of
+  Python scalars several times faster than a numpy array, and computes on Python floats faster
+  than on numpy scalars. Written parameters are copied back into their arrays at the end.
+* Floats are computed in double precision and rounded to the buffer dtype only when copied back
+  (float32 results agree with numpy to ~1e-6 relative). Integers are unbounded (no wrap-around).
+* ``//`` and ``%`` floor (Python = IR semantics); integer ``Div`` truncates towards zero like C.
+  Float ``/``, ``exp``, ``log`` ... follow IEEE (inf / nan) where CPython would raise.
+* ``round`` rounds half away from zero (C's rule, not numpy's half to even).
+* Loop kinds and thread bindings are ignored: every loop runs serially.
+* Indices are not bounds-checked (a negative flat index would wrap around, as lists do).
+"""
+from __future__ import annotations
+
+import keyword
+import math
+import re
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import BuildError
+from ..ir.arith import simplify
+from ..ir import expr as E
+from ..ir.buffer import Buffer
+from ..ir.func import PrimFunc
+from ..ir.functor import pre_order
+from ..ir.stmt import (Allocate, Block, BlockRealize, BufferStore, Evaluate, For, ForKind,
+                       IfThenElse, Range, SeqStmt, Stmt)
+from .kernel import Kernel
+from .lower import lower
+
+# ---------------------------------------------------------------------------------------------
+# runtime: the names generated code may call
+
+
+def _ieee(fast: Callable[..., float], slow: Callable[..., Any]) -> Callable[..., float]:
+    """``fast`` (a ``math`` function), falling back to numpy's IEEE result where it raises."""
+    def f(*args):
+        try:
+            return fast(*args)
+        except (ValueError, OverflowError, ZeroDivisionError):
+            with np.errstate(all="ignore"):
+                return float(slow(*args))
+    f.__name__ = fast.__name__
+    return f
+
+
+def _sigmoid(x: float) -> float:
+    try:
+        return 1.0 / (1.0 + math.exp(-x))
+    except OverflowError:  # exp(-x) overflowed: x is very negative
+        return 0.0
+
+
+def _round(x: float) -> float:
+    """Half away from zero, like C's ``round`` (and LLVM's ``llvm.round``)."""
+    f = math.floor(abs(x))
+    return math.copysign(f + 1.0 if abs(x) - f >= 0.5 else f, x)
+
+
+def _div(a: float, b: float) -> float:
+    try:
+        return a / b
+    except ZeroDivisionError:
+        with np.errstate(all="ignore"):
+            return float(np.float64(a) / np.float64(b))
+
+
+def _truncdiv(a: int, b: int) -> int:
+    """C integer division: the quotient rounded towards zero."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _store(arr: np.ndarray, flat: list) -> None:
+    # via an array so out-of-range integers wrap (numpy casts arrays unsafely) instead of raising
+    arr.reshape(-1)[:] = np.asarray(flat)
+
+
+RUNTIME: dict[str, Any] = {
+    "math": math,
+    "exp": _ieee(math.exp, np.exp),
+    "log": _ieee(math.log, np.log),
+    "sqrt": _ieee(math.sqrt, np.sqrt),
+    "rsqrt": _ieee(lambda x: 1.0 / math.sqrt(x), lambda x: 1.0 / np.sqrt(x)),
+    "tanh": math.tanh,
+    "sigmoid": _sigmoid,
+    "fabs": math.fabs,
+    "pow": _ieee(math.pow, np.power),
+    "erf": math.erf,
+    "floor": _ieee(lambda x: float(math.floor(x)), np.floor),
+    "ceil": _ieee(lambda x: float(math.ceil(x)), np.ceil),
+    "round": _ieee(_round, np.round),  # numpy only for inf / nan, where both rules agree
+    "sin": _ieee(math.sin, np.sin),
+    "cos": _ieee(math.cos, np.cos),
+    "_div": _div,
+    "_truncdiv": _truncdiv,
+    "_store": _store,
+}
+assert set(E.INTRINSICS) <= set(RUNTIME) | {"abs"}, "an intrinsic has no python implementation"
+
+#: Names generated code must not shadow (runtime, builtins it uses, keywords).
+_RESERVED = set(RUNTIME) | {"abs", "min", "max", "int", "float", "bool", "range", "True", "False"}
+
+# ---------------------------------------------------------------------------------------------
+# code generation
+
+# Python operator precedence (higher binds tighter)
+_P_COND, _P_OR, _P_AND, _P_NOT, _P_CMP = 0, 1, 2, 3, 4
+_P_ADD, _P_MUL, _P_UNARY, _P_ATOM = 6, 7, 8, 10
+
+_BINOPS = {E.Add: ("+", _P_ADD), E.Sub: ("-", _P_ADD), E.Mul: ("*", _P_MUL),
+           E.FloorDiv: ("//", _P_MUL), E.FloorMod: ("%", _P_MUL),
+           E.EQ: ("==", _P_CMP), E.NE: ("!=", _P_CMP), E.LT: ("<", _P_CMP), E.LE: ("<=", _P_CMP),
+           E.GT: (">", _P_CMP), E.GE: (">=", _P_CMP), E.And: ("and", _P_AND), E.Or: ("or", _P_OR)}
+
+
+def _identifier(name: str) -> str:
+    ident = re.sub(r"\W", "_", name) or "_"
+    return "_" + ident if ident[0].isdigit() else ident
+
+
+class PythonCodegen:
+    """Emit the Python source of a lowered function (see the module docstring)."""
+
+    def __init__(self, func: PrimFunc):
+        self.func = func
+        self.entry_name = ""  # the def's name, known after generate()
+        self.lines: list[str] = []
+        self.taken = set(_RESERVED)
+        self.vars: dict[E.Var, str] = {}
+        self.bufs: dict[Buffer, str] = {}
+        self.strides: dict[Buffer, tuple[int, ...]] = {}
+        self.ranges: dict[E.Var, Range] = {}  # of the enclosing loops
+
+    def fresh(self, name: str) -> str:
+        base = _identifier(name)
+        out, n = base, 0
+        while out in self.taken or keyword.iskeyword(out):
+            n += 1
+            out = f"{base}_{n}"
+        self.taken.add(out)
+        return out
+
+    def emit(self, depth: int, line: str) -> None:
+        self.lines.append("    " * depth + line)
+
+    # whole function --------------------------------------------------------------------------
+    def generate(self) -> str:
+        f = self.func
+        # a runtime name would be overwritten by the def; buffer and loop names may shadow the
+        # function's own name harmlessly (they are locals)
+        fname = self.entry_name = self.fresh(f.name)
+        self.taken.discard(fname)
+        allocs = [n.buffer for n in pre_order(f.body) if isinstance(n, Allocate)]
+        for b in list(f.params) + allocs:
+            if b in self.bufs:
+                raise BuildError(f"python target: buffer {b.name} is allocated twice")
+            self.bufs[b] = self.fresh(b.name)
+            self.strides[b] = b.strides()
+        args = [self.fresh(self.bufs[b] + "_arr") for b in f.params]
+        for b in f.params:
+            dense = Buffer(b.name, b.shape, b.dtype).strides()
+            if self.strides[b] != dense:
+                raise BuildError(f"python target: parameter {b.name} has padded strides "
+                                 f"{self.strides[b]}; parameters must be dense row-major")
+        self.emit(0, f"def {fname}({', '.join(args)}):")
+        for b, a in zip(f.params, args):
+            self.emit(1, f"{self.bufs[b]} = {a}.ravel().tolist()")
+        self.stmt(f.body, 1)
+        written = {n.buffer for n in pre_order(f.body) if isinstance(n, BufferStore)}
+        for b, a in zip(f.params, args):
+            if b in written:
+                self.emit(1, f"_store({a}, {self.bufs[b]})")
+        return "\n".join(self.lines) + "\n"
+
+    # statements ------------------------------------------------------------------------------
+    def stmt(self, s: Stmt, d: int) -> None:
+        if isinstance(s, For):
+            self.loop(s, d)
+        elif isinstance(s, SeqStmt):
+            if not s.seq:
+                self.emit(d, "pass")
+            for x in s.seq:
+                self.stmt(x, d)
+        elif isinstance(s, BufferStore):
+            target, v = self.access(s.buffer, s.indices), s.value
+            # ``C[..] += x`` for accumulations: shorter, and CPython computes the index once
+            if (isinstance(v, E.Add) and isinstance(v.a, E.BufferLoad)
+                    and self.access(v.a.buffer, v.a.indices) == target):
+                self.emit(d, f"{target} += {self.expr(v.b)[0]}")
+            else:
+                self.emit(d, f"{target} = {self.expr(v)[0]}")
+        elif isinstance(s, IfThenElse):
+            self.emit(d, f"if {self.expr(s.condition)[0]}:")
+            self.stmt(s.then_case, d + 1)
+            if s.else_case is not None:
+                self.emit(d, "else:")
+                self.stmt(s.else_case, d + 1)
+        elif isinstance(s, Allocate):
+            b = s.buffer
+            zero = "False" if b.dtype == "bool" else "0" if E.is_int(b.dtype) else "0.0"
+            self.emit(d, f"{self.bufs[b]} = [{zero}] * {b.alloc_size()}  "
+                         f"# {b.dtype}{list(b.shape)}, {b.scope}")
+            self.stmt(s.body, d)
+        elif isinstance(s, Evaluate):
+            if not E.is_const(s.value):
+                self.emit(d, self.expr(s.value)[0])
+        elif isinstance(s, (Block, BlockRealize)):
+            raise BuildError("python target: the function is not lowered (found a block)")
+        else:
+            raise BuildError(f"python target: unsupported statement {type(s).__name__}")
+
+    def loop(self, s: For, d: int) -> None:
+        name = self.fresh(s.loop_var.name)
+        lo, ext = s.min, s.extent
+        if E.is_const(lo, 0):
+            rng = self.expr(ext)[0]
+        elif isinstance(lo, E.IntImm) and isinstance(ext, E.IntImm):
+            rng = f"{lo.value}, {lo.value + ext.value}"
+        else:
+            lo_s = self.expr(lo)[0]
+            rng = f"{lo_s}, {lo_s} + {self.paren(ext, _P_ADD + 1)}"
+        note = ""
+        if s.kind != ForKind.SERIAL:
+            note = f"  # {s.kind.value}" + (f" {s.thread_tag}" if s.thread_tag else "")
+        self.emit(d, f"for {name} in range({rng}):{note}")
+        self.vars[s.loop_var] = name
+        self.ranges[s.loop_var] = Range(lo, ext)
+        self.stmt(s.body, d + 1)
+        # the name is free again after the loop: sibling loops reuse short names
+        del self.vars[s.loop_var], self.ranges[s.loop_var]
+        self.taken.discard(name)
+
+    # expressions -----------------------------------------------------------------------------
+    def access(self, buf: Buffer, indices: tuple[E.Expr, ...]) -> str:
+        """``name[flat index]``, row-major with the buffer's strides, simplified."""
+        if buf not in self.bufs:
+            raise BuildError(f"python target: buffer {buf.name} is neither a parameter nor "
+                             f"allocated")
+        flat: E.Expr = E.IntImm(0)
+        for idx, stride in zip(indices, self.strides[buf]):
+            flat = flat + idx * stride
+        # under the loop ranges, split / fuse patterns fold: fused // 4 * 4 + fused % 4 -> fused
+        return f"{self.bufs[buf]}[{self.expr(simplify(flat, self.ranges))[0]}]"
+
+    def paren(self, e: E.Expr, prec: int) -> str:
+        """``e`` as an operand that needs at least precedence ``prec``."""
+        text, p = self.expr(e)
+        return text if p >= prec else f"({text})"
+
+    def expr(self, e: E.Expr) -> tuple[str, int]:
+        """(text, precedence) of ``e``."""
+        t = type(e)
+        if t is E.Var:
+            if e not in self.vars:
+                raise BuildError(f"python target: variable {e.name} is not bound by a loop")
+            return self.vars[e], _P_ATOM
+        if t is E.IntImm:
+            if e.dtype == "bool":
+                return ("True" if e.value else "False"), _P_ATOM
+            return str(e.value), (_P_ATOM if e.value >= 0 else _P_UNARY)
+        if t is E.FloatImm:
+            v = e.value
+            if math.isnan(v):
+                return "math.nan", _P_ATOM
+            if math.isinf(v):
+                return ("math.inf", _P_ATOM) if v > 0 else ("-math.inf", _P_UNARY)
+            return repr(v), (_P_ATOM if v >= 0 else _P_UNARY)
+        if t is E.BufferLoad:
+            return self.access(e.buffer, e.indices), _P_ATOM
+        if t in _BINOPS:
+            op, p = _BINOPS[t]
+            # left-associative: the right operand of an equal-precedence op needs parentheses;
+            # comparisons do not chain in the IR, so both of their operands do
+            left = p + 1 if p == _P_CMP else p
+            return f"{self.paren(e.a, left)} {op} {self.paren(e.b, p + 1)}", p
+        if t is E.Div:
+            if E.is_int(e.dtype):
+                return f"_truncdiv({self.expr(e.a)[0]}, {self.expr(e.b)[0]})", _P_ATOM
+            if isinstance(e.b, (E.FloatImm, E.IntImm)) and e.b.value != 0:
+                return f"{self.paren(e.a, _P_MUL)} / {self.paren(e.b, _P_MUL + 1)}", _P_MUL
+            return f"_div({self.expr(e.a)[0]}, {self.expr(e.b)[0]})", _P_ATOM
+        if t is E.Min or t is E.Max:
+            return f"{t.__name__.lower()}({self.expr(e.a)[0]}, {self.expr(e.b)[0]})", _P_ATOM
+        if t is E.Not:
+            return f"not {self.paren(e.a, _P_NOT)}", _P_NOT
+        if t is E.Select:
+            return (f"{self.paren(e.true_value, _P_OR)} if {self.paren(e.condition, _P_OR)} "
+                    f"else {self.paren(e.false_value, _P_COND)}"), _P_COND
+        if t is E.Cast:
+            return self.cast(e)
+        if t is E.Call:
+            op = "abs" if e.op == "abs" else e.op
+            return f"{op}({', '.join(self.expr(a)[0] for a in e.args)})", _P_ATOM
+        raise BuildError(f"python target: unsupported expression {t.__name__}")
+
+    def cast(self, e: E.Cast) -> tuple[str, int]:
+        src, dst = e.value.dtype, e.dtype
+        inner = self.expr(e.value)[0]
+        if dst == "bool":
+            return f"bool({inner})", _P_ATOM
+        if E.is_float(dst):
+            return (self.expr(e.value) if E.is_float(src) else (f"float({inner})", _P_ATOM))
+        if E.is_int(src):  # int -> int: Python ints are unbounded, nothing to do
+            return self.expr(e.value)
+        return f"int({inner})", _P_ATOM  # float/bool -> int truncates towards zero
+
+
+def python_source(func: PrimFunc) -> str:
+    """The Python source of ``func`` (lowered first if needed)."""
+    return PythonCodegen(lower(func)).generate()
+
+
+def build_python(func: PrimFunc, target: Any = "python") -> Kernel:
+    """Compile ``func`` with the python target into a :class:`Kernel`."""
+    gen = PythonCodegen(lower(func))
+    src = gen.generate()
+    namespace = dict(RUNTIME)
+    code = compile(src, f"<workbench python target: {func.name}>", "exec")
+    exec(code, namespace)  # noqa: S102  (our own generated code)
+    entry = namespace[gen.entry_name]
+    return Kernel(func, target, entry, src)
