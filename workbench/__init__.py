@@ -11,6 +11,8 @@ from .ir.dsl import (Tensor, cast, compute, create_func, erf, exp, fabs, if_then
                      max, maximum, min, minimum, placeholder, pow, reduce_axis, rsqrt, sigmoid,
                      sqrt, sum, tanh, all_of, any_of)
 
+from .schedule import (BlockRV, ExprRV, Instruction, InstructionKind, LoopRV, Schedule, Trace,
+                       schedule_primitive)
 from . import workloads
 
 __version__ = "0.1.0"

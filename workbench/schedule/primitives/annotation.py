@@ -1,0 +1,58 @@
+"""``annotate`` / ``unannotate``: key-value hints on a block or a loop for later passes
+(``"pragma_auto_unroll_max_step"``, ``"meta_schedule.tiling_structure"``, …)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import ScheduleError
+from ...ir.stmt import Block
+from ..instruction import schedule_primitive
+from ..rv import BlockRV, ExprRV, LoopRV
+
+_PLAIN = (bool, int, float, str)
+
+
+def _describe(node: Any) -> str:
+    return f"block {node.name!r}" if isinstance(node, Block) else f"loop {node.loop_var.name!r}"
+
+
+def _value(sch, value: Any) -> Any:
+    """The stored annotation value: an ExprRV's current int, plain values, tuples of them."""
+    if isinstance(value, ExprRV):
+        return sch.get(value)
+    if isinstance(value, _PLAIN):
+        return value
+    if isinstance(value, (list, tuple)) and all(isinstance(v, _PLAIN) for v in value):
+        return tuple(value)
+    raise ScheduleError("annotate", f"annotation values are ints, floats, strings, bools, "
+                        f"lists of them or ExprRVs; got {value!r}", argument="ann_val")
+
+
+@schedule_primitive("annotate")
+def annotate(sch, block_or_loop: BlockRV | LoopRV, ann_key: str,
+             ann_val: ExprRV | int | float | str | bool | list) -> None:
+    """Set annotation ``ann_key`` of a block or loop to ``ann_val`` (an ExprRV is stored as
+    its sampled value).
+
+    Before / after ``annotate(i, "pragma_unroll", 1)``::
+
+        for i in range(8):                 for i in range(8, annotations={"pragma_unroll": 1}):
+    """
+    if not isinstance(ann_key, str) or not ann_key:
+        raise ScheduleError("annotate", f"the key must be a non-empty string, got {ann_key!r}",
+                            argument="ann_key")
+    node = sch.get(block_or_loop)
+    value = _value(sch, ann_val)
+    sch.replace(node, node.with_(annotations={**node.annotations, ann_key: value}))
+
+
+@schedule_primitive("unannotate")
+def unannotate(sch, block_or_loop: BlockRV | LoopRV, ann_key: str) -> None:
+    """Remove annotation ``ann_key`` from a block or loop (it must be there)."""
+    node = sch.get(block_or_loop)
+    if ann_key not in node.annotations:
+        have = ", ".join(map(repr, node.annotations)) or "none"
+        raise ScheduleError("unannotate", f"{_describe(node)} has no annotation {ann_key!r} "
+                            f"(it has: {have})", argument="ann_key", nodes=[node])
+    rest = {k: v for k, v in node.annotations.items() if k != ann_key}
+    sch.replace(node, node.with_(annotations=rest))

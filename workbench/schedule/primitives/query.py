@@ -1,0 +1,67 @@
+"""Queries: random variables for blocks and loops of the current function.
+
+Queries change nothing, but they are recorded (pure instructions) so that a trace replayed on
+a fresh schedule recreates the variables the later instructions use.
+"""
+from __future__ import annotations
+
+from ...errors import ScheduleError
+from ...ir.stmt import Block
+from ..instruction import schedule_primitive
+from ..rv import BlockRV, LoopRV
+
+
+@schedule_primitive("get_block", pure=True)
+def get_block(sch, name: str) -> BlockRV:
+    """The block called ``name`` (block names are unique in a function; ``"root"`` included)."""
+    if not isinstance(name, str):
+        raise ScheduleError("get_block", f"expected a block name, got {name!r}", argument="name")
+    if name not in sch.index.realizes:
+        raise ScheduleError("get_block", f"no block named {name!r} in {sch.func.name}; blocks: "
+                            f"{', '.join(sch.index.realizes)}", argument="name")
+    return sch.new_rv(BlockRV, name)
+
+
+@schedule_primitive("get_loops", pure=True)
+def get_loops(sch, block: BlockRV) -> list[LoopRV]:
+    """The loops above ``block`` inside its block scope, outer to inner."""
+    node = sch.get(block)
+    return [sch.new_rv(LoopRV, loop.loop_var) for loop in sch.index.loops_above(node)]
+
+
+@schedule_primitive("get_child_blocks", pure=True)
+def get_child_blocks(sch, block_or_loop: BlockRV | LoopRV) -> list[BlockRV]:
+    """The blocks directly under a block or a loop (not those nested in them), in order."""
+    node = sch.get(block_or_loop)
+    return [sch.new_rv(BlockRV, r.block.name) for r in sch.index.child_realizes(node)]
+
+
+def _siblings(sch, block: Block) -> list[Block]:
+    """The other blocks of ``block``'s scope (the blocks its scope block directly holds)."""
+    idx = sch.index
+    scope = idx.scope(block)
+    if scope is None:
+        return []
+    return [r.block for r in idx.child_realizes(scope) if r.block is not block]
+
+
+def _buffers(regions) -> set:
+    return {r.buffer for r in regions}
+
+
+@schedule_primitive("get_producers", pure=True)
+def get_producers(sch, block: BlockRV) -> list[BlockRV]:
+    """Blocks of the same scope that write a buffer ``block`` reads, in program order."""
+    node = sch.get(block)
+    reads = _buffers(node.reads)
+    return [sch.new_rv(BlockRV, b.name) for b in _siblings(sch, node)
+            if _buffers(b.writes) & reads]
+
+
+@schedule_primitive("get_consumers", pure=True)
+def get_consumers(sch, block: BlockRV) -> list[BlockRV]:
+    """Blocks of the same scope that read a buffer ``block`` writes, in program order."""
+    node = sch.get(block)
+    writes = _buffers(node.writes)
+    return [sch.new_rv(BlockRV, b.name) for b in _siblings(sch, node)
+            if _buffers(b.reads) & writes]

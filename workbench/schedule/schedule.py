@@ -1,0 +1,189 @@
+"""``Schedule``: the current function, the random variables' symbol table, the trace, the rng.
+
+The IR is immutable and the schedule is the mutable thing (DESIGN decision 2): each primitive
+replaces ``sch.func`` by a new function that shares the untouched subtrees, and ``sch.history``
+keeps every step's function so a UI can step back and forth for free. A primitive either
+succeeds or raises and leaves the schedule exactly as it was (function, symbols, trace,
+history, rng state).
+
+The primitives themselves (``split``, ``get_block``, ``sample_perfect_tile`` …) are methods
+installed by ``@schedule_primitive`` (see :mod:`workbench.schedule.instruction`).
+"""
+from __future__ import annotations
+
+import random
+from typing import Any, Optional, Union
+
+from ..errors import ScheduleError
+from ..ir.func import PrimFunc
+from ..ir.stmt import BlockRealize, Stmt
+from .instruction import Instruction, InstructionKind, iter_rvs
+from .rv import RV, ExprRV, LoopRV
+from .state import FuncIndex, index, replace
+from .trace import Trace
+
+
+class Schedule:
+    """Transform ``func`` step by step with traced primitives.
+
+    >>> sch = Schedule(func, seed=0)
+    >>> i, j, k = sch.get_loops(sch.get_block("C"))
+    >>> io, ii = sch.split(i, factors=[None, 16])
+    >>> print(sch.trace)
+    """
+
+    def __init__(self, func: PrimFunc, seed: Optional[int] = None):
+        if not isinstance(func, PrimFunc):
+            raise TypeError(f"Schedule expects a PrimFunc, got {type(func).__name__}")
+        if not isinstance(func.body, BlockRealize):
+            raise TypeError(f"function {func.name}: the body must be the root block's realize")
+        self.func: PrimFunc = func
+        #: random variable -> block name (BlockRV) / loop variable (LoopRV) / int (ExprRV)
+        self.symbols: dict[RV, Any] = {}
+        self.trace = Trace()
+        #: (instruction or None for the start, function after it), one entry per step
+        self.history: list[tuple[Optional[Instruction], PrimFunc]] = [(None, func)]
+        self.rng = random.Random(seed)
+        self._running: list[str] = []   # names of the primitives being applied (nesting)
+
+    # state ------------------------------------------------------------------------------
+    @property
+    def index(self) -> FuncIndex:
+        """Lookup tables of the current function (cached)."""
+        return index(self.func)
+
+    def replace(self, old: Stmt, new: Optional[Stmt]) -> None:
+        """Replace a statement of the current function (for primitive implementations)."""
+        self.func = replace(self.func, old, new)
+
+    def new_rv(self, cls: type, value: Any) -> Any:
+        """A fresh random variable standing for ``value`` (for primitive implementations)."""
+        rv = cls()
+        self.symbols[rv] = value
+        return rv
+
+    # random variables ---------------------------------------------------------------------
+    def get(self, rv: Union[RV, list, tuple]) -> Any:
+        """What a random variable stands for now: a ``Block``, a ``For`` or an int.
+
+        A list (or tuple) of variables gives a list.
+        """
+        if isinstance(rv, (list, tuple)):
+            return [self.get(x) for x in rv]
+        primitive = self._running[-1] if self._running else "get"
+        return self._lookup(rv, primitive, None)
+
+    def _resolve_rv(self, rv: RV, primitive: str, argument: Optional[str]) -> RV:
+        """Check that ``rv`` is a live variable of this schedule (used on every argument)."""
+        self._lookup(rv, primitive, argument)
+        return rv
+
+    def _lookup(self, rv: RV, primitive: str, argument: Optional[str]) -> Any:
+        if not isinstance(rv, RV):
+            raise ScheduleError(primitive, f"expected a random variable, got {rv!r}",
+                                argument=argument)
+        try:
+            value = self.symbols[rv]
+        except KeyError:
+            raise ScheduleError(primitive, f"this {type(rv).__name__} is not a random variable "
+                                f"of this schedule (it was made by another one)",
+                                argument=argument) from None
+        if isinstance(rv, ExprRV):
+            return value
+        idx = self.index
+        if isinstance(rv, LoopRV):
+            node = idx.loops.get(value)
+            if node is None:
+                raise self._gone(rv, f"loop {value.name!r}", primitive, argument)
+            return node
+        realize = idx.realizes.get(value)
+        if realize is None:
+            raise self._gone(rv, f"block {value!r}", primitive, argument)
+        return realize.block
+
+    def _gone(self, rv: RV, what: str, primitive: str, argument: Optional[str]) -> ScheduleError:
+        """The error for a variable whose loop/block a later step removed, naming that step."""
+        value = self.symbols[rv]
+
+        def alive(step: int) -> bool:
+            idx = index(self.history[step][1])
+            return value in (idx.loops if isinstance(rv, LoopRV) else idx.realizes)
+
+        name = self.trace.rv_names().get(rv, "it")
+        lines = self.trace.as_python().splitlines()
+        for step in range(1, len(self.history)):
+            if alive(step - 1) and not alive(step) and step - 1 < len(lines):
+                return ScheduleError(primitive, f"{what} ({name}) no longer exists: step {step} "
+                                     f"removed it: `{lines[step - 1]}`", argument=argument)
+        return ScheduleError(primitive, f"{what} ({name}) no longer exists in the function",
+                             argument=argument)
+
+    # applying primitives ------------------------------------------------------------------
+    def _apply(self, kind: InstructionKind, args: dict[str, Any], decision: Any = None,
+               pinned: bool = False) -> Any:
+        """Check, run atomically and (when outermost) record one primitive call."""
+        outer = not self._running
+        saved = (self.func, dict(self.symbols), len(self.trace), len(self.history),
+                 self.rng.getstate())
+        try:
+            args = kind.check(self, args)
+            if decision is not None and not kind.is_sampling:
+                raise ScheduleError(kind.name, "only sampling instructions take a decision",
+                                    argument="decision")
+            self._running.append(kind.name)
+            try:
+                result = kind.invoke(self, args, decision)
+            finally:
+                self._running.pop()
+            if kind.is_sampling:
+                result, decision = result
+        except BaseException:
+            self.func, self.symbols, n_trace, n_hist, state = saved
+            del self.trace.insts[n_trace:]
+            del self.history[n_hist:]
+            self.rng.setstate(state)
+            raise
+        if outer:
+            outputs = tuple(iter_rvs(result))
+            inst = Instruction(kind, args, outputs, isinstance(result, (list, tuple)),
+                               decision, pinned)
+            self.trace.append(inst)
+            self.history.append((inst, self.func))
+        return result
+
+    # copies and randomness ----------------------------------------------------------------
+    def copy(self) -> "Schedule":
+        """An independent schedule: same function and variables, own trace/symbols, same rng
+        state (both copies then draw the same numbers)."""
+        out = Schedule.__new__(Schedule)
+        out.func = self.func
+        out.symbols = dict(self.symbols)
+        out.trace = self.trace.copy()
+        out.history = list(self.history)
+        out.rng = random.Random()
+        out.rng.setstate(self.rng.getstate())
+        out._running = []
+        return out
+
+    def fork_seed(self) -> int:
+        """A seed drawn from this schedule's rng (to seed another schedule or a worker)."""
+        return self.rng.randrange(2 ** 31)
+
+    def seed(self, seed: int) -> None:
+        """Reseed the random number generator."""
+        self.rng.seed(seed)
+
+    # display -----------------------------------------------------------------------------
+    def __str__(self) -> str:
+        return str(self.func)
+
+    def __repr__(self) -> str:
+        return f"<Schedule of {self.func.name}: {len(self.trace)} instructions>"
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(str(self.func))
+
+    def show(self) -> None:
+        """Print the current function."""
+        print(self.func)
+

@@ -1,0 +1,263 @@
+"""Traces: the linear record of the sampling and transformation instructions a schedule ran.
+
+A trace is data (DESIGN decision 4). It renders as runnable Python (``str(trace)``), round-trips
+through plain JSON without evaluating any code, and replays onto a fresh schedule of the same
+function — with the recorded decisions, with decisions chosen by a ``decision_provider`` (how
+the search mutates a trace), or resampled. A *pinned* decision is one the search must keep:
+``apply_to_schedule`` never asks the provider about it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
+
+from ..errors import ScheduleError
+from .instruction import Instruction, get_kind, iter_rvs, map_rvs
+from .rv import RV, RV_CLASSES
+
+#: ``decision_provider(inst, recorded_decision) -> decision``; returning None resamples.
+DecisionProvider = Callable[[Instruction, Any], Any]
+
+#: the ``format`` tag of :meth:`Trace.as_json`
+JSON_FORMAT = "workbench.trace/1"
+
+
+def resample(inst: Instruction, decision: Any) -> None:
+    """A decision provider that draws every (unpinned) decision anew from the schedule's rng."""
+    return None
+
+
+class Trace:
+    """A list of :class:`Instruction` (instructions are immutable; decisions live on them)."""
+
+    resample = staticmethod(resample)
+
+    def __init__(self, insts: Iterable[Instruction] = ()):
+        self.insts: list[Instruction] = list(insts)
+
+    # container --------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.insts)
+
+    def __iter__(self) -> Iterator[Instruction]:
+        return iter(self.insts)
+
+    def __getitem__(self, i: int) -> Instruction:
+        return self.insts[i]
+
+    def append(self, inst: Instruction) -> None:
+        self.insts.append(inst)
+
+    def copy(self) -> "Trace":
+        return Trace(self.insts)
+
+    @property
+    def decisions(self) -> dict[Instruction, Any]:
+        """Sampling instruction -> its decision, in trace order."""
+        return {i: i.decision for i in self.insts if i.kind.is_sampling}
+
+    @property
+    def pinned(self) -> set[Instruction]:
+        return {i for i in self.insts if i.pinned}
+
+    # rendering ---------------------------------------------------------------------------
+    def rv_names(self) -> dict[RV, str]:
+        """Trace names of the random variables: prefix + creation index (``b0``, ``l1``, ``v2``)."""
+        names: dict[RV, str] = {}
+        for inst in self.insts:
+            for rv in inst.outputs:
+                if rv not in names:
+                    names[rv] = f"{rv.prefix}{len(names)}"
+        return names
+
+    def as_python(self) -> str:
+        """Runnable Python, one line per instruction, with ``sch`` the schedule."""
+        names = self.rv_names()
+        return "\n".join(inst.kind.as_python(inst, names) for inst in self.insts)
+
+    def __str__(self) -> str:
+        return self.as_python()
+
+    def __repr__(self) -> str:
+        return f"<Trace of {len(self)} instructions>"
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(self.as_python())
+
+    # JSON ----------------------------------------------------------------------------------
+    def as_json(self) -> dict:
+        """Plain JSON-able data: ``{"format", "insts": [{kind, args, outputs, ...}]}``.
+
+        Random variables appear as ``{"rv": "l3"}``; dict values as ``{"dict": [[k, v], ...]}``.
+        """
+        names = self.rv_names()
+        insts = []
+        for inst in self.insts:
+            rec: dict[str, Any] = {"kind": inst.kind.name,
+                                   "args": {k: _to_json(v, names) for k, v in inst.args.items()},
+                                   "outputs": [names[rv] for rv in inst.outputs]}
+            if inst.multi:
+                rec["multi"] = True
+            if inst.kind.is_sampling:
+                rec["decision"] = _to_json(inst.decision, names)
+            if inst.pinned:
+                rec["pinned"] = True
+            insts.append(rec)
+        return {"format": JSON_FORMAT, "insts": insts}
+
+    @classmethod
+    def from_json(cls, data: Union[dict, str]) -> "Trace":
+        """Rebuild a trace from :meth:`as_json` data (or its JSON text); no code is evaluated."""
+        if isinstance(data, str):
+            data = json.loads(data)
+        if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
+            raise ValueError(f"not a workbench trace (expected format {JSON_FORMAT!r})")
+        rvs: dict[str, RV] = {}
+
+        def ref(name: str) -> RV:
+            if name not in rvs:
+                raise ValueError(f"trace uses random variable {name!r} before defining it")
+            return rvs[name]
+
+        insts = []
+        for k, rec in enumerate(data["insts"]):
+            kind = get_kind(rec["kind"])
+            args = kind.complete({a: _from_json(v, ref) for a, v in rec["args"].items()})
+            outputs = []
+            for name in rec.get("outputs", []):
+                cls_ = RV_CLASSES.get(name[:1])
+                if cls_ is None or name in rvs:
+                    raise ValueError(f"instruction {k} ({kind.name}): bad output name {name!r}")
+                rvs[name] = cls_()
+                outputs.append(rvs[name])
+            insts.append(Instruction(kind, args, tuple(outputs), bool(rec.get("multi", False)),
+                                     _from_json(rec.get("decision"), ref),
+                                     bool(rec.get("pinned", False))))
+        return cls(insts)
+
+    @staticmethod
+    def from_python(text: str, func: Any, seed: Optional[int] = None) -> "Trace":
+        """Run trace text (``as_python()`` output, or hand-written) on a fresh schedule of
+        ``func`` and return the trace it records. This executes the text: use it for code you
+        trust; databases use :meth:`from_json`."""
+        from .schedule import Schedule
+        sch = Schedule(func, seed=seed)
+        exec(compile(text, "<trace>", "exec"), {"sch": sch})
+        return sch.trace
+
+    # replay --------------------------------------------------------------------------------
+    def apply_to_schedule(self, sch: Any, decision_provider: Optional[DecisionProvider] = None,
+                          ) -> dict[RV, RV]:
+        """Replay every instruction on ``sch``; returns this trace's RVs -> ``sch``'s RVs.
+
+        Sampling instructions use their recorded decision unless a ``decision_provider`` is
+        given and the instruction is not pinned: then ``decision_provider(inst, decision)`` is
+        used (None draws a new one from ``sch.rng``; see :func:`resample`).
+        """
+        rv_map: dict[RV, RV] = {}
+
+        def lookup(rv: RV) -> RV:
+            try:
+                return rv_map[rv]
+            except KeyError:
+                raise ValueError(f"trace uses a random variable ({rv!r}) it never "
+                                 f"defines") from None
+
+        for inst in self.insts:
+            args = {k: map_rvs(v, lookup) for k, v in inst.args.items()}
+            decision = inst.decision
+            if inst.kind.is_sampling and decision_provider is not None and not inst.pinned:
+                decision = decision_provider(inst, decision)
+            result = sch._apply(inst.kind, args, decision, pinned=inst.pinned)
+            outputs = list(iter_rvs(result))
+            if len(outputs) != len(inst.outputs):
+                raise ScheduleError(inst.kind.name, f"replay returned {len(outputs)} random "
+                                    f"variables where the trace recorded {len(inst.outputs)}")
+            rv_map.update(zip(inst.outputs, outputs))
+        return rv_map
+
+    # editing -------------------------------------------------------------------------------
+    def _locate(self, inst: Union[Instruction, RV, int]) -> int:
+        """Position of an instruction given itself, its index, or one of its output RVs.
+
+        Pinning replaces an instruction by an updated copy; a stale handle is still found
+        through its outputs, which the copy shares.
+        """
+        if isinstance(inst, int):
+            if not -len(self.insts) <= inst < len(self.insts):
+                raise IndexError(f"trace has {len(self.insts)} instructions, no index {inst}")
+            return inst % len(self.insts)
+        for k, cur in enumerate(self.insts):
+            if cur is inst:
+                return k
+        target = inst.outputs if isinstance(inst, Instruction) else (inst,)
+        for k, cur in enumerate(self.insts):
+            if target and any(rv in cur.outputs for rv in target):
+                return k
+        raise ValueError(f"{inst!r} is not an instruction of this trace")
+
+    def _sampling_at(self, inst: Union[Instruction, RV, int]) -> int:
+        k = self._locate(inst)
+        if not self.insts[k].kind.is_sampling:
+            raise ValueError(f"instruction {k} ({self.insts[k].kind.name}) samples nothing: "
+                             f"only sampling instructions have decisions")
+        return k
+
+    def with_decision(self, inst: Union[Instruction, RV, int], value: Any,
+                      pinned: Optional[bool] = None) -> "Trace":
+        """A new trace where ``inst`` has decision ``value`` (and ``pinned``, when given)."""
+        k = self._sampling_at(inst)
+        out = self.copy()
+        cur = out.insts[k]
+        out.insts[k] = dataclasses.replace(cur, decision=value,
+                                           pinned=cur.pinned if pinned is None else pinned)
+        return out
+
+    def pin(self, inst: Union[Instruction, RV, int], value: Any = None) -> None:
+        """Mark a decision as fixed (search never changes it), optionally setting it first."""
+        k = self._sampling_at(inst)
+        cur = self.insts[k]
+        self.insts[k] = dataclasses.replace(cur, pinned=True,
+                                            decision=cur.decision if value is None else value)
+
+    def free(self, inst: Union[Instruction, RV, int]) -> None:
+        """Let the search change this decision again."""
+        k = self._sampling_at(inst)
+        self.insts[k] = dataclasses.replace(self.insts[k], pinned=False)
+
+    def simplified(self) -> "Trace":
+        """The trace without pure instructions (queries, sampling) whose outputs are unused."""
+        used: set[RV] = set()
+        keep: list[Instruction] = []
+        for inst in reversed(self.insts):
+            if inst.kind.is_pure and not any(rv in used for rv in inst.outputs):
+                continue
+            keep.append(inst)
+            used.update(inst.inputs)
+        keep.reverse()
+        return Trace(keep)
+
+
+def _to_json(value: Any, names: dict[RV, str]) -> Any:
+    if isinstance(value, RV):
+        return {"rv": names[value]}
+    if isinstance(value, (list, tuple)):
+        return [_to_json(v, names) for v in value]
+    if isinstance(value, dict):
+        return {"dict": [[k, _to_json(v, names)] for k, v in value.items()]}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"cannot serialize {type(value).__name__} {value!r} in a trace")
+
+
+def _from_json(value: Any, ref: Callable[[str], RV]) -> Any:
+    if isinstance(value, list):
+        return [_from_json(v, ref) for v in value]
+    if isinstance(value, dict):
+        if set(value) == {"rv"}:
+            return ref(value["rv"])
+        if set(value) == {"dict"}:
+            return {k: _from_json(v, ref) for k, v in value["dict"]}
+        raise ValueError(f"unexpected object in trace JSON: {value!r}")
+    return value
