@@ -1,0 +1,6 @@
+"""The primitives, one module per family; importing a module registers its instruction kinds.
+
+Other families (compute location, caching, layout, reduction, blockize/tensorize) register
+themselves the same way from their own modules.
+"""
+from . import annotation, for_kind, loops, query, sampling  # noqa: F401  (registration)
