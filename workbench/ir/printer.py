@@ -26,6 +26,7 @@ from .expr import (Add, And, BinaryOp, BufferLoad, Call, Cast, CmpOp, Div, EQ, E
                    FloorDiv, FloorMod, GE, GT, IntImm, LE, LT, Max, Min, Mul, NE, Not, Or,
                    Select, Sub, Var)
 from .func import PrimFunc
+from .functor import uses_var
 from .stmt import (OPAQUE, REDUCE, SPATIAL, Allocate, Block, BlockRealize, BufferRegion,
                    BufferStore, Evaluate, For, ForKind, IfThenElse, IterVar, Range, SeqStmt, Stmt)
 
@@ -283,8 +284,10 @@ class _Printer:
 
     def loop(self, s: For, depth: int) -> None:
         grid = [s]
+        # T.grid extents are evaluated up front: an inner extent using an outer var can't join
         while _is_grid_loop(grid[-1]) and isinstance(grid[-1].body, For) \
-                and _is_grid_loop(grid[-1].body):
+                and _is_grid_loop(grid[-1].body) \
+                and not any(uses_var(grid[-1].body.extent, f.loop_var) for f in grid):
             grid.append(grid[-1].body)
         if len(grid) > 1:
             names = ", ".join(self.name(f.loop_var) for f in grid)
