@@ -228,3 +228,18 @@ def test_build_rejects_unknown_and_unavailable_targets(monkeypatch):
         build(func, target="llvm -mcpu=native")
     with pytest.raises(TypeError, match="build expects a PrimFunc or a Schedule, got int"):
         build(3)
+
+
+def test_deep_loop_nest_builds_and_matches():
+    """Splitting every loop of C2D three ways nests 21 loops: deeper than CPython's 20 blocks."""
+    import workbench as wb
+    from workbench.testing import check_numeric
+
+    shape = wb.workloads.small("C2D")
+    sch = wb.Schedule(wb.workloads.get("C2D", **shape))
+    block = sch.get_block("conv2d_nhwc")
+    for loop in sch.get_loops(block):
+        extent = sch.get(loop).extent.value
+        sch.split(loop, factors=[None, 1, extent])
+    assert len(sch.get_loops(block)) == 21
+    check_numeric(sch, "C2D", **shape)

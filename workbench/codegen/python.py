@@ -30,6 +30,7 @@ Semantics and their limits (documented choices, not accidents):
 """
 from __future__ import annotations
 
+import itertools
 import keyword
 import math
 import re
@@ -42,7 +43,7 @@ from ..ir.arith import simplify
 from ..ir import expr as E
 from ..ir.buffer import Buffer
 from ..ir.func import PrimFunc
-from ..ir.functor import pre_order
+from ..ir.functor import pre_order, uses_var
 from ..ir.stmt import (Allocate, Block, BlockRealize, BufferStore, Evaluate, For, ForKind,
                        IfThenElse, Range, SeqStmt, Stmt)
 from .kernel import Kernel
@@ -115,6 +116,7 @@ RUNTIME: dict[str, Any] = {
     "_div": _div,
     "_truncdiv": _truncdiv,
     "_store": _store,
+    "_product": itertools.product,
 }
 assert set(E.INTRINSICS) <= set(RUNTIME) | {"abs"}, "an intrinsic has no python implementation"
 
@@ -123,6 +125,9 @@ _RESERVED = set(RUNTIME) | {"abs", "min", "max", "int", "float", "bool", "range"
 
 # ---------------------------------------------------------------------------------------------
 # code generation
+
+#: indentation depth from which perfect loop nests are folded (CPython's limit is 20 blocks)
+_MAX_PLAIN_DEPTH = 12
 
 # Python operator precedence (higher binds tighter)
 _P_COND, _P_OR, _P_AND, _P_NOT, _P_CMP = 0, 1, 2, 3, 4
@@ -231,25 +236,39 @@ class PythonCodegen:
             raise BuildError(f"python target: unsupported statement {type(s).__name__}")
 
     def loop(self, s: For, d: int) -> None:
-        name = self.fresh(s.loop_var.name)
+        # CPython allows 20 nested blocks per function: deep nests (heavily split schedules)
+        # fold perfectly nested loops with independent bounds into one ``itertools.product``
+        chain = [s]
+        if d >= _MAX_PLAIN_DEPTH:
+            while isinstance(chain[-1].body, For) and not any(
+                    uses_var(chain[-1].body.min, f.loop_var) or uses_var(chain[-1].body.extent, f.loop_var)
+                    for f in chain):
+                chain.append(chain[-1].body)
+        names = [self.fresh(f.loop_var.name) for f in chain]
+        ranges = [f"range({self.loop_range(f)})" for f in chain]
+        note = "".join(f"  # {f.kind.value}" + (f" {f.thread_tag}" if f.thread_tag else "")
+                       for f in chain if f.kind != ForKind.SERIAL)
+        if len(chain) == 1:
+            self.emit(d, f"for {names[0]} in {ranges[0]}:{note}")
+        else:
+            self.emit(d, f"for {', '.join(names)} in _product({', '.join(ranges)}):{note}")
+        for f, name in zip(chain, names):
+            self.vars[f.loop_var] = name
+            self.ranges[f.loop_var] = Range(f.min, f.extent)
+        self.stmt(chain[-1].body, d + 1)
+        # the names are free again after the loop: sibling loops reuse short names
+        for f, name in zip(chain, names):
+            del self.vars[f.loop_var], self.ranges[f.loop_var]
+            self.taken.discard(name)
+
+    def loop_range(self, s: For) -> str:
         lo, ext = s.min, s.extent
         if E.is_const(lo, 0):
-            rng = self.expr(ext)[0]
-        elif isinstance(lo, E.IntImm) and isinstance(ext, E.IntImm):
-            rng = f"{lo.value}, {lo.value + ext.value}"
-        else:
-            lo_s = self.expr(lo)[0]
-            rng = f"{lo_s}, {lo_s} + {self.paren(ext, _P_ADD + 1)}"
-        note = ""
-        if s.kind != ForKind.SERIAL:
-            note = f"  # {s.kind.value}" + (f" {s.thread_tag}" if s.thread_tag else "")
-        self.emit(d, f"for {name} in range({rng}):{note}")
-        self.vars[s.loop_var] = name
-        self.ranges[s.loop_var] = Range(lo, ext)
-        self.stmt(s.body, d + 1)
-        # the name is free again after the loop: sibling loops reuse short names
-        del self.vars[s.loop_var], self.ranges[s.loop_var]
-        self.taken.discard(name)
+            return self.expr(ext)[0]
+        if isinstance(lo, E.IntImm) and isinstance(ext, E.IntImm):
+            return f"{lo.value}, {lo.value + ext.value}"
+        lo_s = self.expr(lo)[0]
+        return f"{lo_s}, {lo_s} + {self.paren(ext, _P_ADD + 1)}"
 
     # expressions -----------------------------------------------------------------------------
     def access(self, buf: Buffer, indices: tuple[E.Expr, ...]) -> str:
@@ -336,7 +355,10 @@ def build_python(func: PrimFunc, target: Any = "python") -> Kernel:
     gen = PythonCodegen(lower(func))
     src = gen.generate()
     namespace = dict(RUNTIME)
-    code = compile(src, f"<workbench python target: {func.name}>", "exec")
+    try:
+        code = compile(src, f"<workbench python target: {func.name}>", "exec")
+    except SyntaxError as err:  # e.g. a nest still too deep after folding perfect nests
+        raise BuildError(f"python target cannot express {func.name}: {err.msg}") from err
     exec(code, namespace)  # noqa: S102  (our own generated code)
     entry = namespace[gen.entry_name]
     return Kernel(func, target, entry, src)
