@@ -4,13 +4,15 @@ The public API (``DESIGN.md``) is re-exported here; see the README for a tour.
 """
 from .errors import BuildError, InternalError, IRVerifyError, ScheduleError, WorkbenchError
 from .ir import Buffer, PrimFunc
-from .codegen import Kernel, build, lower
+from .codegen import Kernel, Target, build, lower
 from .ir.structural import assert_structural_equal, structural_equal, structural_hash
 from .ir.verify import verify
 from .ir.dsl import (Tensor, cast, compute, create_func, erf, exp, fabs, if_then_else, log,
                      max, maximum, min, minimum, placeholder, pow, reduce_axis, rsqrt, sigmoid,
                      sqrt, sum, tanh, all_of, any_of)
 
+from .ir.index_map import IndexMap
+from .schedule.tensor_intrin import TensorIntrin
 from .schedule import (BlockRV, ExprRV, Instruction, InstructionKind, LoopRV, Schedule, Trace,
                        schedule_primitive)
 from . import workloads

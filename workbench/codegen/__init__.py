@@ -2,5 +2,6 @@
 from .build import build
 from .kernel import Kernel
 from .lower import lower
+from .target import Target
 
-__all__ = ["build", "lower", "Kernel"]
+__all__ = ["build", "lower", "Kernel", "Target"]

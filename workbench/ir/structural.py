@@ -19,11 +19,15 @@ What is compared:
 * Block names (a block's identity), loop kinds, thread tags, annotations and attributes (plain
   values, dict order ignored), constants with their dtypes. A ``PrimFunc``'s name is a label
   and is ignored, like variable names.
+
+:func:`structural_match` is the same comparison with two relaxations (block names and buffer
+names may be ignored) that also returns *how* the trees correspond: which variable and which
+buffer of one stands for which of the other (what tensorize needs to bind an intrinsic).
 """
 from __future__ import annotations
 
 import hashlib
-from dataclasses import fields
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, Mapping, Optional
 
@@ -32,7 +36,8 @@ from .expr import Expr, FloatImm, Var
 from .func import PrimFunc
 from .stmt import Allocate, Block, BufferRegion, For, IterVar, Range, Stmt
 
-__all__ = ["structural_equal", "structural_hash", "assert_structural_equal"]
+__all__ = ["structural_equal", "structural_hash", "assert_structural_equal", "structural_match",
+           "StructuralMatch"]
 
 _NODES = (Expr, Stmt, Range, IterVar, BufferRegion, PrimFunc)
 
@@ -64,16 +69,60 @@ def assert_structural_equal(a: Any, b: Any, map_free_vars: bool = True) -> None:
     """Raise ``AssertionError`` with the first differing path and both printed forms."""
     if structural_equal(a, b, map_free_vars):
         return
-    sa, sb = _Serializer(map_free_vars, paths=True), _Serializer(map_free_vars, paths=True)
+    where = _first_difference(a, b, lambda: _Serializer(map_free_vars, paths=True))
+    raise AssertionError(
+        f"structural mismatch at {where}\n"
+        f"--- first:\n{_text(a)}\n--- second:\n{_text(b)}")
+
+
+@dataclass
+class StructuralMatch:
+    """The outcome of :func:`structural_match`; true when the trees match.
+
+    ``vars`` / ``buffers`` map every variable / buffer *defined or first used* in the first tree
+    to its counterpart in the second (empty on a mismatch); ``mismatch`` names the first
+    difference (each tree's path to it and what was found there), ``""`` on a match.
+    """
+
+    vars: dict = field(default_factory=dict)
+    buffers: dict = field(default_factory=dict)
+    mismatch: str = ""
+
+    def __bool__(self) -> bool:
+        return not self.mismatch
+
+
+def structural_match(a: Any, b: Any, *, map_free_vars: bool = True, block_names: bool = True,
+                     buffer_names: bool = True) -> StructuralMatch:
+    """Compare like :func:`structural_equal` and return the correspondence of the two trees.
+
+    ``block_names=False``: blocks may be named differently. ``buffer_names=False``: buffers are
+    compared by shape, dtype, scope and alignment only (parameters and free buffers included).
+    """
+    def serializer(paths: bool = False) -> _Serializer:
+        return _Serializer(map_free_vars, paths=paths, block_names=block_names,
+                           buffer_names=buffer_names)
+
+    if type(a) is type(b):
+        sa, sb = serializer(), serializer()
+        if sa.run(a) == sb.run(b):
+            return StructuralMatch(dict(zip(sa.var_defs, sb.var_defs)),
+                                   dict(zip(sa.buffer_defs, sb.buffer_defs)))
+    return StructuralMatch(mismatch=_first_difference(a, b, lambda: serializer(paths=True)))
+
+
+def _first_difference(a: Any, b: Any, make) -> str:
+    """``"<path in a> (<token>) vs <path in b> (<token>)"`` for the first differing token."""
+    if type(a) is not type(b):
+        return f"the root: {type(a).__name__} vs {type(b).__name__}"
+    sa, sb = make(), make()
     ta, tb = sa.run(a), sb.run(b)
     n = next((k for k, (x, y) in enumerate(zip(ta, tb)) if x != y), min(len(ta), len(tb)))
 
     def at(s: _Serializer, toks: list) -> str:
         return f"{s.paths[n]} ({toks[n]!r})" if n < len(toks) else "<end>"
 
-    raise AssertionError(
-        f"structural mismatch at {at(sa, ta)} vs {at(sb, tb)}\n"
-        f"--- first:\n{_text(a)}\n--- second:\n{_text(b)}")
+    return f"{at(sa, ta)} vs {at(sb, tb)}"
 
 
 def _text(node: Any) -> str:
@@ -98,14 +147,16 @@ def _plain(v: Any) -> str:
 
 
 def _field_plan(cls: type) -> tuple[tuple[str, str], ...]:
-    """(field name, role) for a node class; role is 'var_def', 'buffer_def' or 'value'."""
+    """(field name, role) for a node class; role is 'var_def', 'buffer_def', 'block_name' or
+    'value'."""
     plan = _FIELD_CACHE.get(cls)
     if plan is None:
         skip = _SKIP.get(cls, ())
         var_def = next((f for k, f in _VAR_DEFS.items() if issubclass(cls, k)), None)
         buf_def = next((f for k, f in _BUFFER_DEFS.items() if issubclass(cls, k)), None)
         plan = tuple((f.name, "var_def" if f.name == var_def else
-                      "buffer_def" if f.name == buf_def else "value")
+                      "buffer_def" if f.name == buf_def else
+                      "block_name" if cls is Block and f.name == "name" else "value")
                      for f in fields(cls) if f.name not in skip)
         _FIELD_CACHE[cls] = plan
     return plan
@@ -114,8 +165,14 @@ def _field_plan(cls: type) -> tuple[tuple[str, str], ...]:
 class _Serializer:
     """Turns a tree into canonical tokens; optionally records each token's path."""
 
-    def __init__(self, map_free_vars: bool, paths: bool = False) -> None:
+    def __init__(self, map_free_vars: bool, paths: bool = False, block_names: bool = True,
+                 buffer_names: bool = True) -> None:
         self.map_free = map_free_vars
+        self.block_names = block_names
+        self.buffer_names = buffer_names
+        #: variables / buffers in order of definition (a match zips two of these lists)
+        self.var_defs: list[Var] = []
+        self.buffer_defs: list[Buffer] = []
         self.tokens: list[Any] = []
         self.paths: Optional[list[str]] = [] if paths else None
         self.vars: dict[Var, int] = {}       # by identity (Expr hashes by id)
@@ -170,6 +227,8 @@ class _Serializer:
             elif role == "buffer_def":
                 for b in (v if isinstance(v, tuple) else (v,)):
                     self.define_buffer(b, with_name=False)
+            elif role == "block_name":
+                self.emit(v if self.block_names else "<block>")
             elif isinstance(v, _NODES):
                 self.emit("+")
                 pushed.append((v, self.path))
@@ -201,6 +260,7 @@ class _Serializer:
                 self.emit(_plain(v))
 
     def define_var(self, v: Var) -> None:
+        self.var_defs.append(v)
         self.vars[v] = self.n_vars
         self.n_vars += 1
         self.emit(("def", v.dtype))
@@ -215,9 +275,11 @@ class _Serializer:
             self.emit(("free_var", id(v)))
 
     def define_buffer(self, b: Buffer, with_name: bool) -> None:
+        self.buffer_defs.append(b)
         self.buffers[b] = self.n_buffers
         self.n_buffers += 1
-        self.emit(("buffer", b.name if with_name else None, b.shape, b.dtype, b.scope, b.align))
+        name = b.name if with_name and self.buffer_names else None
+        self.emit(("buffer", name, b.shape, b.dtype, b.scope, b.align))
 
     def use_buffer(self, b: Buffer) -> None:
         n = self.buffers.get(b)

@@ -15,6 +15,10 @@ Argument checking comes from the annotations: a parameter annotated with ``LoopR
 still exist; where a ``BlockRV`` is expected a block name is accepted and turned into a recorded
 ``get_block``. Every random variable anywhere in the arguments is checked the same way.
 
+A parameter annotated with a class that defines ``__trace_arg__(value)`` (a classmethod) records
+what that hook returns instead of what the caller passed: a Python lambda given as an index
+map is recorded as its text, so the trace stays plain JSON (see ``workbench.ir.index_map``).
+
 Sampling primitives (``sampling=True``) take ``decision=None`` and return ``(result,
 decision)``: the decision they used (given, or freshly drawn from ``sch.rng``) is stored on the
 instruction, and replaying the instruction with that decision reproduces the result.
@@ -140,6 +144,13 @@ class InstructionKind:
         globalns = getattr(fn, "__globals__", {})
         self.specs = {p.name: _rv_spec(_eval_hint(p.annotation, globalns)) for p in self.params
                       if p.annotation is not p.empty}
+        #: parameter -> its annotation's ``__trace_arg__`` hook (the value to record)
+        self.recorders = {}
+        for p in self.params:
+            hint = _eval_hint(p.annotation, globalns) if p.annotation is not p.empty else None
+            hook = getattr(hint, "__trace_arg__", None) if isinstance(hint, type) else None
+            if hook is not None:
+                self.recorders[p.name] = hook
 
     def __repr__(self) -> str:
         return f"<InstructionKind {self.name}>"
@@ -189,6 +200,12 @@ class InstructionKind:
                 else:
                     value = self._check_one(sch, p.name, spec, value)
             value = map_rvs(value, lambda rv, a=p.name: sch._resolve_rv(rv, self.name, a))
+            hook = self.recorders.get(p.name)
+            if hook is not None:
+                try:
+                    value = hook(value)
+                except (TypeError, ValueError) as exc:
+                    raise ScheduleError(self.name, str(exc), argument=p.name) from None
             out[p.name] = value
         return out
 

@@ -43,5 +43,11 @@ class ExprRV(RV):
     kind = "integer"
 
 
+#: What a LoopRV may stand for instead of a loop: the compute locations "leave the block at
+#: the root of its scope" and "inline the block", drawn by ``sample_compute_location``.
+ROOT_MARK, INLINE_MARK = "root", "inline"
+#: The primitives (and ``Schedule.get``) that accept such a location where a loop is expected.
+LOCATION_PRIMITIVES: set[str] = {"get"}
+
 #: trace-name prefix -> class, to rebuild variables from a serialized trace
 RV_CLASSES: dict[str, type[RV]] = {c.prefix: c for c in (BlockRV, LoopRV, ExprRV)}

@@ -18,7 +18,7 @@ from ..errors import ScheduleError
 from ..ir.func import PrimFunc
 from ..ir.stmt import BlockRealize, Stmt
 from .instruction import Instruction, InstructionKind, iter_rvs
-from .rv import RV, ExprRV, LoopRV
+from .rv import LOCATION_PRIMITIVES, RV, ExprRV, LoopRV
 from .state import FuncIndex, index, replace
 from .trace import Trace
 
@@ -90,6 +90,8 @@ class Schedule:
                                 argument=argument) from None
         if isinstance(rv, ExprRV):
             return value
+        if isinstance(rv, LoopRV) and isinstance(value, str):
+            return self._location(value, primitive, argument)
         idx = self.index
         if isinstance(rv, LoopRV):
             node = idx.loops.get(value)
@@ -100,6 +102,16 @@ class Schedule:
         if realize is None:
             raise self._gone(rv, f"block {value!r}", primitive, argument)
         return realize.block
+
+    @staticmethod
+    def _location(mark: str, primitive: str, argument: Optional[str]) -> str:
+        """A LoopRV holding a compute location (``"root"`` / ``"inline"``) instead of a loop."""
+        if primitive in LOCATION_PRIMITIVES:
+            return mark
+        raise ScheduleError(primitive, f"this LoopRV is the compute location {mark!r} drawn by "
+                            f"sample_compute_location, not a loop; only "
+                            f"{', '.join(sorted(LOCATION_PRIMITIVES - {'get'}))} accept it",
+                            argument=argument)
 
     def _gone(self, rv: RV, what: str, primitive: str, argument: Optional[str]) -> ScheduleError:
         """The error for a variable whose loop/block a later step removed, naming that step."""

@@ -4,3 +4,6 @@ Other families (compute location, caching, layout, reduction, blockize/tensorize
 themselves the same way from their own modules.
 """
 from . import annotation, for_kind, loops, query, sampling  # noqa: F401  (registration)
+from . import compute_location, inline  # noqa: F401  (registration)
+from . import cache, layout  # noqa: F401  (registration)
+from . import reduction, blockize  # noqa: F401  (registration)

@@ -1,0 +1,88 @@
+"""The CPU backend: lowered IR -> LLVM IR (llvmlite) -> optimized native code, in process.
+
+    >>> kernel = build_llvm(func, "llvm")       # usually through wb.build(sch, target="llvm")
+    >>> kernel(a, b, c)
+    >>> print(kernel.source("llvm"))             # optimized LLVM IR; "llvm-raw": as emitted
+    >>> print(kernel.source("asm"))              # the target's assembly
+
+Modules: :mod:`.emitter` (statements, loops, SIMD loops), :mod:`.expressions` (expressions,
+memory accesses), :mod:`.parallel` (thread pool), :mod:`.runtime` (thread cap, fork safety),
+:mod:`.intrinsics` (math, masked memory), :mod:`.dtypes`, :mod:`.analysis`, :mod:`.jit`
+(optimization, MCJIT).
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Optional, Union
+
+import numpy as np
+
+from ...errors import BuildError
+from ...ir.func import PrimFunc
+from ..kernel import Kernel
+from ..target import Target
+from .emitter import KernelEmitter
+from .jit import Compiled, assembly, jit
+from .runtime import before_parallel_call, set_max_threads
+
+__all__ = ["build_llvm", "emit_llvm", "LLVMKernel", "set_max_threads"]
+
+
+def emit_llvm(func: PrimFunc, target: Union[str, Target] = "llvm") -> str:
+    """The unoptimized LLVM IR text of ``func`` (lowered first)."""
+    from ..lower import lower
+    target = _llvm_target(target)
+    return str(KernelEmitter(lower(func), target).emit())
+
+
+def build_llvm(func: PrimFunc, target: Union[str, Target] = "llvm") -> "LLVMKernel":
+    """Compile ``func`` (scheduled or lowered) to native code for a CPU target."""
+    from ..lower import lower
+    target = _llvm_target(target)
+    emitter = KernelEmitter(lower(func), target)
+    raw = str(emitter.emit())
+    compiled = jit(raw, emitter.name + "_packed", target)
+    return LLVMKernel(func, target, compiled, raw, parallel=emitter.n_parallel > 0)
+
+
+def _llvm_target(target: Union[str, Target]) -> Target:
+    target = Target.of(target)
+    if target.kind != "llvm":
+        raise BuildError(f"build_llvm: target {str(target)!r} is not an 'llvm' target")
+    return target
+
+
+class LLVMKernel(Kernel):
+    """A ``Kernel`` running JIT-compiled code. Sources: ``"llvm"`` (optimized IR, the default),
+    ``"llvm-raw"`` (IR as emitted) and ``"asm"`` (generated on first request)."""
+
+    def __init__(self, func: PrimFunc, target: Target, compiled: Compiled, raw_ir: str,
+                 parallel: bool = False):
+        self._compiled = compiled  # owns the machine code: must live as long as the entry
+        super().__init__(func, target, _entry(compiled, len(func.params), parallel),
+                         {"llvm": compiled.optimized_ir, "llvm-raw": raw_ir})
+
+    def source(self, kind: Optional[str] = None) -> str:
+        if kind == "asm" and "asm" not in self._sources:
+            self._sources["asm"] = assembly(self._compiled.optimized_ir, self.target)
+        return super().source(kind)
+
+    @property
+    def source_kinds(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(tuple(self._sources) + ("asm",)))
+
+
+def _entry(compiled: Compiled, n_args: int, parallel: bool):
+    """``entry(*arrays)``: pass the arrays' data pointers to the packed C entry point."""
+    cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(compiled.address)
+    args_t = ctypes.c_void_p * n_args
+
+    def entry(*arrays: np.ndarray) -> None:
+        if parallel:
+            before_parallel_call()
+        status = cfunc(args_t(*[a.ctypes.data for a in arrays]))
+        if status:
+            raise MemoryError("kernel could not allocate its intermediate buffers")
+
+    entry.compiled = compiled  # type: ignore[attr-defined]  (keeps the code alive)
+    return entry

@@ -1,0 +1,170 @@
+"""Small static analyses the LLVM emitter needs on lowered IR.
+
+* :func:`flat_offset` — a buffer access as one element offset (``Σ index_d * stride_d``);
+* :func:`bounds` — an integer interval for an index expression, from the enclosing loops'
+  ranges (to prove a load in bounds, or a dividend non-negative);
+* :func:`linear_coeff` — ``c`` when an expression is ``c * v + (terms without v)``: decides
+  whether an access in a vectorized loop is contiguous (c = 1), strided, invariant (c = 0) or
+  needs a gather (not linear);
+* :func:`vector_lanes` — whether a ``vectorized`` loop can be emitted as explicit SIMD code, and
+  with how many lanes per machine vector.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional, Sequence
+
+from ...ir.buffer import Buffer
+from ...ir.expr import (Add, BufferLoad, Cast, Expr, FloorDiv, FloorMod, IntImm, Max, Min, Mul,
+                        Select, Sub, Var, is_int)
+from ...ir.functor import pre_order, uses_var
+from ...ir.stmt import (BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt,
+                        Stmt)
+
+#: inclusive integer interval; None on a side means unbounded
+Interval = tuple[Optional[int], Optional[int]]
+UNKNOWN: Interval = (None, None)
+
+#: element bits of each dtype *in memory* (bool is one byte, like numpy's)
+DTYPE_BITS = {"bool": 8, "int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32,
+              "uint32": 32, "int64": 64, "uint64": 64, "float16": 16, "float32": 32,
+              "float64": 64}
+
+
+def flat_offset(buffer: Buffer, indices: Sequence[Expr]) -> Expr:
+    """``Σ indices[d] * strides[d]`` as an IR expression, dropping zero terms and unit factors.
+    Indices of narrow or unsigned dtypes are widened to int64 first (a stride must not wrap)."""
+    terms: list[Expr] = []
+    for idx, stride in zip(indices, buffer.strides()):
+        if isinstance(idx, IntImm) and idx.value == 0:
+            continue
+        if idx.dtype not in ("int32", "int64"):
+            idx = Cast("int64", idx)
+        terms.append(idx if stride == 1 else Mul.make(idx, stride))
+    if not terms:
+        return IntImm(0)
+    out = terms[0]
+    for t in terms[1:]:
+        out = Add.make(out, t)
+    return out
+
+
+def bounds(e: Expr, ranges: Mapping[Var, Interval]) -> Interval:
+    """A conservative inclusive interval of the integer expression ``e``."""
+    if isinstance(e, IntImm):
+        return (e.value, e.value)
+    if isinstance(e, Var):
+        return ranges.get(e, UNKNOWN)
+    if isinstance(e, (Add, Sub)):
+        (a0, a1), (b0, b1) = bounds(e.a, ranges), bounds(e.b, ranges)
+        if isinstance(e, Sub):
+            b0, b1 = (None if b1 is None else -b1), (None if b0 is None else -b0)
+        return (None if a0 is None or b0 is None else a0 + b0,
+                None if a1 is None or b1 is None else a1 + b1)
+    if isinstance(e, Mul):
+        (a0, a1), (b0, b1) = bounds(e.a, ranges), bounds(e.b, ranges)
+        if None in (a0, a1, b0, b1):
+            return UNKNOWN
+        products = (a0 * b0, a0 * b1, a1 * b0, a1 * b1)
+        return (min(products), max(products))
+    if isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm) and e.b.value > 0:
+        c = e.b.value
+        a0, a1 = bounds(e.a, ranges)
+        if isinstance(e, FloorMod):
+            if a0 is not None and a1 is not None and a0 // c == a1 // c:
+                return (a0 % c, a1 % c)
+            return (0, c - 1)
+        return (None if a0 is None else a0 // c, None if a1 is None else a1 // c)
+    if isinstance(e, (Min, Max)):
+        (a0, a1), (b0, b1) = bounds(e.a, ranges), bounds(e.b, ranges)
+        pick = min if isinstance(e, Min) else max
+        lo = None if a0 is None or b0 is None else pick(a0, b0)
+        hi = None if a1 is None or b1 is None else pick(a1, b1)
+        if isinstance(e, Min):  # min(a, b) <= either upper bound
+            hi = a1 if b1 is None else b1 if a1 is None else hi
+        else:                   # max(a, b) >= either lower bound
+            lo = a0 if b0 is None else b0 if a0 is None else lo
+        return (lo, hi)
+    if isinstance(e, Select):
+        (a0, a1), (b0, b1) = bounds(e.true_value, ranges), bounds(e.false_value, ranges)
+        return (None if a0 is None or b0 is None else min(a0, b0),
+                None if a1 is None or b1 is None else max(a1, b1))
+    if isinstance(e, Cast) and is_int(e.dtype) and is_int(e.value.dtype) \
+            and DTYPE_BITS[e.dtype] >= DTYPE_BITS[e.value.dtype] \
+            and e.dtype.startswith("u") == e.value.dtype.startswith("u"):
+        return bounds(e.value, ranges)
+    return UNKNOWN
+
+
+def in_bounds(offset: Expr, buffer: Buffer, ranges: Mapping[Var, Interval]) -> bool:
+    """Whether ``offset`` provably stays inside ``buffer``'s allocation."""
+    lo, hi = bounds(offset, ranges)
+    return lo is not None and hi is not None and lo >= 0 and hi < buffer.alloc_size()
+
+
+def loop_interval(loop: For, ranges: Mapping[Var, Interval]) -> Interval:
+    """The values ``loop``'s variable takes."""
+    lo, hi = bounds(loop.min, ranges)
+    ext_hi = bounds(loop.extent, ranges)[1]
+    if hi is None or ext_hi is None:
+        return (lo, None)
+    return (lo, hi + ext_hi - 1)
+
+
+def linear_coeff(e: Expr, v: Var) -> Optional[int]:
+    """``c`` if ``e == c * v + (terms free of v)`` syntactically, else None."""
+    if not uses_var(e, v):
+        return 0
+    if e is v:
+        return 1
+    if isinstance(e, (Add, Sub)):
+        ca, cb = linear_coeff(e.a, v), linear_coeff(e.b, v)
+        if ca is None or cb is None:
+            return None
+        return ca + cb if isinstance(e, Add) else ca - cb
+    if isinstance(e, Mul):
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(y, IntImm):
+                c = linear_coeff(x, v)
+                return None if c is None else c * y.value
+        return None
+    if isinstance(e, Cast) and is_int(e.dtype) and is_int(e.value.dtype) \
+            and DTYPE_BITS[e.dtype] >= DTYPE_BITS[e.value.dtype]:
+        return linear_coeff(e.value, v)
+    return None
+
+
+def vector_lanes(loop: For, vector_bits: int) -> Optional[int]:
+    """Lanes per machine vector if ``loop`` (kind vectorized) can become explicit SIMD code.
+
+    Requirements: a constant extent; a body of stores, ifs, evaluations and inner loops whose
+    bounds do not depend on the vector variable (no allocation, no nested vectorized loop); and
+    every store's address linear in the vector variable with a non-zero coefficient, so lanes
+    write distinct elements. Otherwise None: the caller emits a scalar loop with vectorization
+    metadata instead.
+    """
+    v = loop.loop_var
+    if not isinstance(loop.extent, IntImm) or loop.extent.value < 1:
+        return None
+    widest = 8
+    for node in pre_order(loop.body):
+        if isinstance(node, Stmt) and not isinstance(
+                node, (BufferStore, SeqStmt, IfThenElse, Evaluate, For)):
+            return None  # Allocate (per-lane storage) or anything unexpected
+        if isinstance(node, For):
+            if node.kind in (ForKind.VECTORIZED, ForKind.THREAD_BINDING):
+                return None
+            if uses_var(node.min, v) or uses_var(node.extent, v):
+                return None
+        if isinstance(node, BufferStore):
+            c = linear_coeff(flat_offset(node.buffer, node.indices), v)
+            if c is None or c == 0:
+                return None
+        if isinstance(node, (BufferStore, BufferLoad)):
+            widest = max(widest, DTYPE_BITS[node.buffer.dtype])
+        elif isinstance(node, Expr) and node.dtype != "bool" and not isinstance(node, Var):
+            widest = max(widest, DTYPE_BITS[node.dtype])
+    return max(vector_bits // widest, 1)
+
+
+__all__ = ["Interval", "UNKNOWN", "DTYPE_BITS", "flat_offset", "bounds", "in_bounds",
+           "loop_interval", "linear_coeff", "vector_lanes"]

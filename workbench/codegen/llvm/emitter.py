@@ -1,0 +1,405 @@
+"""Emit LLVM IR (through ``llvmlite.ir``) for a function in lowered form.
+
+The module holds::
+
+    i32 @<name>(ptr noalias %A, ptr noalias %B, ...)   ; the kernel; returns 0, or 1 when a
+                                                       ; heap allocation failed
+    i32 @<name>_packed(ptr %args)                      ; C ABI entry: args is a void*[]
+    void @<name>_par<k>(ptr %closure)                  ; one per parallel loop (parallel.py)
+
+Statements are translated here (expressions and memory accesses in :mod:`.expressions`): loops
+become bottom-tested ``phi`` loops over i64 counters, ``unrolled`` loops are copied, ``parallel``
+ones are outlined onto the thread pool, and a ``vectorized`` loop whose body allows it becomes
+explicit SIMD code (:meth:`KernelEmitter.vector_loop`), otherwise a scalar loop carrying
+``llvm.loop.vectorize`` metadata. Intermediate buffers are allocated in the entry block of the
+function being emitted, once per call (or per parallel task), whatever loop they sit in.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Optional, Union
+
+from llvmlite import ir
+
+from ...errors import BuildError
+from ...ir import expr as E
+from ...ir.buffer import Buffer
+from ...ir.func import PrimFunc
+from ...ir.functor import pre_order
+from ...ir.stmt import (Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt,
+                        Stmt)
+from ..target import Target
+from . import intrinsics as K
+from .analysis import DTYPE_BITS, Interval, loop_interval, vector_lanes
+from .dtypes import I1, I32, I64, PTR, lanes_of, mem_type
+from .expressions import ExpressionEmitter, Ramp
+
+
+#: Intermediate buffers up to this size live on the stack; larger ones are heap-allocated once
+#: per call (or per parallel task) at function entry, never per iteration.
+STACK_BYTES = 64 * 1024
+#: ``unrolled`` loops are copied in the IR while extent x body size stays under this many nodes;
+#: beyond it (or for a non-constant extent) the loop carries ``llvm.loop.unroll.enable``
+#: metadata: LLVM unrolls it by a factor it chooses rather than bloating the code.
+UNROLL_BUDGET = 20000
+#: loop annotations of MetaSchedule's unroll decision (TVM's names): unroll every serial loop
+#: below whose unrolled body stays under this many statements; explicitly (IR copies) or not
+#: (``llvm.loop.unroll.full`` metadata)
+AUTO_UNROLL_KEY = "pragma_auto_unroll_max_step"
+UNROLL_EXPLICIT_KEY = "pragma_unroll_explicit"
+#: a vectorized loop of up to this many whole machine vectors becomes a single wide vector
+#: (LLVM splits it into registers); others loop over machine-vector chunks.
+MAX_VECTORS_PER_CHUNK = 4
+
+
+class FunctionState:
+    """The LLVM function being filled: stack/heap allocations go to its entry block, so they
+    happen once per call whatever loop the ``Allocate`` sits in."""
+
+    def __init__(self, fn: ir.Function):
+        self.fn = fn
+        self.entry = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.builder = ir.IRBuilder(fn.append_basic_block("start"))
+        self.heap: list[ir.Value] = []
+
+    def finish(self, on_failure: Callable[[ir.IRBuilder], None],
+               ret: Callable[[ir.IRBuilder], None]) -> None:
+        """Close the function: entry checks heap allocations, every exit frees them."""
+        start = self.fn.blocks[1]
+        b = self.builder
+        self.free_heap(b)
+        ret(b)
+        if not self.heap:
+            self.entry.branch(start)
+            return
+        ok = None
+        for p in self.heap:
+            nonnull = self.entry.icmp_unsigned("!=", p, ir.Constant(PTR, None))
+            ok = nonnull if ok is None else self.entry.and_(ok, nonnull)
+        fail = ir.IRBuilder(self.fn.append_basic_block("alloc_failed"))
+        self.entry.cbranch(ok, start, fail.block)
+        self.free_heap(fail)
+        on_failure(fail)
+
+    def free_heap(self, b: ir.IRBuilder) -> None:
+        if self.heap:
+            free = K.declare(b.module, "free", ir.VoidType(), [PTR])
+            for p in self.heap:
+                b.call(free, [p])
+
+
+class _LoopID(ir.values.MDValue):
+    """Loop metadata ``!0 = !{!0, props...}``: self-referential, hence unique per loop."""
+
+    def __init__(self, module: ir.Module, props: list):
+        super().__init__(module, [], name=str(len(module.metadata)))
+        self.operands = (self,) + tuple(props)
+
+    __hash__ = object.__hash__
+
+    def __eq__(self, other):
+        return self is other
+
+
+class KernelEmitter(ExpressionEmitter):
+    """Translate one lowered ``PrimFunc`` into an ``ir.Module`` (see the module docstring)."""
+
+    def __init__(self, func: PrimFunc, target: Target):
+        self.func = func
+        self.target = target
+        self.name = re.sub(r"\W", "_", func.name) or "kernel"
+        self.module = ir.Module(name=self.name)
+        self.vars: dict[E.Var, Union[ir.Value, Ramp]] = {}
+        self.bufs: dict[Buffer, ir.Value] = {}
+        self.ranges: dict[E.Var, Interval] = {}
+        self.vec: Optional[tuple[E.Var, int]] = None     # (vector var, lanes) inside SIMD code
+        self.mask: Optional[ir.Value] = None             # lanes/iterations a guard lets through
+        self.scalar_index = False                        # evaluate the ramp at lane 0
+        self.in_parallel = False
+        self.auto_unroll = (0, True)                     # (max steps, explicit) in scope
+        self.fs: FunctionState
+        self.status: ir.Value                            # i32 slot: nonzero = allocation failed
+        self.n_parallel = 0
+
+    @property
+    def b(self) -> ir.IRBuilder:
+        return self.fs.builder
+
+    # module --------------------------------------------------------------------------------
+    def emit(self) -> ir.Module:
+        params = self.func.params
+        fn = ir.Function(self.module, ir.FunctionType(I32, [PTR] * len(params)), name=self.name)
+        for arg, buf in zip(fn.args, params):
+            arg.name = buf.name
+            arg.add_attribute("noalias")
+            self.bufs[buf] = arg
+        fn.attributes.add("nounwind")
+        fn.attributes.add("noinline")  # compiled once, not again inlined into the entry
+        self.fs = FunctionState(fn)
+        self.status = alloca(self.fs.entry, I32, "status")
+        self.fs.entry.store(ir.Constant(I32, 0), self.status)
+        self.stmt(self.func.body)
+        self.fs.finish(lambda b: b.ret(ir.Constant(I32, 1)),
+                       lambda b: b.ret(b.load(self.status)))
+        self._packed_entry(fn)
+        return self.module
+
+    def _packed_entry(self, kernel: ir.Function) -> None:
+        fn = ir.Function(self.module, ir.FunctionType(I32, [PTR]), name=self.name + "_packed")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        args = [b.load(b.gep(fn.args[0], [ir.Constant(I64, i)], source_etype=PTR), typ=PTR)
+                for i in range(len(kernel.args))]
+        b.ret(b.call(kernel, args))
+
+    # statements ----------------------------------------------------------------------------
+    def stmt(self, s: Stmt) -> None:
+        if isinstance(s, SeqStmt):
+            for x in s.seq:
+                self.stmt(x)
+        elif isinstance(s, BufferStore):
+            self.store(s)
+        elif isinstance(s, For):
+            self.for_(s)
+        elif isinstance(s, IfThenElse):
+            self.if_(s)
+        elif isinstance(s, Allocate):
+            self.allocate(s)
+        elif isinstance(s, Evaluate):
+            self.expr(s.value)
+        else:
+            raise BuildError(f"llvm: {type(s).__name__} is not in lowered form "
+                             f"(expected loops, stores, ifs and allocations)")
+
+    def for_(self, s: For) -> None:
+        if s.kind == ForKind.THREAD_BINDING:
+            raise BuildError(f"llvm: loop {s.loop_var.name} is bound to {s.thread_tag}; "
+                             f"thread bindings need a GPU target such as 'cuda'")
+        self.ranges[s.loop_var] = loop_interval(s, self.ranges)
+        outer_auto = self.auto_unroll
+        if AUTO_UNROLL_KEY in s.annotations:
+            self.auto_unroll = (_int(s.annotations[AUTO_UNROLL_KEY]),
+                                bool(_int(s.annotations.get(UNROLL_EXPLICIT_KEY, 1))))
+        try:
+            ext = s.extent.value if isinstance(s.extent, E.IntImm) else None
+            if s.kind == ForKind.SERIAL and self._auto_unrolled(s):
+                if self.auto_unroll[1]:
+                    self.unrolled(s)
+                else:
+                    self.serial(s, [("llvm.loop.unroll.full",)])
+            elif s.kind == ForKind.PARALLEL and self._can_fork(ext):
+                from .parallel import emit_parallel
+                emit_parallel(self, s)
+            elif s.kind == ForKind.VECTORIZED and self.vec is None:
+                lanes = vector_lanes(s, self.target.vector_width_bits)
+                if lanes is not None:
+                    self.vector_loop(s, lanes)
+                else:  # not expressible as SIMD here: ask LLVM's loop vectorizer
+                    lanes = self.target.vector_width_bits // _widest(s)
+                    self.serial(s, [("llvm.loop.vectorize.enable", ir.Constant(I1, 1)),
+                                    ("llvm.loop.vectorize.width", ir.Constant(I32, lanes))])
+            elif s.kind == ForKind.UNROLLED:
+                if ext is not None and ext * _size(s.body) <= UNROLL_BUDGET:
+                    self.unrolled(s)
+                else:
+                    self.serial(s, [("llvm.loop.unroll.enable",)])
+            else:
+                self.serial(s)
+        finally:
+            self.vars.pop(s.loop_var, None)
+            self.ranges.pop(s.loop_var, None)
+            self.auto_unroll = outer_auto
+
+    def unrolled(self, s: For) -> None:
+        """One copy of the body per iteration (constant extent)."""
+        lo = self.expr(s.min)
+        for k in range(s.extent.value):
+            self.vars[s.loop_var] = self.b.add(lo, ir.Constant(lo.type, k))
+            self.stmt(s.body)
+
+    def _auto_unrolled(self, s: For) -> bool:
+        """Under ``pragma_auto_unroll_max_step = N`` (MetaSchedule's unroll annotation), a
+        serial loop is unrolled when its fully unrolled body has at most N statements."""
+        max_step = self.auto_unroll[0]
+        if max_step <= 0:
+            return False
+        steps = _unrolled_steps(s, max_step)
+        return steps is not None and steps <= max_step
+
+    def _can_fork(self, extent: Optional[int]) -> bool:
+        from .jit import has_openmp
+        return (not self.in_parallel and self.vec is None and self.target.num_cores > 1
+                and extent != 1 and has_openmp())
+
+    def serial(self, s: For, props: Optional[list] = None) -> None:
+        lo = self.expr(s.min)
+        extent = s.extent.value if isinstance(s.extent, E.IntImm) else self.expr(s.extent)
+
+        def body(i: ir.Value) -> None:
+            self.vars[s.loop_var] = i
+            self.stmt(s.body)
+
+        self.loop(lo, extent, body, props, name=s.loop_var.name)
+
+    def loop(self, lo: ir.Value, count: Union[int, ir.Value], body: Callable[[ir.Value], None],
+             props: Optional[list] = None, name: str = "i") -> None:
+        """``for i in [lo, lo + count): body(i)`` as a bottom-tested loop (LLVM's canonical
+        rotated form), guarded when ``count`` is not a positive constant."""
+        b = self.b
+        if isinstance(count, int):
+            if count <= 0:
+                return
+            end = b.add(lo, ir.Constant(lo.type, count))
+        else:
+            end = b.add(lo, count)
+        fn = self.fs.fn
+        head = fn.append_basic_block(f"for_{name}")
+        exit_ = fn.append_basic_block(f"for_{name}_end")
+        pre = b.block
+        if isinstance(count, int):
+            b.branch(head)
+        else:
+            b.cbranch(b.icmp_signed("<", lo, end), head, exit_)
+        b.position_at_end(head)
+        i = b.phi(lo.type, name=name)
+        i.add_incoming(lo, pre)
+        body(i)
+        b = self.b
+        nxt = b.add(i, ir.Constant(lo.type, 1))
+        i.add_incoming(nxt, b.block)
+        br = b.cbranch(b.icmp_signed("<", nxt, end), head, exit_)
+        if props:
+            br.set_metadata("llvm.loop", _LoopID(self.module, [
+                self.module.add_metadata(list(p)) for p in props]))
+        _move_to_end(fn, exit_)
+        b.position_at_end(exit_)
+
+    def if_(self, s: IfThenElse) -> None:
+        cond = self.expr(s.condition)
+        if lanes_of(cond) > 1:  # varies across lanes: run both sides under masks
+            outer = self.mask
+            self.mask = self._and_mask(outer, cond)
+            self.stmt(s.then_case)
+            if s.else_case is not None:
+                self.mask = self._and_mask(outer, self.b.not_(cond))
+                self.stmt(s.else_case)
+            self.mask = outer
+            return
+        b = self.b
+        fn = self.fs.fn
+        then_bb = fn.append_basic_block("then")
+        else_bb = fn.append_basic_block("else") if s.else_case is not None else None
+        end_bb = fn.append_basic_block("endif")
+        b.cbranch(cond, then_bb, else_bb or end_bb)
+        b.position_at_end(then_bb)
+        self.stmt(s.then_case)
+        self.b.branch(end_bb)
+        if else_bb is not None:
+            _move_to_end(fn, else_bb)
+            self.b.position_at_end(else_bb)
+            self.stmt(s.else_case)
+            self.b.branch(end_bb)
+        _move_to_end(fn, end_bb)
+        self.b.position_at_end(end_bb)
+
+    def allocate(self, s: Allocate) -> None:
+        buf = s.buffer
+        nbytes = buf.alloc_size() * DTYPE_BITS[buf.dtype] // 8
+        entry = self.fs.entry
+        if nbytes <= STACK_BYTES:
+            ptr = alloca(entry, ir.ArrayType(mem_type(buf.dtype), buf.alloc_size()), buf.name)
+        else:
+            alloc = K.declare(self.module, "aligned_alloc", PTR, [I64, I64])
+            size = (nbytes + 63) // 64 * 64  # aligned_alloc wants a multiple of the alignment
+            ptr = entry.call(alloc, [ir.Constant(I64, 64), ir.Constant(I64, size)], name=buf.name)
+            self.fs.heap.append(ptr)
+        self.bufs[buf] = ptr
+        try:
+            self.stmt(s.body)
+        finally:
+            del self.bufs[buf]
+
+    # vector loops --------------------------------------------------------------------------
+    def vector_loop(self, s: For, lanes: int) -> None:
+        """Explicit SIMD code for vectorized loop ``s`` (constant extent ``n``): one vector of
+        ``n`` lanes when ``n`` is below a machine vector or a few whole machine vectors (LLVM
+        splits it into registers), else a loop over chunks of ``lanes`` plus one narrower
+        vector for the remainder."""
+        n = s.extent.value
+        lo = self.expr(s.min)
+        if n < lanes or (n % lanes == 0 and n <= MAX_VECTORS_PER_CHUNK * lanes):
+            self._vector_chunk(s, lo, n)
+            return
+        full, rest = divmod(n, lanes)
+        self.loop(ir.Constant(I64, 0), full,
+                  lambda c: self._vector_chunk(
+                      s, self.b.add(lo, self.b.mul(c, ir.Constant(I64, lanes))), lanes),
+                  name=s.loop_var.name + "_chunk")
+        if rest:
+            self._vector_chunk(s, self.b.add(lo, ir.Constant(I64, full * lanes)), rest)
+
+    def _vector_chunk(self, s: For, base: ir.Value, lanes: int) -> None:
+        outer = self.vec
+        if lanes == 1:  # a single lane is scalar code (LLVM has no use for <1 x T>)
+            self.vec, self.vars[s.loop_var] = None, base
+        else:
+            self.vec, self.vars[s.loop_var] = (s.loop_var, lanes), Ramp(base, lanes)
+        try:
+            self.stmt(s.body)
+        finally:
+            self.vec = outer
+
+
+def alloca(entry: ir.IRBuilder, t: ir.Type, name: str) -> ir.Value:
+    """A 64-byte aligned stack slot of type ``t``, typed as an opaque ``ptr``."""
+    slot = entry.alloca(t, name=name)
+    slot.align = 64
+    slot.type = PTR  # llvmlite types it as a typed pointer, which its store/gep checks reject
+    return slot
+
+
+def _move_to_end(fn: ir.Function, block: ir.Block) -> None:
+    """Keep blocks in source order in the printed IR (a loop's exit after its body)."""
+    fn.blocks.remove(block)
+    fn.blocks.append(block)
+
+
+def _unrolled_steps(s: Stmt, max_step: int) -> Optional[int]:
+    """Statements ``s`` becomes once its loops are unrolled (a vectorized loop counts as one
+    pass of its body); None when a loop in it must stay a loop or the count exceeds max_step."""
+    if isinstance(s, SeqStmt):
+        total = 0
+        for x in s.seq:
+            n = _unrolled_steps(x, max_step)
+            if n is None:
+                return None
+            total += n
+        return total
+    if isinstance(s, For):
+        if not isinstance(s.extent, E.IntImm) or s.kind in (ForKind.PARALLEL,
+                                                            ForKind.THREAD_BINDING):
+            return None
+        inner = _unrolled_steps(s.body, max_step)
+        if inner is None:
+            return None
+        steps = inner if s.kind == ForKind.VECTORIZED else inner * s.extent.value
+        return steps if steps <= max_step else None
+    if isinstance(s, IfThenElse):
+        parts = [_unrolled_steps(x, max_step) for x in (s.then_case, s.else_case) if x]
+        return None if None in parts else sum(parts)
+    if isinstance(s, Allocate):
+        return _unrolled_steps(s.body, max_step)
+    return 1
+
+
+def _int(value) -> int:
+    return value.value if isinstance(value, (E.IntImm, E.FloatImm)) else int(value)
+
+
+def _size(s: Stmt) -> int:
+    return sum(1 for _ in pre_order(s))
+
+
+def _widest(s: For) -> int:
+    bits = [DTYPE_BITS[n.buffer.dtype] for n in pre_order(s.body)
+            if isinstance(n, (BufferStore, E.BufferLoad))]
+    return max(bits, default=32)

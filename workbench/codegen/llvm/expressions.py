@@ -1,0 +1,289 @@
+"""Expressions and memory accesses, for scalar code and for SIMD code alike.
+
+Inside a vectorized loop (``self.vec`` set) the loop variable is a :class:`Ramp`; an expression
+that does not depend on it stays a scalar, one that does becomes a vector, and operands are
+broadcast as they meet. Buffer accesses are classified by how their flattened offset depends on
+the vector variable: not at all (one scalar load), ``v + rest`` (one contiguous vector load or
+store), anything else (a gather or scatter). ``self.mask`` holds the lanes (or, in scalar code,
+the condition) under which the value being emitted matters: reads that cannot be proven in
+bounds are then clamped (scalar) or masked (vector), so ``Select(i >= 1, A[i - 1], 0)`` never
+reads before ``A``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Union
+
+from llvmlite import ir
+
+from ...errors import BuildError
+from ...ir import expr as E
+from ...ir.buffer import Buffer
+from ...ir.functor import pre_order
+from ...ir.stmt import BufferStore
+from . import intrinsics as K
+from .analysis import DTYPE_BITS, Interval, bounds, flat_offset, in_bounds, linear_coeff
+from .dtypes import (FMF, I64, PTR, cast, const, from_memory, is_float_dtype, is_signed,
+                     lanes_of, mem_type, to_memory)
+
+
+@dataclass
+class Ramp:
+    """The vector loop variable: ``base + lane`` for each of ``lanes`` lanes."""
+
+    base: ir.Value
+    lanes: int
+
+
+class ExpressionEmitter:
+    """Expression and memory-access half of :class:`~.emitter.KernelEmitter` (which owns the
+    state used here: ``b``, ``vars``, ``bufs``, ``ranges``, ``vec``, ``mask``)."""
+
+    b: ir.IRBuilder
+    vars: dict
+    bufs: dict
+    ranges: dict[E.Var, Interval]
+    vec: Optional[tuple[E.Var, int]]
+    mask: Optional[ir.Value]
+    scalar_index: bool
+
+    def store(self, s: BufferStore) -> None:
+        buf = s.buffer
+        value = self.expr(s.value)
+        if s.value.dtype != buf.dtype:
+            value = cast(self.b, value, s.value.dtype, buf.dtype)
+        value = to_memory(self.b, value, buf.dtype)
+        off = flat_offset(buf, s.indices)
+        align = max(DTYPE_BITS[buf.dtype] // 8, 1)
+        if self.vec is None:
+            self.b.store(value, self._gep(buf, self.expr(off)), align=align)
+            return
+        var, lanes = self.vec
+        value = K.splat(self.b, value, lanes)
+        if linear_coeff(off, var) == 1:
+            ptr = self._gep(buf, self.index_base(off))
+            if self.mask is None:
+                self.b.store(value, ptr, align=align)
+            else:
+                K.masked_store(self.b, value, ptr, self._mask_vector(lanes), align)
+            return
+        mask = K.all_true(lanes) if self.mask is None else self._mask_vector(lanes)
+        K.scatter(self.b, value, self._lane_pointers(buf, off), mask, align)
+
+    # expressions ---------------------------------------------------------------------------
+    def expr(self, e: E.Expr) -> ir.Value:
+        method = _EXPR.get(type(e))
+        if method is None:
+            raise BuildError(f"llvm: cannot compile expression {type(e).__name__}: {e}")
+        return method(self, e)
+
+    def index_base(self, off: E.Expr) -> ir.Value:
+        """``off`` evaluated at lane 0 of the vector variable (a scalar)."""
+        saved, self.scalar_index = self.scalar_index, True
+        try:
+            return self.expr(off)
+        finally:
+            self.scalar_index = saved
+
+    def _var(self, e: E.Var) -> ir.Value:
+        v = self.vars.get(e)
+        if v is None:
+            raise BuildError(f"llvm: variable {e.name!r} is used outside the loop that binds it")
+        if isinstance(v, Ramp):
+            if self.scalar_index:
+                return v.base
+            step = ir.Constant(ir.VectorType(v.base.type, v.lanes), list(range(v.lanes)))
+            return self.b.add(K.splat(self.b, v.base, v.lanes), step)
+        return v
+
+    def _imm(self, e: Union[E.IntImm, E.FloatImm]) -> ir.Value:
+        return const(e.dtype, e.value)
+
+    def _operands(self, e: E.BinaryOp) -> tuple[ir.Value, ir.Value]:
+        a, b = self.expr(e.a), self.expr(e.b)
+        if e.a.dtype != e.b.dtype:  # defensive: the IR normally unifies operand dtypes
+            raise BuildError(f"llvm: operands of {e} have dtypes {e.a.dtype} and {e.b.dtype}")
+        n = max(lanes_of(a), lanes_of(b))
+        return K.splat(self.b, a, n), K.splat(self.b, b, n)
+
+    def _arith(self, e: E.BinaryOp) -> ir.Value:
+        a, b = self._operands(e)
+        bld, dt = self.b, e.a.dtype
+        if is_float_dtype(dt):
+            op = {E.Add: bld.fadd, E.Sub: bld.fsub, E.Mul: bld.fmul, E.Div: bld.fdiv}[type(e)]
+            return op(a, b, flags=FMF)
+        if isinstance(e, E.Div):
+            return self._int_div(e, a, b, "trunc")
+        return {E.Add: bld.add, E.Sub: bld.sub, E.Mul: bld.mul}[type(e)](a, b)
+
+    def _floor_div_mod(self, e: E.BinaryOp) -> ir.Value:
+        a, b = self._operands(e)
+        dt = e.a.dtype
+        if is_float_dtype(dt):  # numpy: floor(a / b) and a - floor(a / b) * b
+            q = K.call_intrinsic(self.b, "floor", [self.b.fdiv(a, b, flags=FMF)])
+            if isinstance(e, E.FloorDiv):
+                return q
+            return self.b.fsub(a, self.b.fmul(q, b, flags=FMF), flags=FMF)
+        return self._int_div(e, a, b, "floor" if isinstance(e, E.FloorDiv) else "mod")
+
+    def _int_div(self, e: E.BinaryOp, a: ir.Value, b: ir.Value, kind: str) -> ir.Value:
+        """Integer ``trunc`` division, ``floor`` division or floor ``mod``. Division by zero
+        gives 0 (numpy's result) instead of a hardware trap; so does ``MIN // -1``."""
+        bld, dt, n = self.b, e.a.dtype, lanes_of(a)
+        signed = is_signed(dt)
+        c = e.b.value if isinstance(e.b, E.IntImm) else None
+        if c is not None and c > 0:
+            if signed and kind != "trunc" and c & (c - 1) == 0:  # power of two: shift / mask
+                if kind == "floor":
+                    return bld.ashr(a, const(dt, c.bit_length() - 1, n))
+                return bld.and_(a, const(dt, c - 1, n))
+            lo = bounds(e.a, self.ranges)[0]
+            if not signed or (lo is not None and lo >= 0):
+                return (bld.urem if kind == "mod" else bld.udiv)(a, b)
+            q, r = bld.sdiv(a, b), bld.srem(a, b)
+            if kind == "trunc":
+                return q
+            neg = bld.icmp_signed("<", r, const(dt, 0, n))
+            if kind == "floor":
+                return bld.sub(q, bld.zext(neg, q.type))
+            return bld.select(neg, bld.add(r, b), r)
+        zero = const(dt, 0, n)
+        if not signed:
+            is_zero = bld.icmp_unsigned("==", b, zero)
+            safe = bld.select(is_zero, const(dt, 1, n), b)
+            out = (bld.urem if kind == "mod" else bld.udiv)(a, safe)
+            return bld.select(is_zero, zero, out)
+        is_zero = bld.icmp_signed("==", b, zero)
+        minus1 = bld.icmp_signed("==", b, const(dt, -1, n))
+        safe = bld.select(bld.or_(is_zero, minus1), const(dt, 1, n), b)
+        q, r = bld.sdiv(a, safe), bld.srem(a, safe)
+        if kind != "trunc":  # floor: step toward -inf when the remainder's sign differs
+            fix = bld.and_(bld.icmp_signed("!=", r, zero),
+                           bld.icmp_signed("!=", bld.icmp_signed("<", r, zero),
+                                           bld.icmp_signed("<", safe, zero)))
+            q = bld.sub(q, bld.zext(fix, q.type))
+            r = bld.select(fix, bld.add(r, safe), r)
+        if kind == "mod":
+            return bld.select(bld.or_(is_zero, minus1), zero, r)
+        return bld.select(is_zero, zero, bld.select(minus1, bld.sub(zero, a), q))
+
+    def _minmax(self, e: E.BinaryOp) -> ir.Value:
+        a, b = self._operands(e)
+        lt = self._compare("<", a, b, e.a.dtype)
+        return self.b.select(lt, a, b) if isinstance(e, E.Min) else self.b.select(lt, b, a)
+
+    def _cmp(self, e: E.CmpOp) -> ir.Value:
+        a, b = self._operands(e)
+        if isinstance(e, (E.And, E.Or)):
+            return (self.b.and_ if isinstance(e, E.And) else self.b.or_)(a, b)
+        return self._compare(e.symbol, a, b, e.a.dtype)
+
+    def _compare(self, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
+        if is_float_dtype(dtype):  # ordered, except != (true when either side is NaN)
+            if op == "!=":
+                return self.b.fcmp_unordered(op, a, b)
+            return self.b.fcmp_ordered(op, a, b)
+        if is_signed(dtype):
+            return self.b.icmp_signed(op, a, b)
+        return self.b.icmp_unsigned(op, a, b)
+
+    def _not(self, e: E.Not) -> ir.Value:
+        return self.b.not_(self.expr(e.a))
+
+    def _select(self, e: E.Select) -> ir.Value:
+        cond = self.expr(e.condition)
+        t = self._guarded(e.true_value, cond)
+        f = self._guarded(e.false_value, self.b.not_(cond))
+        n = max(lanes_of(cond), lanes_of(t), lanes_of(f))
+        t, f = K.splat(self.b, t, n), K.splat(self.b, f, n)
+        return self.b.select(cond, t, f)
+
+    def _guarded(self, e: E.Expr, cond: ir.Value) -> ir.Value:
+        """Emit ``e`` knowing it only matters where ``cond`` holds (its loads may be guarded)."""
+        if not any(isinstance(n, E.BufferLoad) for n in pre_order(e)):
+            return self.expr(e)
+        outer = self.mask
+        self.mask = self._and_mask(outer, cond)
+        try:
+            return self.expr(e)
+        finally:
+            self.mask = outer
+
+    def _cast(self, e: E.Cast) -> ir.Value:
+        return cast(self.b, self.expr(e.value), e.value.dtype, e.dtype)
+
+    def _call(self, e: E.Call) -> ir.Value:
+        args = [self.expr(a) for a in e.args]
+        n = max(lanes_of(a) for a in args)
+        args = [K.splat(self.b, a, n) for a in args]
+        return K.math(self.b, e.op, args, e.dtype)
+
+    def _load(self, e: E.BufferLoad) -> ir.Value:
+        buf = e.buffer
+        if buf not in self.bufs:
+            raise BuildError(f"llvm: buffer {buf.name!r} is read outside its allocation")
+        off = flat_offset(buf, e.indices)
+        guarded = self.mask is not None and not in_bounds(off, buf, self.ranges)
+        align = max(DTYPE_BITS[buf.dtype] // 8, 1)
+        coeff = linear_coeff(off, self.vec[0]) if self.vec is not None else 0
+        b = self.b
+        if coeff == 0:  # the same element for every lane
+            o = self.expr(off) if self.vec is None else self.index_base(off)
+            if guarded:  # clamp: the value is discarded where the guard fails
+                last = ir.Constant(I64, buf.alloc_size() - 1)
+                o = b.select(b.icmp_signed("<", o, ir.Constant(I64, 0)), ir.Constant(I64, 0), o)
+                o = b.select(b.icmp_signed(">", o, last), last, o)
+            v = b.load(self._gep(buf, o, inbounds=not guarded), typ=mem_type(buf.dtype),
+                       align=align)
+            return from_memory(b, v, buf.dtype)
+        lanes = self.vec[1]
+        vt = ir.VectorType(mem_type(buf.dtype), lanes)
+        if coeff == 1:  # contiguous
+            ptr = self._gep(buf, self.index_base(off), inbounds=not guarded)
+            if guarded:
+                v = K.masked_load(b, ptr, vt, self._mask_vector(lanes), align)
+            else:
+                v = b.load(ptr, typ=vt, align=align)
+        else:
+            mask = self._mask_vector(lanes) if guarded else K.all_true(lanes)
+            v = K.gather(b, self._lane_pointers(buf, off), vt, mask, align)
+        return from_memory(b, v, buf.dtype)
+
+    # helpers -------------------------------------------------------------------------------
+    def _gep(self, buf: Buffer, offset: ir.Value, inbounds: bool = True) -> ir.Value:
+        return self.b.gep(self.bufs[buf], [offset], inbounds=inbounds,
+                          source_etype=mem_type(buf.dtype))
+
+    def _lane_pointers(self, buf: Buffer, off: E.Expr) -> ir.Value:
+        """A vector of one pointer per lane, for gathers and scatters."""
+        var, lanes = self.vec
+        coeff = linear_coeff(off, var)
+        if coeff is not None:  # strided: base + coeff * lane
+            base = K.splat(self.b, self.index_base(off), lanes)
+            offs = self.b.add(base, ir.Constant(ir.VectorType(I64, lanes),
+                                                [coeff * k for k in range(lanes)]))
+        else:
+            offs = K.splat(self.b, self.expr(off), lanes)
+        ptrs = self.b.gep(self.bufs[buf], [offs], source_etype=mem_type(buf.dtype))
+        ptrs.type = ir.VectorType(PTR, lanes)  # llvmlite types a vector GEP as a scalar pointer
+        return ptrs
+
+    def _and_mask(self, outer: Optional[ir.Value], cond: ir.Value) -> ir.Value:
+        if outer is None:
+            return cond
+        n = max(lanes_of(outer), lanes_of(cond))
+        return self.b.and_(K.splat(self.b, outer, n), K.splat(self.b, cond, n))
+
+    def _mask_vector(self, lanes: int) -> ir.Value:
+        return K.splat(self.b, self.mask, lanes)
+
+
+_X = ExpressionEmitter
+_EXPR = {
+    E.Var: _X._var, E.IntImm: _X._imm, E.FloatImm: _X._imm, E.Not: _X._not,
+    E.Select: _X._select, E.Cast: _X._cast, E.Call: _X._call, E.BufferLoad: _X._load,
+    E.Min: _X._minmax, E.Max: _X._minmax, E.FloorDiv: _X._floor_div_mod,
+    E.FloorMod: _X._floor_div_mod,
+    **dict.fromkeys((E.Add, E.Sub, E.Mul, E.Div), _X._arith),
+    **dict.fromkeys((E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE, E.And, E.Or), _X._cmp),
+}

@@ -1,0 +1,114 @@
+"""In-process compilation: optimize LLVM IR for the target CPU and JIT it with MCJIT.
+
+Each kernel gets its own execution engine, so kernels are independent and their machine code is
+freed with them. Generated code calls into libm (math without an LLVM lowering) and libgomp
+(parallel loops); both are loaded into the process once so the JIT resolves their symbols.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+
+from ...errors import BuildError
+from ..target import Target
+
+#: shared libraries generated code may call, by the names tried in order
+_LIBRARIES = {"libm": ("libm.so.6", "m"), "libgomp": ("libgomp.so.1", "gomp")}
+
+
+@functools.lru_cache(maxsize=None)
+def _initialize() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    for lib, names in _LIBRARIES.items():
+        for name in names:
+            path = name if "." in name else ctypes.util.find_library(name)
+            if not path:
+                continue
+            try:
+                llvm.load_library_permanently(path)
+                break
+            except RuntimeError:
+                continue
+        else:
+            if lib == "libgomp":  # only parallel loops need it; report when one is built
+                continue
+            raise BuildError(f"llvm: cannot load {lib} ({', '.join(names)})")
+
+
+@functools.lru_cache(maxsize=None)
+def has_openmp() -> bool:
+    """Whether libgomp could be loaded (parallel loops need it)."""
+    _initialize()
+    return llvm.address_of_symbol("GOMP_parallel") is not None
+
+
+@functools.lru_cache(maxsize=16)
+def target_machine(target: Target) -> llvm.TargetMachine:
+    """A shared LLVM target machine for ``target`` (optimization and assembly printing)."""
+    return new_target_machine(target)
+
+
+def new_target_machine(target: Target) -> llvm.TargetMachine:
+    """An LLVM target machine for ``target``'s triple, CPU and features (O3, JIT code model).
+    An execution engine takes ownership of (and frees) the one it is given: never share it."""
+    _initialize()
+    try:
+        t = llvm.Target.from_triple(target.triple)
+    except RuntimeError as err:
+        raise BuildError(f"llvm: unknown target triple {target.triple!r}: {err}") from None
+    return t.create_target_machine(cpu=target.mcpu, features=target.features, opt=3,
+                                   codemodel="jitdefault")
+
+
+@dataclass
+class Compiled:
+    """A JIT-compiled module: ``address`` of its entry; ``engine`` owns the machine code."""
+
+    engine: llvm.ExecutionEngine
+    address: int
+    optimized_ir: str
+
+
+def optimize(text: str, target: Target) -> llvm.ModuleRef:
+    """Parse ``text`` and run LLVM's O3 pipeline tuned for the target CPU."""
+    tm = target_machine(target)
+    try:
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+    except RuntimeError as err:
+        raise BuildError(f"llvm: generated invalid IR (a workbench bug): {err}") from None
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return mod
+
+
+def jit(text: str, entry: str, target: Target) -> Compiled:
+    """Optimize and JIT-compile ``text``; return the address of function ``entry``."""
+    if target.options.get("mtriple") not in (None, llvm.get_process_triple()):
+        raise BuildError(f"llvm: cannot run code for {target.triple} on this "
+                         f"{llvm.get_process_triple()} host")
+    mod = optimize(text, target)
+    optimized = str(mod)
+    engine = llvm.create_mcjit_compiler(mod, new_target_machine(target))
+    engine.finalize_object()
+    address = engine.get_function_address(entry)
+    if not address:
+        raise BuildError(f"llvm: entry {entry!r} missing after compilation (a workbench bug)")
+    return Compiled(engine, address, optimized)
+
+
+def assembly(optimized_ir: str, target: Target) -> str:
+    """The target assembly of already-optimized IR (parsed again: code generation mutates it)."""
+    mod = llvm.parse_assembly(optimized_ir)
+    return target_machine(target).emit_assembly(mod)

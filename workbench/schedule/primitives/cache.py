@@ -1,0 +1,482 @@
+"""Caching: ``cache_read``, ``cache_write``, ``reindex`` (TensorIR semantics).
+
+Each puts a *copy stage* between a buffer and the blocks that use it: a new block, in a loop
+nest of its own, copying one buffer into another element by element. The new buffer is
+allocated by the scope block (the block directly enclosing the ones involved, usually
+``root``) with the full shape of the original, so the copy can later be moved under a tile
+loop with ``compute_at`` / ``reverse_compute_at`` without changing any index.
+
+Where the stage goes (as TVM's cache-location rule): in the innermost loop body or block body
+that holds both the producer of the buffer and the first block that must see the copy,
+right before the statement containing that block; for a buffer no block of the scope writes
+(a function input), at the start of the scope; for an output nobody reads, at its end. The
+copied region is what the producer writes, relaxed over the loops between it and that place.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence
+
+from ...errors import ScheduleError
+from ...ir.buffer import SCOPES, Buffer
+from ...ir.expr import BufferLoad, Expr, IntImm, Var
+from ...ir.func import PrimFunc
+from ...ir.functor import free_vars, pre_order, replace_buffers, substitute, transform
+from ...ir.region import block_access_regions
+from ...ir.stmt import (SPATIAL, TRUE, Block, BlockRealize, BufferRegion, BufferStore, For,
+                        IterVar, Range, SeqStmt, Stmt, make_for, seq)
+from ...ir.structural import structural_equal
+from ..instruction import Instruction, py_value, schedule_primitive
+from ..rewrite import simplify
+from ..rv import RV, BlockRV
+from ..state import FuncIndex
+from .block_scope import buffers
+
+# ------------------------------------------------------------------------------------------
+# helpers shared with the layout primitives
+
+
+def nth_buffer(primitive: str, block: Block, index: Any, kind: str, argument: str) -> Buffer:
+    """The buffer of ``block.reads[index]`` (``kind == "read"``) or ``block.writes[index]``,
+    or the one of that name."""
+    regions = block.reads if kind == "read" else block.writes
+    names = [r.buffer.name for r in regions]
+    if isinstance(index, str):
+        if index not in names:
+            raise ScheduleError(primitive, f"block {block.name!r} {kind}s no buffer named "
+                                f"{index!r} (it {kind}s {names})", argument=argument,
+                                nodes=[block])
+        return regions[names.index(index)].buffer
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(regions):
+        raise ScheduleError(primitive, f"block {block.name!r} {kind}s {len(regions)} buffers "
+                            f"{names}; {index!r} is not an index into them", argument=argument,
+                            nodes=[block])
+    return regions[index].buffer
+
+
+def check_storage_scope(primitive: str, scope: Any) -> None:
+    if scope not in SCOPES:
+        raise ScheduleError(primitive, f"unknown storage scope {scope!r}; expected one of "
+                            f"{', '.join(SCOPES)}", argument="storage_scope")
+
+
+def fresh_name(base: str, taken: set[str]) -> str:
+    """``base``, or ``base_1``, ``base_2`` … — the first not in ``taken``."""
+    name, n = base, 0
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    return name
+
+
+def buffer_names(func: PrimFunc) -> set[str]:
+    allocated = {b.name for blk in func.blocks() for b in blk.alloc_buffers}
+    return {b.name for b in func.params} | allocated
+
+
+def scoped_name(buffer: Buffer, scope: str) -> str:
+    """TVM's ``<buffer>_<scope>`` naming (dots replaced: the name stays an identifier)."""
+    return f"{buffer.name}_{scope.replace('.', '_')}"
+
+
+def allocation_site(idx: FuncIndex, block: Block, buffer: Buffer) -> Optional[Block]:
+    """The block enclosing ``block`` (or ``block`` itself) that allocates ``buffer``; None when
+    ``buffer`` is not allocated by a block (a function parameter)."""
+    for node in (block, *idx.ancestors(block)):
+        if isinstance(node, Block) and buffer in node.alloc_buffers:
+            return node
+    return None
+
+
+def allocate(sch, scope_name: str, buffer: Buffer) -> None:
+    scope = sch.index.block(scope_name)
+    sch.replace(scope, scope.with_(alloc_buffers=scope.alloc_buffers + (buffer,)))
+
+
+def insert_into_body(sch, owner: Stmt, pos: int, stage: Stmt) -> None:
+    """Put ``stage`` at position ``pos`` of the body of ``owner`` (a loop or a block)."""
+    body = owner.body
+    items = list(body.seq) if isinstance(body, SeqStmt) else [body]
+    items.insert(pos, stage)
+    sch.replace(owner, owner.with_(body=seq(*items)))
+
+
+def point_region(buffer: Buffer, indices: Sequence[Expr]) -> BufferRegion:
+    return BufferRegion(buffer, tuple(Range(i, IntImm(1)) for i in indices))
+
+
+def copy_stage(name: str, src: Buffer, dst: Buffer, region: Sequence[Range],
+               ranges: dict) -> Stmt:
+    """Loops ``ax0 …`` over ``region`` around block ``name``: ``dst[v] = src[v]``, where the
+    iterators ``vax0 …`` span the buffers' shape and are bound to ``region.min + ax``."""
+    loop_vars = [Var(f"ax{d}") for d in range(len(region))]
+    # iterators are named "v" + loop, the DSL's convention (compute_at names loops back)
+    ivs = tuple(IterVar(Var(f"vax{d}"), Range.from_extent(s), SPATIAL)
+                for d, s in enumerate(src.shape))
+    inner = dict(ranges)
+    inner.update({v: Range.from_extent(r.extent) for v, r in zip(loop_vars, region)})
+    values = tuple(simplify(r.min + v, inner) for r, v in zip(region, loop_vars))
+    idx = tuple(iv.var for iv in ivs)
+    block = Block(name, ivs, (point_region(src, idx),), (point_region(dst, idx),),
+                  BufferStore(dst, BufferLoad(src, idx), idx))
+    nest: Stmt = BlockRealize(values, TRUE, block)
+    for v, r in reversed(list(zip(loop_vars, region))):
+        nest = make_for(v, r.extent, nest)
+    return nest
+
+
+def _clamp(region: Sequence[Range], shape: Sequence[int]) -> tuple[Range, ...]:
+    """Constant ranges cut to the buffer (a relaxed region may overhang a guarded edge)."""
+    out = []
+    for r, n in zip(region, shape):
+        if isinstance(r.min, IntImm) and isinstance(r.extent, IntImm):
+            lo, hi = max(0, r.min.value), min(n, r.min.value + r.extent.value)
+            r = Range(IntImm(lo), IntImm(hi - lo))
+        out.append(r)
+    return tuple(out)
+
+
+def render_call(inst: Instruction, names: Mapping[RV, str]) -> str:
+    """TVM's trace text: the index map as a lambda, a buffer as a ``("read", 0)`` tuple."""
+    parts = []
+    for key, value in inst.args.items():
+        if key == "index_map":
+            text = str(value)
+        elif key == "buffer" and isinstance(value, (list, tuple)):
+            text = f"({py_value(value[0], names)}, {py_value(value[1], names)})"
+        else:
+            text = py_value(value, names)
+        parts.append(f"{key}={text}")
+    call = f"sch.{inst.kind.name}({', '.join(parts)})"
+    return f"{names[inst.outputs[0]]} = {call}" if inst.outputs else call
+
+
+# ------------------------------------------------------------------------------------------
+# where the stage goes
+
+
+def _locate(scope: Block, producer: Optional[str], related: set[str]) -> tuple[Stmt, int]:
+    """(statement whose body receives the stage, position in that body): see the module doc."""
+    found: list[tuple[Stmt, int]] = []
+
+    def walk(stmt: Stmt) -> tuple[bool, bool]:
+        if isinstance(stmt, BlockRealize):
+            return stmt.block.name == producer, stmt.block.name in related
+        if isinstance(stmt, For):
+            return body_walk(stmt)
+        return False, False
+
+    def body_walk(owner: Stmt) -> tuple[bool, bool]:
+        if not isinstance(owner.body, SeqStmt):
+            return walk(owner.body)
+        saw_p = saw_r = False
+        for i, s in enumerate(owner.body.seq):
+            p, r = walk(s)
+            if found:
+                return True, True
+            saw_p, saw_r = saw_p or p, saw_r or r
+            if saw_p and saw_r:
+                found.append((owner, i))
+                return True, True
+            if saw_r:  # a related block before the producer: the stage cannot go in here
+                break
+        return saw_p, saw_r
+
+    _, saw_related = body_walk(scope)
+    if found:
+        return found[0]
+    if saw_related or producer is None:
+        return scope, 0
+    n = len(scope.body.seq) if isinstance(scope.body, SeqStmt) else 1
+    return scope, n
+
+
+def _produced_region(idx: FuncIndex, producer: Block, buffer: Buffer,
+                     owner: Stmt) -> tuple[Range, ...]:
+    """What ``producer`` writes of ``buffer``, relaxed over its loops below ``owner``."""
+    realize = idx.realizes[producer.name]
+    loops = idx.loops_above(producer)
+    if isinstance(owner, For):
+        loops = loops[loops.index(owner) + 1:]
+    dom = {l.loop_var: Range(l.min, l.extent) for l in loops}
+    _, writes = block_access_regions(realize, dom, idx.var_ranges(realize))
+    region = next(r.region for r in writes if r.buffer is buffer)
+    return _clamp(region, buffer.shape)
+
+
+def _ranges_inside(idx: FuncIndex, owner: Stmt) -> dict:
+    """The variables in scope inside the body of ``owner`` (a loop or a block)."""
+    ranges = idx.var_ranges(owner)
+    if isinstance(owner, For):
+        ranges[owner.loop_var] = Range(owner.min, owner.extent)
+    else:
+        ranges.update({iv.var: iv.dom for iv in owner.iter_vars})
+    return ranges
+
+
+def _site_key(owner: Stmt) -> tuple[str, Any]:
+    return ("loop", owner.loop_var) if isinstance(owner, For) else ("block", owner.name)
+
+
+def _site(sch, key: tuple[str, Any]) -> Stmt:
+    return sch.index.loops[key[1]] if key[0] == "loop" else sch.index.block(key[1])
+
+
+def _consumers(sch, primitive: str, given: Optional[Sequence], candidates: list[Block],
+               buffer: Buffer) -> list[Block]:
+    """The blocks named by ``consumer_blocks`` (BlockRVs or names), each one a candidate."""
+    if given is None:
+        return []
+    if not isinstance(given, (list, tuple)):
+        raise ScheduleError(primitive, f"expected a list of blocks, got {given!r}",
+                            argument="consumer_blocks")
+    out = []
+    for g in given:
+        node = sch.get(g) if isinstance(g, BlockRV) else sch.index.realizes.get(g)
+        node = node.block if isinstance(node, BlockRealize) else node
+        if not isinstance(node, Block) or node not in candidates:
+            what = node.name if isinstance(node, Block) else g
+            raise ScheduleError(primitive, f"{what!r} is not a block of the same scope that "
+                                f"reads {buffer.name} (candidates: "
+                                f"{[b.name for b in candidates]})", argument="consumer_blocks")
+        out.append(node)
+    return out
+
+
+def _stage(sch, scope: Block, rewrites: dict[Block, Block], site: tuple[Stmt, int],
+           stage: Stmt, cache: Buffer) -> None:
+    """Rewrite the blocks, insert the stage, allocate the cache: three path copies."""
+    key, pos = _site_key(site[0]), site[1]
+    for old, new in rewrites.items():
+        sch.replace(sch.index.block(old.name), new)
+    insert_into_body(sch, _site(sch, key), pos, stage)
+    allocate(sch, scope.name, cache)
+
+
+# ------------------------------------------------------------------------------------------
+# cache_read / cache_write
+
+
+@schedule_primitive("cache_read")
+def cache_read(sch, block: BlockRV, read_buffer_index: int, storage_scope: str,
+               consumer_blocks: Optional[list] = None) -> BlockRV:
+    """Copy the buffer ``block.reads[read_buffer_index]`` into a new buffer of
+    ``storage_scope`` (named ``<buffer>_<scope>``) and make its consumers read the copy.
+
+    The consumers are every block of the scope reading the buffer, or those of
+    ``consumer_blocks`` (BlockRVs or names). Returns the new copy block. Rules: the buffer has
+    at most one writer in the scope, and ``block`` does not write it itself.
+
+    Before / after ``cache_read(C, 0, "local")`` where block C reads A::
+
+        for i, j: block C: C[vi, vj] = A[vi, vj] * 2
+                                          for ax0, ax1: block A_local:
+                                            A_local[vax0, vax1] = A[vax0, vax1]
+                                          for i, j: block C: C[vi, vj] = A_local[vi, vj] * 2
+    """
+    node = sch.get(block)
+    check_storage_scope("cache_read", storage_scope)
+    buf = nth_buffer("cache_read", node, read_buffer_index, "read", "read_buffer_index")
+    if buf in buffers(node.writes):
+        raise ScheduleError("cache_read", f"block {node.name!r} also writes {buf.name} (it "
+                            f"updates it in place); use cache_write for that buffer",
+                            argument="read_buffer_index", nodes=[node])
+    idx = sch.index
+    scope = idx.scope(node)
+    siblings = [r.block for r in idx.child_realizes(scope)]
+    writers = [b for b in siblings if buf in buffers(b.writes)]
+    if len(writers) > 1:
+        raise ScheduleError("cache_read", f"{buf.name} is written by several blocks of the "
+                            f"scope {[b.name for b in writers]}; it must have one writer",
+                            argument="read_buffer_index", nodes=writers)
+    readers = [b for b in siblings if buf in buffers(b.reads) and b not in writers]
+    consumers = _consumers(sch, "cache_read", consumer_blocks, readers, buf) or readers
+    cache = Buffer(fresh_name(scoped_name(buf, storage_scope), buffer_names(sch.func)),
+                   buf.shape, buf.dtype, storage_scope)
+    if writers:
+        site = _locate(scope, writers[0].name, {b.name for b in consumers})
+        region = _produced_region(idx, writers[0], buf, site[0])
+    else:
+        site = (scope, 0)
+        region = BufferRegion.full(buf).region
+    name = fresh_name(scoped_name(buf, storage_scope), set(idx.realizes))
+    stage = copy_stage(name, buf, cache, region, _ranges_inside(idx, site[0]))
+    rewrites = {b: replace_buffers(b, {buf: cache}) for b in consumers}
+    _stage(sch, scope, rewrites, site, stage, cache)
+    return sch.new_rv(BlockRV, name)
+
+
+@schedule_primitive("cache_write")
+def cache_write(sch, block: BlockRV, write_buffer_index: int, storage_scope: str,
+                consumer_blocks: Optional[list] = None) -> BlockRV:
+    """Make ``block`` write a new buffer of ``storage_scope`` (``<buffer>_<scope>``) instead of
+    ``block.writes[write_buffer_index]``, and add a block copying it back to the original.
+
+    A reduction's ``init`` moves with it. The copy goes right before the first later reader
+    (after the block); the readers in ``consumer_blocks`` read the cache directly instead.
+    Returns the copy-back block. Rule: ``block`` is the only writer of the buffer in its scope.
+
+    Before / after ``cache_write(C, 0, "local")``::
+
+        for i, j, k: block C:             for i, j, k: block C:
+          init: C[vi, vj] = 0                 init: C_local[vi, vj] = 0
+          C[vi, vj] += A[vi, vk] * B[vk, vj]  C_local[vi, vj] += A[vi, vk] * B[vk, vj]
+                                          for ax0, ax1: block C_local:
+                                            C[vax0, vax1] = C_local[vax0, vax1]
+    """
+    node = sch.get(block)
+    check_storage_scope("cache_write", storage_scope)
+    buf = nth_buffer("cache_write", node, write_buffer_index, "write", "write_buffer_index")
+    idx = sch.index
+    scope = idx.scope(node)
+    siblings = [r.block for r in idx.child_realizes(scope)]
+    writers = [b for b in siblings if buf in buffers(b.writes)]
+    if writers != [node]:
+        raise ScheduleError("cache_write", f"{buf.name} is written by several blocks of the "
+                            f"scope {[b.name for b in writers]}; block {node.name!r} must be "
+                            f"its only writer", argument="write_buffer_index", nodes=writers)
+    readers = [b for b in siblings if b is not node and buf in buffers(b.reads)]
+    direct = _consumers(sch, "cache_write", consumer_blocks, readers, buf)
+    related = {b.name for b in readers if b not in direct}
+    site = _locate(scope, node.name, related)
+    region = _produced_region(idx, node, buf, site[0])
+    cache = Buffer(fresh_name(scoped_name(buf, storage_scope), buffer_names(sch.func)),
+                   buf.shape, buf.dtype, storage_scope)
+    name = fresh_name(scoped_name(buf, storage_scope), set(idx.realizes))
+    stage = copy_stage(name, cache, buf, region, _ranges_inside(idx, site[0]))
+    rewrites = {b: replace_buffers(b, {buf: cache}) for b in [node, *direct]}
+    _stage(sch, scope, rewrites, site, stage, cache)
+    return sch.new_rv(BlockRV, name)
+
+
+# ------------------------------------------------------------------------------------------
+# reindex
+
+
+def buffer_of(primitive: str, block: Block, buffer: Any,
+              argument: str = "buffer") -> tuple[Buffer, str]:
+    """(buffer, "read" | "write") for ``("read" | "write", index)`` or a buffer name."""
+    if isinstance(buffer, (list, tuple)) and len(buffer) == 2 and buffer[0] in ("read", "write"):
+        return nth_buffer(primitive, block, buffer[1], buffer[0], argument), buffer[0]
+    if isinstance(buffer, str):
+        for kind, regions in (("write", block.writes), ("read", block.reads)):
+            for r in regions:
+                if r.buffer.name == buffer:
+                    return r.buffer, kind
+        raise ScheduleError(primitive, f"block {block.name!r} accesses no buffer named "
+                            f"{buffer!r}", argument=argument, nodes=[block])
+    raise ScheduleError(primitive, f"expected (\"read\" | \"write\", index) or a buffer name, "
+                        f"got {buffer!r}", argument=argument)
+
+
+def _single_access(block: Block, buf: Buffer) -> tuple[Expr, ...]:
+    """The one index tuple every load and store of ``buf`` in ``block`` uses."""
+    found: list[tuple[Expr, ...]] = []
+    for part in (block.init, block.body):
+        for n in pre_order(part) if part is not None else ():
+            if isinstance(n, (BufferLoad, BufferStore)) and n.buffer is buf:
+                if found and not all(structural_equal(a, b, map_free_vars=False)
+                                     for a, b in zip(found[0], n.indices)):
+                    raise ScheduleError("reindex", f"block {block.name!r} accesses {buf.name} "
+                                        f"at different indices ({list(found[0])} and "
+                                        f"{list(n.indices)}); reindex needs a single pattern",
+                                        argument="buffer", nodes=[block])
+                found.append(n.indices)
+    if not found:
+        raise ScheduleError("reindex", f"block {block.name!r} declares {buf.name} but its body "
+                            f"does not access it", argument="buffer", nodes=[block])
+    return found[0]
+
+
+def _chain_top(idx: FuncIndex, block: Block) -> Stmt:
+    """The outermost statement of the loop chain right above ``block`` (each loop holding only
+    the next one), which must reach up to the block's scope."""
+    node: Stmt = idx.realizes[block.name]
+    for loop in reversed(idx.loops_above(block)):
+        if loop.body is not node:
+            raise ScheduleError("reindex", f"loop {loop.loop_var.name!r} above block "
+                                f"{block.name!r} holds other statements too; reindex needs the "
+                                f"block alone under its loops", argument="block", nodes=[loop])
+        node = loop
+    return node
+
+
+@schedule_primitive("reindex", as_python=render_call)
+def reindex(sch, block: BlockRV, buffer: Any) -> BlockRV:
+    """Make ``block`` access a new buffer ``<buffer>_reindex`` indexed by its own iterators,
+    with a block copying between it and the original (before the block's loops for a read,
+    after them for a write). ``buffer`` is ``("read" | "write", index)`` or a buffer name.
+
+    The new buffer has one axis per iterator used in the original indices (in iterator order,
+    of the iterator's extent). Rules: every access of the buffer in the block uses the same
+    indices; the block is alone under its loops; those iterators start at 0.
+
+    Before / after ``reindex(C, ("read", 0))`` where C reads ``A[vj, vi]``::
+
+        for i, j: block C:                for ax0, ax1: block A_reindex:
+          C[vi, vj] = A[vj, vi]             A_reindex[vax0, vax1] = A[vax1, vax0]
+                                          for i, j: block C: C[vi, vj] = A_reindex[vi, vj]
+    """
+    node = sch.get(block)
+    buf, kind = buffer_of("reindex", node, buffer)
+    idx = sch.index
+    indices = _single_access(node, buf)
+    used = set().union(*(free_vars(i) for i in indices))
+    covered = [iv for iv in node.iter_vars if iv.var in used]
+    for iv in covered:
+        if not (isinstance(iv.dom.min, IntImm) and iv.dom.min.value == 0
+                and isinstance(iv.dom.extent, IntImm)):
+            raise ScheduleError("reindex", f"iterator {iv.var.name!r} of block {node.name!r} "
+                                f"has domain [{iv.dom.min}, {iv.dom.min} + {iv.dom.extent}); "
+                                f"reindex needs constant domains starting at 0",
+                                argument="block", nodes=[node])
+    top = _chain_top(idx, node)
+    new_buf = Buffer(fresh_name(f"{buf.name}_reindex", buffer_names(sch.func)),
+                     tuple(iv.dom.extent.value for iv in covered), buf.dtype, buf.scope)
+    own = tuple(iv.var for iv in covered)
+    # the copy block: its iterators replace the covered ones in the original indices
+    ivs = tuple(IterVar(Var(f"vax{k}"), iv.dom, SPATIAL) for k, iv in enumerate(covered))
+    vmap = {iv.var: new.var for iv, new in zip(covered, ivs)}
+    theirs = tuple(substitute(i, vmap) for i in indices)
+    mine = tuple(iv.var for iv in ivs)
+    src, dst = (buf, theirs), (new_buf, mine)
+    if kind == "write":
+        src, dst = dst, src
+    name = fresh_name(f"{buf.name}_reindex", set(idx.realizes))
+    copy = Block(name, ivs, (point_region(*src),), (point_region(*dst),),
+                 BufferStore(dst[0], BufferLoad(*src), dst[1]))
+    loops = [Var(f"ax{k}") for k in range(len(ivs))]
+    stage: Stmt = BlockRealize(tuple(loops), TRUE, copy)
+    for v, iv in reversed(list(zip(loops, ivs))):
+        stage = make_for(v, iv.dom.extent, stage)
+    new_block = _reindexed(node, buf, new_buf, own)
+    scope = idx.scope(node)
+    key = _site_key(top) if isinstance(top, For) else None
+    sch.replace(node, new_block)
+    top = _site(sch, key) if key else sch.index.realizes[node.name]
+    sch.replace(top, seq(stage, top) if kind == "read" else seq(top, stage))
+    allocate(sch, scope.name, new_buf)
+    return sch.new_rv(BlockRV, name)
+
+
+def _reindexed(block: Block, buf: Buffer, new_buf: Buffer, own: tuple[Var, ...]) -> Block:
+    """``block`` accessing ``new_buf[own]`` wherever it accessed ``buf``."""
+    def post(n: Any) -> Any:
+        if isinstance(n, BufferLoad) and n.buffer is buf:
+            return BufferLoad(new_buf, own)
+        if isinstance(n, BufferStore) and n.buffer is buf:
+            return BufferStore(new_buf, n.value, own)
+        return n
+
+    def regions(rs: tuple[BufferRegion, ...]) -> tuple[BufferRegion, ...]:
+        return tuple(point_region(new_buf, own) if r.buffer is buf else r for r in rs)
+
+    body = transform(block.body, post)
+    init = None if block.init is None else transform(block.init, post)
+    return block.with_(body=body, init=init, reads=regions(block.reads),
+                       writes=regions(block.writes))
+
+
+__all__ = ["cache_read", "cache_write", "reindex", "nth_buffer", "buffer_of",
+           "check_storage_scope", "fresh_name", "buffer_names", "scoped_name",
+           "allocation_site", "allocate", "insert_into_body", "copy_stage", "point_region",
+           "render_call"]

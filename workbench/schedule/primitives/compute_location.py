@@ -1,0 +1,444 @@
+"""Compute location: ``compute_at``, ``reverse_compute_at``, ``sample_compute_location``.
+
+``compute_at`` moves a producer block under a loop of its consumers and regenerates the loops
+above it so that each iteration of that loop computes exactly the part of the producer's output
+the consumers under the loop read in that iteration (region inference). ``reverse_compute_at``
+is the mirror image: a consumer moves under a loop of its producers and, per iteration, consumes
+what they have just produced.
+
+Region inference, per moved block:
+
+1. *required*: the regions of the moved block's buffers that the blocks on the other side
+   (consumers for compute_at, producers for reverse_compute_at) access, with their iterators
+   replaced by their bindings and relaxed over the loops between ``loop`` and them
+   (:func:`workbench.ir.region.block_access_regions`), united per buffer;
+2. *provided*: the moved block accesses those buffers at single points ``v`` or ``v + c`` of its
+   own iterators, so ``v`` must range over the required range (shifted by ``-c``);
+3. each iterator gets a new loop over that range, intersected with the iterator's domain. The
+   extent must be a constant: a range whose extent varies gets its largest extent and a
+   predicate, and so does a range that may stick out of the domain (the last tile of an
+   imperfect split). Iterators nothing constrains (a reduction's reduce iterators) keep their
+   whole domain.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ...errors import ScheduleError
+from ...ir.arith import Analyzer
+from ...ir.buffer import Buffer
+from ...ir.expr import Add, Expr, IntImm, Sub, Var, as_int, is_const
+from ...ir.func import PrimFunc
+from ...ir.functor import free_vars, substitute
+from ...ir.region import block_access_regions
+from ...ir.stmt import (REDUCE, SPATIAL, TRUE, Block, BlockRealize, BufferRegion, For, IterVar,
+                        Range, SeqStmt, Stmt, make_for, seq)
+from ..instruction import schedule_primitive
+from ..rewrite import conjoin
+from ..rv import INLINE_MARK, LOCATION_PRIMITIVES, ROOT_MARK, BlockRV, LoopRV
+from ..state import FuncIndex, index, replace_all
+from .block_scope import (buffers, check_complete_or_reduction, check_in_scope, check_not_output,
+                          consumers, producers, removal_root)
+from .inline import compute_inline_func, reverse_compute_inline_func
+from .loops import loop_name
+
+Region = tuple  # tuple[Range, ...]
+
+
+def _subtrees(loop: For) -> tuple[Stmt, ...]:
+    return loop.body.seq if isinstance(loop.body, SeqStmt) else (loop.body,)
+
+
+def _check_placement(primitive: str, idx: FuncIndex, block: Block, loop: For) -> None:
+    check_in_scope(primitive, idx, block)
+    if idx.scope(loop) is not idx.scope(block):
+        raise ScheduleError(primitive, f"{loop_name(loop)} is not in the block scope of block "
+                            f"{block.name!r} (scope {idx.scope(block).name!r})",
+                            argument="loop", nodes=[loop, block])
+    if loop in idx.ancestors(idx.realizes[block.name]):
+        raise ScheduleError(primitive, f"{loop_name(loop)} encloses block {block.name!r}: the "
+                            f"target loop must not be one of the block's own loops",
+                            argument="loop", nodes=[loop, block])
+
+
+def _insertion_point(primitive: str, idx: FuncIndex, block: Block, loop: For,
+                     prods: list[Block], cons: list[Block], forward: bool, index_: int) -> int:
+    """Where the moved nest goes among the loop body's statements: after every producer of the
+    block under the loop, before every consumer (TVM's ``index``: -1 the last such position,
+    -2 the first, else the position itself)."""
+    prod_names, cons_names = {b.name for b in prods}, {b.name for b in cons}
+    seen_prod: set[str] = set()
+    seen_cons: set[str] = set()
+    subtrees = _subtrees(loop)
+    last_prod, first_cons = -1, len(subtrees)
+    for k, sub in enumerate(subtrees):
+        names = {r.block.name for r in idx.realizes_under(sub)}
+        if isinstance(sub, BlockRealize):
+            names.add(sub.block.name)
+        if names & prod_names:
+            last_prod = k
+            seen_prod |= names & prod_names
+        if names & cons_names:
+            first_cons = min(first_cons, k)
+            seen_cons |= names & cons_names
+    role, needed, seen = ("consumers", cons, seen_cons) if forward else ("producers", prods, seen_prod)
+    missing = [b.name for b in needed if b.name not in seen]
+    if missing:
+        raise ScheduleError(primitive, f"the {role} {missing} of block {block.name!r} are not "
+                            f"under {loop_name(loop)}; {primitive} needs all of its {role} "
+                            f"under the target loop", argument="loop", nodes=[loop, block])
+    # dependencies outside the loop must stay on their side of the moved block
+    at = idx.order[loop]
+    for dep, seen, before in ((prods, seen_prod, True), (cons, seen_cons, False)):
+        for b in dep:
+            if b.name not in seen and (idx.order[idx.realizes[b.name]] < at) != before:
+                raise ScheduleError(primitive, f"block {b.name!r}, a {'producer' if before else 'consumer'} "
+                                    f"of block {block.name!r}, comes {'after' if before else 'before'} "
+                                    f"{loop_name(loop)}: the block would move "
+                                    f"{'before its producer' if before else 'after its consumer'}",
+                                    argument="loop", nodes=[loop, block, b])
+    if last_prod >= first_cons:
+        raise ScheduleError(primitive, f"no place under {loop_name(loop)} comes after every "
+                            f"producer and before every consumer of block {block.name!r}: a "
+                            f"producer is in statement {last_prod} of the loop body, a consumer "
+                            f"in statement {first_cons}", argument="loop", nodes=[loop, block])
+    if index_ == -1:
+        return first_cons
+    if index_ == -2:
+        return last_prod + 1
+    if isinstance(index_, int) and not isinstance(index_, bool) and last_prod < index_ <= first_cons:
+        return index_
+    raise ScheduleError(primitive, f"index {index_!r} is not a valid insertion point under "
+                        f"{loop_name(loop)}: expected -1, -2 or one of "
+                        f"{list(range(last_prod + 1, first_cons + 1))}", argument="index")
+
+
+def _required_regions(idx: FuncIndex, loop: For, blocks: list[Block], wanted: set[Buffer],
+                      reads: bool, ana: Analyzer) -> dict[Buffer, Region]:
+    """Per buffer of ``wanted``: the union of what ``blocks`` (all under ``loop``) read (or
+    write) of it during one iteration of ``loop``."""
+    out: dict[Buffer, Region] = {}
+    for block in blocks:
+        realize = idx.realizes[block.name]
+        chain = idx.loops_above(realize)
+        below = chain[chain.index(loop) + 1:]
+        dom = {l.loop_var: Range(l.min, l.extent) for l in below}
+        accessed = block_access_regions(realize, dom, idx.var_ranges(realize))[0 if reads else 1]
+        for region in accessed:
+            if region.buffer not in wanted:
+                continue
+            old = out.get(region.buffer)
+            out[region.buffer] = (region.region if old is None
+                                  else ana.union_regions(old, region.region))
+    return out
+
+
+def _solve_index(e: Expr, ivars: set[Var]) -> Optional[tuple[Var, int]]:
+    """``e`` as ``v + c`` with ``v`` an iterator and ``c`` a constant, or None."""
+    if isinstance(e, Var) and e in ivars:
+        return e, 0
+    if isinstance(e, (Add, Sub)) and isinstance(e.b, IntImm) and isinstance(e.a, Var) and e.a in ivars:
+        return e.a, e.b.value if isinstance(e, Add) else -e.b.value
+    if isinstance(e, Add) and isinstance(e.a, IntImm) and isinstance(e.b, Var) and e.b in ivars:
+        return e.b, e.a.value
+    return None
+
+
+def _iter_requirements(primitive: str, block: Block, provided: tuple[BufferRegion, ...],
+                       required: dict[Buffer, Region], ana: Analyzer) -> dict[Var, Range]:
+    """The range each iterator of ``block`` must cover so that its accesses ``provided``
+    cover ``required``; iterators left out are unconstrained."""
+    ivars = {iv.var for iv in block.iter_vars}
+    out: dict[Var, Range] = {}
+    for region in provided:
+        need = required.get(region.buffer)
+        if need is None:
+            continue
+        for dim, (have, want) in enumerate(zip(region.region, need)):
+            at = ana.simplify(have.min)
+            if not free_vars(at) & ivars:
+                continue            # a constant index: every iteration touches the same place
+            solved = _solve_index(at, ivars) if is_const(ana.simplify(have.extent), 1) else None
+            if solved is None:
+                raise ScheduleError(primitive, f"cannot infer the iteration range of block "
+                                    f"{block.name!r}: it accesses {region.buffer.name} at {at} "
+                                    f"in dimension {dim}; only an iterator plus a constant can be "
+                                    f"solved", argument="block", nodes=[block])
+            var, offset = solved
+            rng = Range(ana.simplify(want.min - offset), want.extent)
+            out[var] = rng if var not in out else ana.union_regions((out[var],), (rng,))[0]
+    return out
+
+
+def _loop_plan(primitive: str, block: Block, iv: IterVar, need: Optional[Range], ana: Analyzer,
+               forward: bool) -> tuple[Expr, int, list]:
+    """(start, constant extent, conditions on the iterator's value) for one iterator.
+
+    Conditions are functions of the value, because the value is only known once the loop
+    variable exists."""
+    try:
+        d0, dn = as_int(iv.dom.min), as_int(iv.dom.extent)
+    except TypeError:
+        raise ScheduleError(primitive, f"block {block.name!r}: iterator {iv.var.name!r} has a "
+                            f"non-constant domain {iv.dom}", argument="block", nodes=[block]) from None
+    if need is None:
+        return iv.dom.min, dn, []
+    lo, ext = ana.simplify(need.min), ana.simplify(need.extent)
+    ext_hi = ana.const_int_bound(ext)[1]
+    if ext_hi is None:
+        if forward:     # computing more than needed is only redundant
+            return iv.dom.min, dn, []
+        raise ScheduleError(primitive, f"cannot bound the range of iterator {iv.var.name!r} of "
+                            f"block {block.name!r}: extent {ext}", argument="block", nodes=[block])
+    exact = is_const(ext, ext_hi)
+    conds = [] if exact else [lambda v: v < lo + ext]
+    if is_const(lo):
+        start, end = max(lo.value, d0), min(lo.value + ext_hi, d0 + dn)
+        if end <= start:
+            raise ScheduleError(primitive, f"block {block.name!r}: iterator {iv.var.name!r} "
+                                f"would range over [{lo}, {lo.value + ext_hi}), outside its domain "
+                                f"[{d0}, {d0 + dn})", argument="loop", nodes=[block])
+        return IntImm(start), end - start, conds
+    if forward and ext_hi >= dn:
+        return iv.dom.min, dn, []
+    if not ana.can_prove(lo >= d0):
+        conds.append(lambda v: v >= d0)
+    if not ana.can_prove(lo + ext_hi <= d0 + dn):
+        conds.append(lambda v: v < d0 + dn)
+    return lo, ext_hi, conds
+
+
+def _loop_var_name(iv: IterVar) -> str:
+    """New loops are named after the iterators (``vi`` -> ``i``, the DSL's convention)."""
+    name = iv.var.name
+    return name[1:] if name.startswith("v") and len(name) > 1 else name
+
+
+def _build_nest(primitive: str, block: Block, needs: dict[Var, Range], outer: dict[Var, Range],
+                preserve_unit_loops: bool, forward: bool) -> Stmt:
+    ana = Analyzer(outer)
+    plans = [_loop_plan(primitive, block, iv, needs.get(iv.var), ana, forward)
+             for iv in block.iter_vars]
+    if not forward and block.init is not None:
+        # a reduction consumer must run each instance's whole reduction in one iteration:
+        # split over several, the partial updates would meet repeated or missing inits
+        for iv, (start, extent, conds) in zip(block.iter_vars, plans):
+            full = is_const(start, as_int(iv.dom.min)) and extent == as_int(iv.dom.extent)
+            if iv.iter_type == REDUCE and not (full and not conds):
+                raise ScheduleError(primitive, f"reduction block {block.name!r} would have its "
+                                    f"reduce iterator {iv.var.name!r} split across iterations of "
+                                    f"the target loop; move it to a loop where its producers "
+                                    f"produce whole reductions", argument="loop", nodes=[block])
+    scope = dict(outer)
+    loops: list[tuple[Var, int]] = []
+    values: list[Expr] = []
+    predicate: Expr = TRUE
+    for iv, (start, extent, conds) in zip(block.iter_vars, plans):
+        if extent == 1 and not preserve_unit_loops:
+            value = start
+        else:
+            var = Var(_loop_var_name(iv), iv.var.dtype)
+            loops.append((var, extent))
+            scope[var] = Range.from_extent(extent)
+            value = var if is_const(start, 0) else start + var
+        values.append(value)
+        for cond in conds:
+            predicate = conjoin(predicate, cond(value))
+    inner = Analyzer(scope)
+    values = [inner.simplify(v) for v in values]
+    if not is_const(predicate, 1):
+        predicate = TRUE if inner.can_prove(predicate) else inner.simplify(predicate)
+    nest: Stmt = BlockRealize(tuple(values), predicate, block)
+    for var, extent in reversed(loops):
+        nest = make_for(var, extent, nest)
+    return nest
+
+
+def relocate(func: PrimFunc, block: Block, loop: For, primitive: str,
+             preserve_unit_loops: bool = False, index_: int = -1) -> PrimFunc:
+    """``func`` with ``block`` moved under ``loop`` (compute_at when ``primitive`` is
+    ``"compute_at"``, reverse_compute_at otherwise); raises ScheduleError when invalid."""
+    forward = primitive == "compute_at"
+    idx = index(func)
+    _check_placement(primitive, idx, block, loop)
+    check_complete_or_reduction(primitive, idx, block)
+    if forward:
+        check_not_output(primitive, func, block)
+    prods, cons = producers(idx, block), consumers(idx, block)
+    position = _insertion_point(primitive, idx, block, loop, prods, cons, forward, index_)
+    outer = idx.var_ranges(loop)
+    outer[loop.loop_var] = Range(loop.min, loop.extent)
+    ana = Analyzer(outer)
+    if forward:
+        provided = block.writes
+        required = _required_regions(idx, loop, cons, buffers(block.writes), True, ana)
+    else:
+        provided = block.reads
+        required = _required_regions(idx, loop, prods, buffers(block.reads), False, ana)
+    needs = _iter_requirements(primitive, block, provided, required, ana)
+    nest = _build_nest(primitive, block, needs, outer, preserve_unit_loops, forward)
+    subtrees = _subtrees(loop)
+    body = seq(*subtrees[:position], nest, *subtrees[position:])
+    removed = removal_root(primitive, idx, block)
+    return replace_all(func, {removed: None, loop: loop.with_(body=body)})
+
+
+# ------------------------------------------------------------------------------------------
+# the primitives
+
+
+@schedule_primitive("compute_at")
+def compute_at(sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,
+               index: int = -1) -> None:
+    """Move producer ``block`` under ``loop``, computing per iteration only what the consumers
+    under ``loop`` read in that iteration.
+
+    Rules: ``block`` is a complete or reduction block that writes no function parameter; the
+    loop is in the same block scope and is not one of the block's own loops; every consumer
+    of ``block`` is under ``loop``, after every producer of it there. ``index``: where among the
+    loop body's statements the block goes (-1: just before the first consumer, -2: just after
+    the last producer). New loops are named after the block's iterators; a unit loop is kept
+    only with ``preserve_unit_loops``. A loop from ``sample_compute_location`` may also be the
+    location "root" (nothing happens) or "inline" (``compute_inline``).
+
+    Before / after ``compute_at(B, i)``::
+
+        for i0, j0 in T.grid(4, 8):          for i in range(4):
+          block B: vi, vj = i0, j0              for j0 in range(8):
+            B[vi, vj] = A[vi, vj] * 2             block B: vi, vj = i, j0
+        for i, j in T.grid(4, 8):                   B[vi, vj] = A[vi, vj] * 2
+          block C: vi, vj = i, j                for j in range(8):
+            C[vi, vj] = B[vi, vj] + 1             block C: vi, vj = i, j
+                                                    C[vi, vj] = B[vi, vj] + 1
+    """
+    target = sch.get(loop)
+    if isinstance(target, str):     # a location mark drawn by sample_compute_location
+        if target == INLINE_MARK:
+            sch.func = compute_inline_func(sch.func, sch.get(block))
+        return None
+    sch.func = relocate(sch.func, sch.get(block), target, "compute_at", preserve_unit_loops, index)
+    return None
+
+
+@schedule_primitive("reverse_compute_at")
+def reverse_compute_at(sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,
+                       index: int = -1) -> None:
+    """Move consumer ``block`` under ``loop``, consuming per iteration what the producers under
+    ``loop`` produced in that iteration.
+
+    Rules: ``block`` is a complete or reduction block; the loop is in the same block scope and
+    is not one of the block's own loops; every producer of ``block`` is under ``loop``, before
+    every consumer of it there; a reduction block's reduce iterators must not be split across
+    iterations. ``index`` and ``preserve_unit_loops`` as in ``compute_at``; the location
+    "inline" means ``reverse_compute_inline``.
+
+    Before / after ``reverse_compute_at(C, i)``::
+
+        for i, j in T.grid(4, 8):            for i in range(4):
+          block B: vi, vj = i, j                for j in range(8):
+            B[vi, vj] = A[vi, vj] * 2             block B: vi, vj = i, j
+        for i0, j0 in T.grid(4, 8):                 B[vi, vj] = A[vi, vj] * 2
+          block C: vi, vj = i0, j0              for j0 in range(8):
+            C[vi, vj] = B[vi, vj] + 1             block C: vi, vj = i, j0
+                                                    C[vi, vj] = B[vi, vj] + 1
+    """
+    target = sch.get(loop)
+    if isinstance(target, str):     # a location mark drawn by sample_compute_location
+        if target == INLINE_MARK:
+            sch.func = reverse_compute_inline_func(sch.func, sch.get(block))
+        return None
+    sch.func = relocate(sch.func, sch.get(block), target, "reverse_compute_at",
+                        preserve_unit_loops, index)
+    return None
+
+
+LOCATION_PRIMITIVES.update({"compute_at", "reverse_compute_at"})
+
+
+# ------------------------------------------------------------------------------------------
+# sampling a compute location
+
+
+def _loop_iter_type(idx: FuncIndex, loop: For) -> str:
+    """"S" if the loop feeds only spatial iterators of the blocks under it, "R" if only
+    reduce iterators, "O" otherwise (TVM's GetLoopIterType)."""
+    kinds = set()
+    for realize in idx.child_realizes(loop):
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+            if loop.loop_var in free_vars(value):
+                kinds.add(iv.iter_type)
+    if kinds <= {SPATIAL}:
+        return SPATIAL
+    return REDUCE if kinds == {REDUCE} else "O"
+
+
+def _valid(fn, *args) -> bool:
+    try:
+        fn(*args)
+    except ScheduleError:
+        return False
+    return True
+
+
+def compute_location_candidates(func: PrimFunc, block: Block) -> tuple[list[int], list[For]]:
+    """The compute locations ``sample_compute_location`` may draw for ``block``: -2 (inline,
+    when valid), -1 (root), then the positions of valid compute_at loops among the loops of the
+    block's first consumer; also returns those loops.
+
+    As in TVM, only loops down to the deepest loop shared by all consumers qualify, skipping
+    unit loops, stopping at the first spatial loop after a non-spatial one and at non-spatial
+    loops past the last spatial one (they would only repeat the producer).
+    """
+    idx = index(func)
+    out = [-2] if _valid(compute_inline_func, func, block) else []
+    out.append(-1)
+    cons = consumers(idx, block)
+    if not cons:
+        return out, []
+    chains = [idx.loops_above(idx.realizes[b.name]) for b in cons]
+    shared = 0
+    while all(len(c) > shared and c[shared] is chains[0][shared] for c in chains):
+        shared += 1
+    loops = chains[0]
+    kinds = [_loop_iter_type(idx, l) for l in loops[:shared]]
+    last_spatial = max((k for k, t in enumerate(kinds) if t == SPATIAL), default=-1)
+    seen_other = False
+    for k in range(shared):
+        if is_const(loops[k].extent, 1):
+            continue
+        if kinds[k] == SPATIAL:
+            if seen_other:
+                break
+        else:
+            seen_other = True
+            if k > last_spatial:
+                break
+        if _valid(relocate, func, block, loops[k], "compute_at", True):
+            out.append(k)
+    return out, loops
+
+
+@schedule_primitive("sample_compute_location", sampling=True)
+def sample_compute_location(sch, block: BlockRV, decision: Optional[int] = None) -> LoopRV:
+    """Draw where to compute ``block``: uniformly among its valid locations (see
+    :func:`compute_location_candidates`). Returns a LoopRV to pass to ``compute_at``: a loop of
+    the first consumer, or the location "root" (-1: leave the block alone) or "inline" (-2).
+
+    The decision is TVM's: -2, -1, or the position of the chosen loop among the first
+    consumer's loops. A replayed decision that is no longer a candidate falls back to the
+    nearest candidate before it::
+
+        l3 = sch.sample_compute_location(block=b0, decision=1)
+        sch.compute_at(block=b0, loop=l3, preserve_unit_loops=True, index=-1)
+    """
+    node = sch.get(block)
+    candidates, loops = compute_location_candidates(sch.func, node)
+    if decision is None:
+        decision = sch.rng.choice(candidates)
+    elif isinstance(decision, bool) or not isinstance(decision, int) or decision < -2:
+        raise ScheduleError("sample_compute_location", f"decision {decision!r} is not -2, -1 or a "
+                            f"loop position", argument="decision")
+    elif decision not in candidates:
+        decision = max((c for c in candidates if c < decision), default=-1)
+    mark = {-2: INLINE_MARK, -1: ROOT_MARK}.get(decision)
+    return sch.new_rv(LoopRV, mark or loops[decision].loop_var), decision

@@ -1,0 +1,431 @@
+"""Reduction primitives: ``rfactor`` and ``decompose_reduction`` (TensorIR semantics).
+
+Both work on a *reduction block*: spatial and reduce iterators, an ``init`` run on the first
+iteration of the reduce iterators, and a body that folds one more value into the output::
+
+    block C:  vi = S(i), vk = R(k)
+      init:   C[vi] = 0                  # the identity of the combiner
+      body:   C[vi] = C[vi] + A[vi, vk]  # C = C ⊕ x, x not reading C
+
+``rfactor`` needs the combiner to be associative and commutative (sum, product, max, min) and
+the init to be its identity, because it regroups the terms of the reduction;
+``decompose_reduction`` only moves the init and works for any reduction block.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from ...errors import ScheduleError
+from ...ir.arith.evaluate import int_range
+from ...ir.buffer import Buffer
+from ...ir.expr import (Add, And, BufferLoad, Expr, FloatImm, IntImm, Max, Min, Mul, Var,
+                        is_float)
+from ...ir.functor import free_vars, pre_order, substitute, transform
+from ...ir.region import infer_access_regions
+from ...ir.stmt import (REDUCE, SPATIAL, TRUE, Block, BlockRealize, BufferStore, For, ForKind,
+                        IterVar, Range, Stmt, seq)
+from ...ir.structural import structural_equal
+from ..instruction import schedule_primitive
+from ..rv import BlockRV, LoopRV
+from .block_scope import reduction_problem
+from .loops import const_extent, loop_name
+
+# ------------------------------------------------------------------------------------------
+# helpers shared with blockize / tensorize
+
+
+def unique_name(base: str, taken: Iterable[str]) -> str:
+    """``base``, or ``base_1``, ``base_2`` … the first one not in ``taken``."""
+    taken = set(taken)
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
+def split_conjuncts(cond: Expr) -> list[Expr]:
+    """``a and b and c`` -> ``[a, b, c]`` (a constant-true condition gives ``[]``)."""
+    if isinstance(cond, IntImm) and cond.value:
+        return []
+    if isinstance(cond, And):
+        return split_conjuncts(cond.a) + split_conjuncts(cond.b)
+    return [cond]
+
+
+def conjoin_all(conds: Iterable[Expr]) -> Expr:
+    out: Optional[Expr] = None
+    for c in conds:
+        out = c if out is None else And(out, c)
+    return TRUE if out is None else out
+
+
+def ordered_vars(e: Expr) -> list[Var]:
+    """The variables of ``e`` in order of first appearance (deterministic, unlike a set)."""
+    return list(dict.fromkeys(n for n in pre_order(e) if isinstance(n, Var)))
+
+
+def buffer_names(func) -> set[str]:
+    names = {b.name for b in func.params}
+    for blk in func.blocks():
+        names.update(b.name for b in blk.alloc_buffers)
+    return names
+
+
+def block_regions(body: Stmt, init: Optional[Stmt], iter_vars: Iterable[IterVar]):
+    """(reads, writes) of a new block, inferred from its statements."""
+    return infer_access_regions(body, init, var_ranges={iv.var: iv.dom for iv in iter_vars})
+
+
+# ------------------------------------------------------------------------------------------
+# recognising the combiner
+
+
+@dataclass(frozen=True)
+class Reducer:
+    """An associative, commutative combiner ``op`` and the test for its identity element."""
+
+    name: str
+    op: type
+
+    def combine(self, a: Expr, b: Expr) -> Expr:
+        return self.op(a, b)
+
+    def is_identity(self, value: Expr) -> bool:
+        if not isinstance(value, (IntImm, FloatImm)):
+            return False
+        v, dtype = value.value, value.dtype
+        if self.name == "sum":
+            return v == 0
+        if self.name == "product":
+            return v == 1
+        # max(x, e) == x for every x: e is at or below the lowest value of the type
+        if self.name == "max":
+            return v == float("-inf") if is_float(dtype) else v <= int_range(dtype)[0]
+        return v == float("inf") if is_float(dtype) else v >= int_range(dtype)[1]
+
+
+REDUCERS = (Reducer("sum", Add), Reducer("product", Mul), Reducer("max", Max), Reducer("min", Min))
+
+
+def match_reduction(primitive: str, block: Block,
+                    argument: str) -> tuple[Reducer, BufferStore, Expr]:
+    """``(reducer, update, x)`` for a block whose body is ``C[s] = C[s] ⊕ x`` (either operand
+    order) and whose init stores the identity of ``⊕`` into the same element."""
+    init, update = block.init, block.body
+    if not isinstance(init, BufferStore) or not isinstance(update, BufferStore):
+        raise ScheduleError(primitive, f"block {block.name!r}: the init and the body must each be "
+                            f"one buffer store", argument=argument, nodes=[block])
+    out = update.buffer
+    if init.buffer is not out or not structural_equal(init.indices, update.indices,
+                                                      map_free_vars=False):
+        raise ScheduleError(primitive, f"block {block.name!r}: the init writes "
+                            f"{init.buffer.name}{list(init.indices)} but the body writes "
+                            f"{out.name}{list(update.indices)}", argument=argument, nodes=[block])
+    value = update.value
+    reducer = next((r for r in REDUCERS if type(value) is r.op), None)
+    rhs = None
+    if reducer is not None:
+        for own, other in ((value.a, value.b), (value.b, value.a)):
+            if _is_own_load(own, update) and not _reads(other, out):
+                rhs = other
+                break
+    if rhs is None:
+        raise ScheduleError(primitive, f"block {block.name!r}: the update {out.name} = {value} is "
+                            f"not an associative reduction; expected {out.name} = {out.name} + x, "
+                            f"{out.name} * x, max({out.name}, x) or min({out.name}, x) with x not "
+                            f"reading {out.name}", argument=argument, nodes=[block])
+    if not reducer.is_identity(init.value):
+        raise ScheduleError(primitive, f"block {block.name!r}: the init value {init.value} is not "
+                            f"the identity of the {reducer.name} reduction", argument=argument,
+                            nodes=[block])
+    return reducer, update, rhs
+
+
+def _is_own_load(e: Expr, store: BufferStore) -> bool:
+    return (isinstance(e, BufferLoad) and e.buffer is store.buffer
+            and structural_equal(e.indices, store.indices, map_free_vars=False))
+
+
+def _reads(e: Expr, buffer: Buffer) -> bool:
+    return any(isinstance(n, BufferLoad) and n.buffer is buffer for n in pre_order(e))
+
+
+def _check_reduction_block(primitive: str, idx, block: Block, argument: str) -> None:
+    problem = reduction_problem(idx, block)
+    if problem:
+        raise ScheduleError(primitive, f"block {block.name!r} is not a reduction block: it "
+                            f"{problem}", argument=argument, nodes=[block])
+
+
+# ------------------------------------------------------------------------------------------
+# rfactor
+
+
+@schedule_primitive("rfactor")
+def rfactor(sch, loop: LoopRV, factor_axis: int) -> BlockRV:
+    """Factorize the reduction of the one block under ``loop`` by that loop (``loop`` must feed
+    only reduce iterators, the combiner must be associative with an identity init).
+
+    A new block ``<name>_rf`` computes one partial result per value of ``loop`` into the new
+    buffer ``<buffer>_rf`` (the extra dimension, of ``loop``'s extent, is inserted at
+    ``factor_axis``; negative counts from the end as in Python); the original block is rewritten
+    to reduce those partial results, under the original loops minus its other reduce loops.
+    Returns the rfactor block.
+
+    Before / after ``rfactor(k1, factor_axis=0)`` with ``k = k0 * 4 + k1``::
+
+        for i, k0, k1:                         for i, k0, k1:
+          block C:                               block C_rf:
+            vi = S(i), vk = R(k0*4 + k1)           vk1 = S(k1), vi = S(i), vk0 = R(k0)
+            init: C[vi] = 0                        init: C_rf[vk1, vi] = 0
+            C[vi] = C[vi] + A[vi, vk]              C_rf[vk1, vi] += A[vi, vk0*4 + vk1]
+                                               for i, k1:
+                                                 block C:
+                                                   vk1 = R(k1), vi = S(i)
+                                                   init: C[vi] = 0
+                                                   C[vi] = C[vi] + C_rf[vk1, vi]
+    """
+    rf_loop = sch.get(loop)
+    idx = sch.index
+    children = idx.child_realizes(rf_loop)
+    if len(children) != 1:
+        raise ScheduleError("rfactor", f"{loop_name(rf_loop)} holds {len(children)} blocks; "
+                            f"rfactor needs exactly one block under the loop", argument="loop",
+                            nodes=[rf_loop])
+    realize = children[0]
+    block = realize.block
+    _check_reduction_block("rfactor", idx, block, "loop")
+    if rf_loop.kind != ForKind.SERIAL or rf_loop.thread_tag:
+        raise ScheduleError("rfactor", f"{loop_name(rf_loop)} is {rf_loop.kind.value}; rfactor "
+                            f"applies to a serial loop", argument="loop", nodes=[rf_loop])
+    extent = const_extent("rfactor", rf_loop)
+    if not (isinstance(rf_loop.min, IntImm) and rf_loop.min.value == 0):
+        raise ScheduleError("rfactor", f"{loop_name(rf_loop)} starts at {rf_loop.min}, not 0",
+                            argument="loop", nodes=[rf_loop])
+    reducer, update, rhs = match_reduction("rfactor", block, "loop")
+    loops = idx.loops_above(block)
+    spatial, reduce = _loops_fed(block, realize, loops)
+    _check_loops("rfactor", idx, rf_loop, realize, loops, spatial, reduce)
+    out = update.buffer
+    ndim = out.ndim
+    if isinstance(factor_axis, bool) or not isinstance(factor_axis, int) \
+            or not -(ndim + 1) <= factor_axis <= ndim:
+        raise ScheduleError("rfactor", f"factor_axis is {factor_axis!r}; the output "
+                            f"{out.name} has {ndim} dimension(s), so it must be an int in "
+                            f"[{-(ndim + 1)}, {ndim}]", argument="factor_axis")
+    axis = factor_axis + ndim + 1 if factor_axis < 0 else factor_axis
+    rf_buf = Buffer(unique_name(f"{out.name}_rf", buffer_names(sch.func)),
+                    out.shape[:axis] + (extent,) + out.shape[axis:], out.dtype, out.scope)
+    names = idx.realizes.keys()
+    rf_realize, rf_indices = _rf_block(block, realize, rf_loop, loops, reducer, update, rhs,
+                                       rf_buf, axis, unique_name(f"{block.name}_rf", names))
+    v_rf = rf_realize.block.iter_vars[0].var
+    removed = {l.loop_var for l in loops if l.loop_var in reduce and l is not rf_loop}
+    wb_realize = _write_back_block(block, realize, rf_loop, reducer, update, rf_buf, rf_indices,
+                                   v_rf, removed)
+    scope_name = idx.scope(block).name
+    new_top = _drop_loops(idx, loops[0], realize, wb_realize, removed)
+    sch.replace(loops[0], seq(_copy_loops(loops, rf_realize), new_top))
+    scope = sch.index.block(scope_name)
+    sch.replace(scope, scope.with_(alloc_buffers=scope.alloc_buffers + (rf_buf,)))
+    return sch.new_rv(BlockRV, rf_realize.block.name)
+
+
+def _loops_fed(block: Block, realize: BlockRealize, loops: list[For]) -> tuple[set, set]:
+    """(loop vars feeding spatial iterators, loop vars feeding reduce iterators)."""
+    loop_vars = {l.loop_var for l in loops}
+    spatial: set[Var] = set()
+    reduce: set[Var] = set()
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        (spatial if iv.iter_type == SPATIAL else reduce).update(free_vars(value) & loop_vars)
+    return spatial, reduce
+
+
+def _check_loops(primitive, idx, rf_loop: For, realize: BlockRealize, loops: list[For],
+                 spatial: set, reduce: set) -> None:
+    """TensorIR's loop rules: the rfactor block's loops are copies of all loops above the block,
+    inserted before the outermost one, and the write-back block keeps the non-reduce ones."""
+    name = realize.block.name
+    var = rf_loop.loop_var
+    if var in spatial:
+        raise ScheduleError(primitive, f"{loop_name(rf_loop)} feeds a spatial iterator of block "
+                            f"{name!r}; the rfactor loop must feed only reduce iterators",
+                            argument="loop", nodes=[rf_loop])
+    if var not in reduce:
+        raise ScheduleError(primitive, f"{loop_name(rf_loop)} is not bound to any reduce "
+                            f"iterator of block {name!r}", argument="loop", nodes=[rf_loop])
+    if idx.child_realizes(loops[0])[0] is not realize:
+        raise ScheduleError(primitive, f"block {name!r} is not the first block under its "
+                            f"outermost {loop_name(loops[0])}", argument="loop", nodes=[loops[0]])
+    met_reduce = False
+    for l in loops:
+        s, r = l.loop_var in spatial, l.loop_var in reduce
+        if s and r:
+            raise ScheduleError(primitive, f"{loop_name(l)} feeds both spatial and reduce "
+                                f"iterators of block {name!r}", argument="loop", nodes=[l])
+        if r and not met_reduce:
+            met_reduce = True
+            if len(idx.child_realizes(l)) != 1:
+                raise ScheduleError(primitive, f"the outermost reduce {loop_name(l)} holds other "
+                                    f"blocks besides {name!r}", argument="loop", nodes=[l])
+        elif not s and not r and met_reduce and not (isinstance(l.extent, IntImm)
+                                                     and l.extent.value == 1):
+            raise ScheduleError(primitive, f"{loop_name(l)} feeds no iterator of block {name!r} "
+                                f"but lies under a reduce loop", argument="loop", nodes=[l])
+
+
+def _rf_block(block, realize, rf_loop, loops, reducer, update, rhs, rf_buf, axis, name):
+    """The rfactor block: the rfactor loop becomes a spatial iterator; each reduce iterator fed
+    by it is replaced by one reduce iterator per other loop in its binding."""
+    rf_var = rf_loop.loop_var
+    v_rf = Var("v" + rf_var.name, rf_var.dtype)
+    iters = [IterVar(v_rf, Range(rf_loop.min, rf_loop.extent), SPATIAL)]
+    values: list[Expr] = [rf_var]
+    loop_of = {l.loop_var: l for l in loops}
+    iter_of_loop: dict[Var, Expr] = {rf_var: v_rf}
+    vmap: dict[Var, Expr] = {}
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        if iv.iter_type == SPATIAL or rf_var not in free_vars(value):
+            iters.append(iv)
+            values.append(value)
+            continue
+        for v in ordered_vars(value):
+            if v in loop_of and v not in iter_of_loop:
+                l = loop_of[v]
+                iter_of_loop[v] = Var("v" + v.name, v.dtype)
+                iters.append(IterVar(iter_of_loop[v], Range(l.min, l.extent), REDUCE))
+                values.append(v)
+        vmap[iv.var] = substitute(value, iter_of_loop)
+    indices = list(update.indices)
+    indices.insert(axis, v_rf)
+    indices = tuple(indices)
+    body = substitute(BufferStore(rf_buf, reducer.combine(BufferLoad(rf_buf, indices), rhs),
+                                  indices), vmap)
+    init = substitute(BufferStore(rf_buf, block.init.value, indices), vmap)
+    reads, writes = block_regions(body, init, iters)
+    rf = Block(name, tuple(iters), reads, writes, body, init, annotations=block.annotations)
+    return BlockRealize(tuple(values), realize.predicate, rf), indices
+
+
+def _write_back_block(block, realize, rf_loop, reducer, update, rf_buf, rf_indices, v_rf, removed):
+    """The original block, now reducing the partial results over the rfactor loop (``v_rf``,
+    the rfactor block's iterator in ``rf_indices``, becomes a reduce iterator)."""
+    rf_var = rf_loop.loop_var
+    v_wb = Var("v" + rf_var.name, rf_var.dtype)
+    iters = [IterVar(v_wb, Range(rf_loop.min, rf_loop.extent), REDUCE)]
+    values: list[Expr] = [rf_var]
+    vmap: dict[Var, Expr] = {v_rf: v_wb}
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        if iv.iter_type == SPATIAL:
+            iters.append(IterVar(Var(iv.var.name, iv.var.dtype), iv.dom, SPATIAL))
+            values.append(value)
+            vmap[iv.var] = iters[-1].var
+    out = update.buffer
+    body = substitute(BufferStore(out, reducer.combine(BufferLoad(out, update.indices),
+                                                       BufferLoad(rf_buf, rf_indices)),
+                                  update.indices), vmap)
+    init = substitute(block.init, vmap)
+    reads, writes = block_regions(body, init, iters)
+    # predicate terms on removed loops guarded the rfactor block; they cannot stay here
+    kept = [c for c in split_conjuncts(realize.predicate) if not free_vars(c) & removed]
+    wb = block.with_(iter_vars=tuple(iters), reads=reads, writes=writes, body=body, init=init)
+    return BlockRealize(tuple(values), conjoin_all(kept), wb)
+
+
+def _copy_loops(loops: list[For], realize: BlockRealize) -> Stmt:
+    """``realize`` under copies of ``loops`` (fresh loop variables, same names and kinds)."""
+    fresh = {l.loop_var: Var(l.loop_var.name, l.loop_var.dtype) for l in loops}
+    body: Stmt = BlockRealize(tuple(substitute(v, fresh) for v in realize.iter_values),
+                              substitute(realize.predicate, fresh), realize.block)
+    for l in reversed(loops):
+        body = l.with_(loop_var=fresh[l.loop_var], min=substitute(l.min, fresh),
+                       extent=substitute(l.extent, fresh), body=body)
+    return body
+
+
+def _drop_loops(idx, top: For, old: BlockRealize, new: BlockRealize, removed: set) -> Stmt:
+    """``top`` with ``old`` replaced by ``new`` and the loops of ``removed`` unwrapped (only the
+    path from ``top`` to ``old`` is rebuilt)."""
+    on_path = set(idx.ancestors(old))
+
+    def pre(n):
+        if n is old:
+            return new
+        if not isinstance(n, Stmt) or n not in on_path:
+            return n
+        return None
+
+    def post(n):
+        return n.body if isinstance(n, For) and n.loop_var in removed else n
+
+    return transform(top, post, pre)
+
+
+# ------------------------------------------------------------------------------------------
+# decompose_reduction
+
+
+@schedule_primitive("decompose_reduction")
+def decompose_reduction(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
+    """Move the init of reduction ``block`` into a new block ``<name>_init`` placed right before
+    ``loop``, under copies of the loops between ``loop`` (included) and the block that feed its
+    spatial iterators; the block loses its init. ``loop`` must be above the block and not below
+    any loop that feeds a reduce iterator. Returns the init block.
+
+    Before / after ``decompose_reduction(C, i)``::
+
+        for i, k:                               for i_init:
+          block C:                                block C_init: vi_init = S(i_init)
+            vi = S(i), vk = R(k)                    C[vi_init] = 0
+            init: C[vi] = 0                     for i, k:
+            C[vi] = C[vi] + A[vi, vk]             block C: vi = S(i), vk = R(k)
+                                                    C[vi] = C[vi] + A[vi, vk]
+    """
+    blk = sch.get(block)
+    target = sch.get(loop)
+    idx = sch.index
+    loops = idx.loops_above(blk)
+    if target not in loops:
+        raise ScheduleError("decompose_reduction", f"{loop_name(target)} is not a loop above "
+                            f"block {blk.name!r}", argument="loop", nodes=[target, blk])
+    _check_reduction_block("decompose_reduction", idx, blk, "block")
+    realize = idx.realizes[blk.name]
+    pos = loops.index(target)
+    for iv, value in zip(blk.iter_vars, realize.iter_values):
+        if iv.iter_type != REDUCE:
+            continue
+        above = [l for l in loops[:pos] if l.loop_var in free_vars(value)]
+        if above:
+            raise ScheduleError("decompose_reduction", f"{loop_name(above[0])} above "
+                                f"{loop_name(target)} feeds reduce iterator {iv.var.name!r} of "
+                                f"block {blk.name!r}; the init must go above every loop of the "
+                                f"reduction", argument="loop", nodes=[target, blk])
+    iters, values, ivmap = [], [], {}
+    for iv, value in zip(blk.iter_vars, realize.iter_values):
+        if iv.iter_type == SPATIAL:
+            ivmap[iv.var] = Var(iv.var.name + "_init", iv.var.dtype)
+            iters.append(IterVar(ivmap[iv.var], iv.dom, SPATIAL))
+            values.append(value)
+    chosen, discarded = [], set()
+    for l in reversed(loops[pos:]):
+        if any(l.loop_var in free_vars(v) for v in values):
+            chosen.append(l)
+        else:
+            discarded.add(l.loop_var)
+    fresh = {l.loop_var: Var(l.loop_var.name + "_init", l.loop_var.dtype) for l in chosen}
+    predicate = conjoin_all(substitute(c, fresh) for c in split_conjuncts(realize.predicate)
+                            if not free_vars(c) & discarded)
+    body = substitute(blk.init, ivmap)
+    reads, writes = block_regions(body, None, iters)
+    init_block = Block(unique_name(blk.name + "_init", idx.realizes), tuple(iters), reads, writes,
+                       body, annotations=blk.annotations)
+    nest: Stmt = BlockRealize(tuple(substitute(v, fresh) for v in values), predicate, init_block)
+    for l in chosen:  # innermost first
+        nest = For(fresh[l.loop_var], substitute(l.min, fresh), substitute(l.extent, fresh),
+                   l.kind, nest, l.thread_tag)
+    sch.replace(blk, blk.with_(init=None))
+    target = sch.index.loops[target.loop_var]
+    sch.replace(target, seq(nest, target))
+    return sch.new_rv(BlockRV, init_block.name)
