@@ -103,3 +103,18 @@ def test_reorder_valid_on_shared_loop_inner_part():
     j0, j1 = sch.split(j, [2, 4])
     sch.reorder(j1, j0)
     check_elementwise(sch)
+
+
+def test_reorder_refuses_to_swap_loops_mixing_spatial_and_reduce_iters():
+    """fuse(j, k) then split leaves two loops that each feed vj and vk: swapping them would
+    visit an output's k=3 before its k=0, where the init runs (found by a random sequence)."""
+    import workbench as wb
+    from workbench.errors import ScheduleError
+
+    sch = wb.Schedule(wb.workloads.get("GMM", b=1, n=4, m=8, k=10))
+    _, _, j, k = sch.get_loops(sch.get_block("Z"))
+    outer, inner = sch.split(sch.fuse(j, k), factors=[None, 7])
+    before = sch.func
+    with pytest.raises(ScheduleError, match=r"reorder.*feed both spatial and reduce.*'Z'"):
+        sch.reorder(inner, outer)
+    assert sch.func is before

@@ -241,6 +241,7 @@ def reorder(sch, *ordered_loops: LoopRV) -> None:
                                     argument="ordered_loops", nodes=[realize.block])
     given = iter(nodes)
     order = [next(given) if p in nodes else p for p in path]
+    _check_reduction_order(path, order, idx.realizes_under(bottom))
     body = bottom.body
     inner_vars: set[Var] = set()
     for loop in reversed(order):
@@ -253,6 +254,29 @@ def reorder(sch, *ordered_loops: LoopRV) -> None:
         body = loop.with_(body=body)
     sch.replace(top, body)
     return None
+
+
+def _check_reduction_order(path: list, order: list, realizes: list) -> None:
+    """A reduction's init runs where its reduce iterators are at their minimum, so for every
+    output element that iteration must come first. Loops feeding both spatial and reduce
+    iterators of one block (left by fusing a spatial with a reduce loop) visit an element's
+    reduce points in their own order: two such loops may not swap, or the init would run
+    after some updates."""
+    for realize in realizes:
+        block = realize.block
+        if not block.is_reduction:
+            continue
+        feeds: dict = {}
+        for iv, value in zip(block.iter_vars, realize.iter_values):
+            for v in free_vars(value):
+                feeds.setdefault(v, set()).add(iv.iter_type)
+        mixed = [loop for loop in path if len(feeds.get(loop.loop_var, ())) > 1]
+        if [loop for loop in order if loop in mixed] != mixed:
+            names = ", ".join(loop_name(loop) for loop in mixed)
+            raise ScheduleError("reorder", f"loops {names} each feed both spatial and reduce "
+                                f"iterators of block {block.name!r}; swapping them would run its "
+                                f"init after some of its updates", argument="ordered_loops",
+                                nodes=[block, *mixed])
 
 
 # ------------------------------------------------------------------------------------------
