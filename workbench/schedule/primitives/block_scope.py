@@ -21,8 +21,8 @@ from ...errors import ScheduleError
 from ...ir.buffer import Buffer
 from ...ir.func import PrimFunc
 from ...ir.functor import free_vars
-from ...ir.stmt import REDUCE, SPATIAL, Block, BlockRealize, For, SeqStmt, Stmt
-from ..state import FuncIndex, index, replace
+from ...ir.stmt import REDUCE, SPATIAL, Block, For, SeqStmt, Stmt
+from ..state import FuncIndex, replace
 
 
 def buffers(regions) -> set[Buffer]:
@@ -147,7 +147,3 @@ def drop_allocation(func: PrimFunc, buffer: Buffer) -> PrimFunc:
             kept = tuple(b for b in block.alloc_buffers if b is not buffer)
             return replace(func, block, block.with_(alloc_buffers=kept))
     return func
-
-
-def realize_of(func: PrimFunc, block: Block) -> BlockRealize:
-    return index(func).realizes[block.name]

@@ -29,7 +29,7 @@ from ...ir.arith import Analyzer
 from ...ir.buffer import Buffer
 from ...ir.expr import Add, Expr, IntImm, Sub, Var, as_int, is_const
 from ...ir.func import PrimFunc
-from ...ir.functor import free_vars, substitute
+from ...ir.functor import free_vars
 from ...ir.region import block_access_regions
 from ...ir.stmt import (REDUCE, SPATIAL, TRUE, Block, BlockRealize, BufferRegion, For, IterVar,
                         Range, SeqStmt, Stmt, make_for, seq)
@@ -61,6 +61,24 @@ def _check_placement(primitive: str, idx: FuncIndex, block: Block, loop: For) ->
                             argument="loop", nodes=[loop, block])
 
 
+def _check_outside(primitive: str, idx: FuncIndex, block: Block, loop: For, prods: list[Block],
+                   prods_under: set[str], cons: list[Block], cons_under: set[str]) -> None:
+    """Producers outside the loop must precede it and consumers follow it, or the moved block
+    would run before its inputs exist or after its output is read."""
+    at = idx.order[loop]
+    for deps, under, role, must_precede in ((prods, prods_under, "producer", True),
+                                            (cons, cons_under, "consumer", False)):
+        for dep in deps:
+            precedes = idx.order[idx.realizes[dep.name]] < at
+            if dep.name in under or precedes == must_precede:
+                continue
+            side, move = ("after", "before") if must_precede else ("before", "after")
+            raise ScheduleError(primitive, f"block {dep.name!r}, a {role} of block "
+                                f"{block.name!r}, comes {side} {loop_name(loop)}: the block would "
+                                f"move {move} its {role}", argument="loop",
+                                nodes=[loop, block, dep])
+
+
 def _insertion_point(primitive: str, idx: FuncIndex, block: Block, loop: For,
                      prods: list[Block], cons: list[Block], forward: bool, index_: int) -> int:
     """Where the moved nest goes among the loop body's statements: after every producer of the
@@ -87,16 +105,7 @@ def _insertion_point(primitive: str, idx: FuncIndex, block: Block, loop: For,
         raise ScheduleError(primitive, f"the {role} {missing} of block {block.name!r} are not "
                             f"under {loop_name(loop)}; {primitive} needs all of its {role} "
                             f"under the target loop", argument="loop", nodes=[loop, block])
-    # dependencies outside the loop must stay on their side of the moved block
-    at = idx.order[loop]
-    for dep, seen, before in ((prods, seen_prod, True), (cons, seen_cons, False)):
-        for b in dep:
-            if b.name not in seen and (idx.order[idx.realizes[b.name]] < at) != before:
-                raise ScheduleError(primitive, f"block {b.name!r}, a {'producer' if before else 'consumer'} "
-                                    f"of block {block.name!r}, comes {'after' if before else 'before'} "
-                                    f"{loop_name(loop)}: the block would move "
-                                    f"{'before its producer' if before else 'after its consumer'}",
-                                    argument="loop", nodes=[loop, block, b])
+    _check_outside(primitive, idx, block, loop, prods, seen_prod, cons, seen_cons)
     if last_prod >= first_cons:
         raise ScheduleError(primitive, f"no place under {loop_name(loop)} comes after every "
                             f"producer and before every consumer of block {block.name!r}: a "
@@ -301,11 +310,12 @@ def compute_at(sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = Fa
     only with ``preserve_unit_loops``. A loop from ``sample_compute_location`` may also be the
     location "root" (nothing happens) or "inline" (``compute_inline``).
 
-    Before / after ``compute_at(B, i)``::
+    Before / after ``compute_at(B, i)`` (``i`` is C's loop; B's new loop is named after its
+    iterator ``vj``)::
 
         for i0, j0 in T.grid(4, 8):          for i in range(4):
-          block B: vi, vj = i0, j0              for j0 in range(8):
-            B[vi, vj] = A[vi, vj] * 2             block B: vi, vj = i, j0
+          block B: vi, vj = i0, j0              for j in range(8):
+            B[vi, vj] = A[vi, vj] * 2             block B: vi, vj = i, j
         for i, j in T.grid(4, 8):                   B[vi, vj] = A[vi, vj] * 2
           block C: vi, vj = i, j                for j in range(8):
             C[vi, vj] = B[vi, vj] + 1             block C: vi, vj = i, j
@@ -332,14 +342,14 @@ def reverse_compute_at(sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: b
     iterations. ``index`` and ``preserve_unit_loops`` as in ``compute_at``; the location
     "inline" means ``reverse_compute_inline``.
 
-    Before / after ``reverse_compute_at(C, i)``::
+    Before / after ``reverse_compute_at(C, i)`` (``i`` is B's loop)::
 
         for i, j in T.grid(4, 8):            for i in range(4):
           block B: vi, vj = i, j                for j in range(8):
             B[vi, vj] = A[vi, vj] * 2             block B: vi, vj = i, j
         for i0, j0 in T.grid(4, 8):                 B[vi, vj] = A[vi, vj] * 2
-          block C: vi, vj = i0, j0              for j0 in range(8):
-            C[vi, vj] = B[vi, vj] + 1             block C: vi, vj = i, j0
+          block C: vi, vj = i0, j0              for j in range(8):
+            C[vi, vj] = B[vi, vj] + 1             block C: vi, vj = i, j
                                                     C[vi, vj] = B[vi, vj] + 1
     """
     target = sch.get(loop)

@@ -1,0 +1,381 @@
+"""compute_at, reverse_compute_at and sample_compute_location: numeric equality (python and
+llvm), trace round-trip, the regions they infer, and every rule they enforce."""
+import numpy as np
+import pytest
+
+from workbench import workloads
+from workbench.codegen import build
+from workbench.errors import ScheduleError
+from workbench.ir import dsl
+from workbench.ir.expr import Var, is_const
+from workbench.ir.stmt import TRUE, Block, BlockRealize, make_for, seq
+from workbench.ir.verify import verify
+from workbench.schedule import Schedule
+from workbench.schedule.primitives.compute_location import compute_location_candidates
+from workbench.schedule.state import index
+from workbench.testing import (check_numeric, check_trace_roundtrip, elementwise_func, opaque_func,
+                               small_schedule)
+
+
+def check(sch, name):
+    """Valid IR, the numpy result through both targets, and the trace round-trip."""
+    verify(sch.func)
+    shape = workloads.small(name)
+    check_numeric(sch, name, **shape)
+    check_numeric(sch, name, target="llvm", **shape)
+    check_trace_roundtrip(sch)
+
+
+def extents(sch, block):
+    return [loop.extent.value for loop in sch.get(sch.get_loops(block))]
+
+
+def gmm_relu(n=12, m=10, k=8):
+    """GMM with an elementwise ReLU consumer ``R`` (GMM's small shape, made ragged)."""
+    X = dsl.placeholder((1, n, k), name="X")
+    Y = dsl.placeholder((1, k, m), name="Y")
+    rk = dsl.reduce_axis(k, name="k")
+    Z = dsl.compute((1, n, m), lambda b, i, j: dsl.sum(X[b, i, rk] * Y[b, rk, j], axis=rk), name="Z")
+    R = dsl.compute((1, n, m), lambda b, i, j: dsl.maximum(Z[b, i, j], 0.0), name="R")
+    return dsl.create_func([X, Y, R], name="gmm_relu")
+
+
+def check_gmm_relu(sch, n=12, m=10, k=8):
+    verify(sch.func)
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (1, n, k)).astype("float32")
+    y = rng.uniform(-1, 1, (1, k, m)).astype("float32")
+    for target in ("python", "llvm"):
+        out = np.zeros((1, n, m), "float32")
+        build(sch.func, target=target)(x, y, out)
+        np.testing.assert_allclose(out, np.maximum(x @ y, 0), rtol=1e-5, atol=1e-5)
+    check_trace_roundtrip(sch)
+
+
+def tiled(sch, block, i_factor=5, j_factor=4):
+    """Split the ``i``/``j`` loops of ``block`` (b, i, j, ...) and put both outer tiles first."""
+    b, i, j, *_ = sch.get_loops(block)
+    io, ii = sch.split(i, [None, i_factor])
+    jo, ji = sch.split(j, [None, j_factor])
+    sch.reorder(io, jo, ii, ji)
+    return io, jo
+
+
+# -- compute_at on the workloads ------------------------------------------------------------
+
+@pytest.mark.parametrize("name,pad,conv", [("C2D", "PadInput", "conv2d_nhwc"),
+                                           ("T2D", "PadInput", "conv2d_transpose_nhwc"),
+                                           ("CBR", "PaddedInput", "Conv2dOutput")])
+@pytest.mark.parametrize("depth", [1, 2, 3, 4, 6])
+def test_padding_at_every_conv_loop(name, pad, conv, depth):
+    sch = small_schedule(name)
+    sch.compute_at(sch.get_block(pad), sch.get_loops(conv)[depth])
+    assert len(sch.get_loops(pad)) >= depth + 1
+    check(sch, name)
+
+
+def test_padding_region_is_the_window():
+    """Under the conv's ``h`` loop, one output row needs ``kernel`` padded rows (stride 2) and
+    the 9 columns the strided windows touch (not the 10th); under ``w`` a 3 x 3 window."""
+    sch = small_schedule("C2D")
+    n, h, w, *_ = sch.get_loops("conv2d_nhwc")
+    sch.compute_at(sch.get_block("PadInput"), h)
+    assert extents(sch, "PadInput") == [1, 4, 3, 9, 3]       # n, h, then rows, cols, channels
+    realize = sch.index.realizes["PadInput"]
+    assert str(realize.iter_values[1]) == "h * 2 + i1"
+    assert is_const(realize.predicate, 1)
+    sch.compute_at(sch.get_block("PadInput"), w)
+    assert extents(sch, "PadInput") == [1, 4, 4, 3, 3, 3]
+    check(sch, "C2D")
+
+
+def test_softmax_stages_under_one_row_loop():
+    sch = small_schedule("SFM")
+    i0 = sch.get_loops("T_softmax_norm")[0]
+    for name in ("T_softmax_expsum", "T_softmax_exp", "T_softmax_maxelem"):
+        sch.compute_at(sch.get_block(name), i0)
+    root = sch.get(sch.get_block("root"))
+    assert isinstance(root.body, type(sch.get(i0)))        # one loop holds everything
+    assert [r.block.name for r in sch.index.child_realizes(sch.get(i0))] == [
+        "T_softmax_maxelem", "T_softmax_exp", "T_softmax_expsum", "T_softmax_norm"]
+    assert [extents(sch, n)[1:] for n in ("T_softmax_maxelem", "T_softmax_exp")] == [[16], [16]]
+    check(sch, "SFM")
+
+
+def test_cbr_epilogue_and_conv_at_consumer_loops():
+    """A chain of compute_at's: every stage of CBR ends up under the ReLU's loops; the conv
+    (a reduction producer) brings its init and reduce loops along."""
+    sch = small_schedule("CBR")
+    loops = sch.get_loops("compute")
+    for name in ("bn_add", "bn_mul", "bias_add"):
+        sch.compute_at(sch.get_block(name), loops[2])
+    sch.compute_at(sch.get_block("Conv2dOutput"), loops[2])
+    sch.compute_at(sch.get_block("PaddedInput"), sch.get_loops("Conv2dOutput")[3])
+    assert extents(sch, "Conv2dOutput") == [1, 4, 4, 4, 3, 3, 3]
+    assert sch.get(sch.get_block("Conv2dOutput")).init is not None
+    check(sch, "CBR")
+
+
+def test_compute_at_imperfect_tile_gets_predicate():
+    """The last 5-row tile of a 12-row consumer would ask for rows 10..14: the producer's new
+    loops keep the tile's extent and a predicate keeps it in its domain."""
+    sch = Schedule(gmm_relu())
+    io, jo = tiled(sch, "R")
+    sch.compute_at(sch.get_block("Z"), jo)
+    assert extents(sch, "Z") == [1, 3, 3, 5, 4, 8]
+    assert str(sch.index.realizes["Z"].predicate) == "i_0 * 5 + i < 12 and j_0 * 4 + j < 10"
+    check_gmm_relu(sch)
+
+
+def test_preserve_unit_loops():
+    sch = Schedule(gmm_relu())
+    io, jo = tiled(sch, "R")
+    sch.compute_at(sch.get_block("Z"), jo, preserve_unit_loops=True)
+    assert extents(sch, "Z") == [1, 3, 3, 1, 5, 4, 8]
+    check_gmm_relu(sch)
+
+
+def test_index_places_the_block():
+    """Under the SFM row loop holding [exp, expsum, norm], maxelem may go at position 0 only
+    (-2 = first, -1 = last valid place); exp may go anywhere before expsum."""
+    sch = small_schedule("SFM")
+    i0 = sch.get_loops("T_softmax_norm")[0]
+    sch.compute_at(sch.get_block("T_softmax_expsum"), i0)
+    sch.compute_at(sch.get_block("T_softmax_exp"), i0)
+    sch.compute_at(sch.get_block("T_softmax_maxelem"), i0, index=0)
+    names = [r.block.name for r in sch.index.child_realizes(sch.get(i0))]
+    assert names[0] == "T_softmax_maxelem"
+    check(sch, "SFM")
+    with pytest.raises(ScheduleError, match=r"compute_at \(argument 'index'\): index 3 is not a "
+                                            r"valid insertion point under loop 'i0': expected "
+                                            r"-1, -2 or one of \[0\]"):
+        sch2 = small_schedule("SFM")
+        l0 = sch2.get_loops("T_softmax_norm")[0]
+        sch2.compute_at(sch2.get_block("T_softmax_expsum"), l0)
+        sch2.compute_at(sch2.get_block("T_softmax_exp"), l0, index=3)
+
+
+def test_index_minus_two_is_first_place():
+    sch = Schedule(elementwise_func())
+    i, j = sch.get_loops("C")
+    sch.compute_at(sch.get_block("B"), i, index=-2)
+    assert [r.block.name for r in sch.index.child_realizes(sch.get(i))] == ["B", "C"]
+
+
+# -- reverse_compute_at ----------------------------------------------------------------------
+
+def test_reverse_compute_at_epilogue_under_gmm_tile():
+    sch = Schedule(gmm_relu())
+    io, jo = tiled(sch, "Z")
+    sch.reverse_compute_at(sch.get_block("R"), jo)
+    assert extents(sch, "R") == [1, 3, 3, 5, 4]
+    assert str(sch.index.realizes["R"].predicate) == "i_0 * 5 + i < 12 and j_0 * 4 + j < 10"
+    check_gmm_relu(sch)
+
+
+def test_reverse_compute_at_softmax_rows():
+    sch = small_schedule("SFM")
+    i0 = sch.get_loops("T_softmax_maxelem")[0]
+    for name in ("T_softmax_exp", "T_softmax_expsum", "T_softmax_norm"):
+        sch.reverse_compute_at(sch.get_block(name), i0)
+    assert len(sch.index.child_realizes(sch.get(i0))) == 4
+    check(sch, "SFM")
+
+
+def test_reverse_compute_at_fused_cbr_epilogue():
+    """The Ansor-style CBR: padding inlined, the epilogue inlined into one block computed per
+    output tile of the tiled conv, parallel and vectorized."""
+    sch = small_schedule("CBR")
+    sch.compute_inline(sch.get_block("PaddedInput"))
+    for name in ("compute", "bn_add", "bn_mul"):
+        sch.reverse_compute_inline(sch.get_block(name))
+    nn, yy, xx, ff, ry, rx, rc = sch.get_loops("Conv2dOutput")
+    xo, xi = sch.split(xx, [None, 2])
+    fo, fi = sch.split(ff, [None, 2])
+    sch.reorder(yy, xo, fo, ry, rx, rc, xi, fi)
+    sch.reverse_compute_at(sch.get_block("bias_add"), fo)
+    sch.parallel(sch.fuse(nn, yy))
+    sch.vectorize(fi)
+    sch.vectorize(sch.get_loops("bias_add")[-1])
+    assert extents(sch, "bias_add") == [4, 2, 2, 2, 2]
+    assert [b.name for b in sch.func.blocks()] == ["root", "Conv2dOutput", "bias_add"]
+    check(sch, "CBR")
+
+
+def test_mixed_compute_at_and_reverse_compute_at():
+    """The padding's old loops disappear with it; the epilogue follows the conv's loops."""
+    sch = small_schedule("CBR")
+    old = sch.get_loops("PaddedInput")[1]
+    sch.compute_at(sch.get_block("PaddedInput"), sch.get_loops("Conv2dOutput")[1])
+    sch.reverse_compute_at(sch.get_block("bias_add"), sch.get_loops("Conv2dOutput")[3])
+    sch.reverse_compute_at(sch.get_block("bn_mul"), sch.get_loops("bias_add")[2])
+    with pytest.raises(ScheduleError, match=r"loop 'i1' \(l\d+\) no longer exists: step \d+ "
+                                            r"removed it: `sch.compute_at"):
+        sch.get(old)
+    assert sch.get(sch.get_loops("bn_mul")[:3]) == sch.get(sch.get_loops("Conv2dOutput")[:3])
+    assert extents(sch, "bn_mul") == [1, 4, 4, 4]        # its own channel loop under xx
+    check(sch, "CBR")
+
+
+# -- rules -----------------------------------------------------------------------------------
+
+def test_compute_at_refuses_output_block():
+    sch = Schedule(gmm_relu())
+    with pytest.raises(ScheduleError, match=r"compute_at \(argument 'block'\): block 'R' is an "
+                                            r"output block: it writes the function parameter\(s\) \['R'\]"):
+        sch.compute_at(sch.get_block("R"), sch.get_loops("Z")[1])
+
+
+def test_compute_at_refuses_own_loop():
+    sch = small_schedule("C2D")
+    with pytest.raises(ScheduleError, match=r"compute_at \(argument 'loop'\): loop 'i1' encloses "
+                                            r"block 'PadInput'"):
+        sch.compute_at(sch.get_block("PadInput"), sch.get_loops("PadInput")[1])
+
+
+def test_compute_at_needs_all_consumers_under_loop():
+    sch = small_schedule("SFM")
+    with pytest.raises(ScheduleError, match=r"compute_at \(argument 'loop'\): the consumers "
+                                            r"\['T_softmax_expsum'\] of block 'T_softmax_exp' are not under loop"):
+        sch.compute_at(sch.get_block("T_softmax_exp"), sch.get_loops("T_softmax_norm")[0])
+
+
+def test_reverse_compute_at_needs_all_producers_under_loop():
+    sch = small_schedule("CBR")
+    with pytest.raises(ScheduleError, match=r"reverse_compute_at \(argument 'loop'\): the producers "
+                                            r"\['Conv2dOutput'\] of block 'bias_add' are not under"):
+        sch.reverse_compute_at(sch.get_block("bias_add"), sch.get_loops("PaddedInput")[1])
+
+
+def test_reverse_compute_at_refuses_moving_past_a_consumer():
+    """The padding has no producer block, but its consumer (the conv) precedes bias_add's
+    loops: moved there, the padding would be computed after it is read."""
+    sch = small_schedule("CBR")
+    with pytest.raises(ScheduleError, match=r"reverse_compute_at \(argument 'loop'\): block "
+                                            r"'Conv2dOutput', a consumer of block 'PaddedInput', "
+                                            r"comes before loop 'j': the block would move after"):
+        sch.reverse_compute_at(sch.get_block("PaddedInput"), sch.get_loops("bias_add")[1])
+
+
+def test_compute_at_refuses_opaque_block():
+    sch = Schedule(opaque_func())
+    with pytest.raises(ScheduleError, match=r"compute_at \(argument 'block'\): block 'B' is neither "
+                                            r"a complete nor a reduction block: as a complete block "
+                                            r"it has non-spatial iterators"):
+        sch.compute_at(sch.get_block("B"), sch.get_loops("C")[0])
+
+
+def test_reverse_compute_at_refuses_split_reduction():
+    """expsum under exp's column loop would run each row's sum piecewise."""
+    sch = small_schedule("SFM")
+    with pytest.raises(ScheduleError, match=r"reduction block 'T_softmax_expsum' would have its "
+                                            r"reduce iterator 'vk' split"):
+        sch.reverse_compute_at(sch.get_block("T_softmax_expsum"), sch.get_loops("T_softmax_exp")[1])
+
+
+def test_reverse_compute_at_refuses_unsolvable_index():
+    """The conv reads its padded input at ``vh * 2 + vrh``: no iterator range can be solved."""
+    sch = small_schedule("C2D")
+    with pytest.raises(ScheduleError, match=r"cannot infer the iteration range of block "
+                                            r"'conv2d_nhwc': it accesses PadInput at vh \* 2 \+ vrh"):
+        sch.reverse_compute_at(sch.get_block("conv2d_nhwc"), sch.get_loops("PadInput")[1])
+
+
+def test_compute_at_refuses_root_block():
+    sch = small_schedule("C2D")
+    with pytest.raises(ScheduleError, match=r"compute_at \(argument 'block'\): the root block"):
+        sch.compute_at(sch.get_block("root"), sch.get_loops("conv2d_nhwc")[0])
+
+
+def test_compute_at_refuses_loop_of_another_scope():
+    """Block C wrapped in a block ``W``: its loops are in W's scope, not in B's."""
+    func = elementwise_func()
+    idx = index(func)
+    i, j = Var("i"), Var("j")
+    c = idx.block("C")
+    inner = make_for(i, 4, make_for(j, 8, BlockRealize((i, j), TRUE, c)))
+    wrap = BlockRealize((), TRUE, Block("W", (), c.reads, c.writes, inner))
+    body = seq(idx.loops_above(idx.realizes["B"])[0], wrap)
+    func = func.with_body(func.body.with_(block=func.root.with_(body=body)))
+    sch = Schedule(func)
+    with pytest.raises(ScheduleError, match=r"compute_at \(argument 'loop'\): loop 'i' is not in "
+                                            r"the block scope of block 'B' \(scope 'root'\)"):
+        sch.compute_at(sch.get_block("B"), sch.get_loops("C")[0])
+
+
+def test_failed_compute_at_leaves_schedule_unchanged():
+    sch = small_schedule("SFM")
+    block, loop = sch.get_block("T_softmax_exp"), sch.get_loops("T_softmax_norm")[0]
+    before = (sch.func, len(sch.trace), len(sch.history))
+    with pytest.raises(ScheduleError):
+        sch.compute_at(block, loop)
+    assert (sch.func, len(sch.trace), len(sch.history)) == before
+
+
+# -- sample_compute_location -----------------------------------------------------------------
+
+def test_candidates_follow_tvm_rules():
+    sch = small_schedule("CBR")
+    func = sch.func
+
+    def cands(name):
+        return compute_location_candidates(func, index(func).block(name))[0]
+
+    assert cands("PaddedInput") == [-2, -1, 1, 2, 3]   # nn is a unit loop; stop at reduce ry
+    assert cands("Conv2dOutput") == [-1, 1, 2, 3]      # a reduction does not inline
+    assert cands("compute") == [-1]                    # no consumer, output block
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sampled_locations_replay(seed):
+    sch = small_schedule("CBR", seed=seed)
+    for name in ("bn_add", "bn_mul", "bias_add", "Conv2dOutput", "PaddedInput"):
+        block = sch.get_block(name)
+        sch.compute_at(block, sch.sample_compute_location(block))
+    check(sch, "CBR")
+
+
+def test_sampled_decision_is_used_and_recorded():
+    sch = small_schedule("C2D")
+    pad = sch.get_block("PadInput")
+    loop = sch.sample_compute_location(pad, decision=2)
+    assert sch.trace[-1].decision == 2
+    assert sch.get(loop) is sch.get(sch.get_loops("conv2d_nhwc")[2])
+    sch.compute_at(pad, loop)
+    assert len(sch.get_loops("PadInput")) > 3
+    check(sch, "C2D")
+
+
+def test_location_marks_root_and_inline():
+    sch = small_schedule("C2D")
+    pad = sch.get_block("PadInput")
+    root = sch.sample_compute_location(pad, decision=-1)
+    assert sch.get(root) == "root"
+    before = sch.func
+    sch.compute_at(pad, root)
+    assert sch.func is before
+    inline = sch.sample_compute_location(pad, decision=-2)
+    assert sch.get(inline) == "inline"
+    with pytest.raises(ScheduleError, match=r"split \(argument 'loop'\): this LoopRV is the "
+                                            r"compute location 'inline'"):
+        sch.split(inline, [2, None])
+    sch.compute_at(pad, inline)
+    assert [b.name for b in sch.func.blocks()] == ["root", "conv2d_nhwc"]
+    check(sch, "C2D")
+
+
+def test_stale_decision_falls_back_to_earlier_candidate():
+    """Decision 6 (the conv's reduce loop rc) is no candidate; the nearest before it is 3."""
+    sch = small_schedule("C2D")
+    pad = sch.get_block("PadInput")
+    sch.sample_compute_location(pad, decision=6)
+    assert sch.trace[-1].decision == 3
+    sch.sample_compute_location(sch.get_block("conv2d_nhwc"), decision=-2)
+    assert sch.trace[-1].decision == -1       # a reduction cannot be inlined: root
+
+
+@pytest.mark.parametrize("bad", [-3, 1.5, "root", True])
+def test_sample_compute_location_bad_decision(bad):
+    sch = small_schedule("C2D")
+    with pytest.raises(ScheduleError, match=r"sample_compute_location \(argument 'decision'\)"):
+        sch.sample_compute_location(sch.get_block("PadInput"), decision=bad)
