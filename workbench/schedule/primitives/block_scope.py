@@ -147,3 +147,19 @@ def drop_allocation(func: PrimFunc, buffer: Buffer) -> PrimFunc:
             kept = tuple(b for b in block.alloc_buffers if b is not buffer)
             return replace(func, block, block.with_(alloc_buffers=kept))
     return func
+
+
+def fresh_name(base: str, taken) -> str:
+    """``base``, or ``base_1``, ``base_2`` … — the first not in ``taken`` (block or buffer names)."""
+    taken = taken if isinstance(taken, (set, frozenset, dict)) else set(taken)
+    name, n = base, 0
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    return name
+
+
+def buffer_names(func: PrimFunc) -> set[str]:
+    """Names of the function's parameters and of every allocated buffer."""
+    allocated = {b.name for blk in func.blocks() for b in blk.alloc_buffers}
+    return {b.name for b in func.params} | allocated

@@ -32,7 +32,8 @@ from ..instruction import schedule_primitive
 from ..rv import BlockRV, LoopRV
 from ..tensor_intrin import TensorIntrin
 from .loops import loop_name
-from .reduction import buffer_names, conjoin_all, split_conjuncts, unique_name
+from .block_scope import buffer_names, fresh_name
+from .reduction import conjoin_all, split_conjuncts
 
 # ------------------------------------------------------------------------------------------
 # subspace division
@@ -174,12 +175,12 @@ def blockize_realize(sch, primitive: str, argument: str, top: For,
     init = None
     if block.init is not None:
         init = _outer_init(_simplify_all(block.init, sub, iter_sim), inner_iters, inner_values,
-                           inner_pred, loops, unique_name(block.name + "_init", idx.realizes),
+                           inner_pred, loops, fresh_name(block.name + "_init", idx.realizes),
                            {it.var: it.dom for it in outer_iters})
     reads, writes = infer_access_regions(body, init, alloc_buffers=(),
                                          var_ranges={**idx.var_ranges(top),
                                                       **{it.var: it.dom for it in outer_iters}})
-    outer = Block(unique_name(block.name + "_o", idx.realizes), tuple(outer_iters), reads, writes,
+    outer = Block(fresh_name(block.name + "_o", idx.realizes), tuple(outer_iters), reads, writes,
                   body, init)
     return BlockRealize(tuple(outer_values), conjoin_all(outer_pred), outer)
 
@@ -343,14 +344,14 @@ def _bind_impl(intrin: TensorIntrin, tiles: dict, taken_blocks: set, taken_buffe
                 region[d_ours] = Range(moved(n.buffer, r.min, d_theirs, d_ours), r.extent)
             return BufferRegion(ours.buffer, tuple(region))
         if isinstance(n, Block):
-            name = unique_name(n.name, taken_blocks)
+            name = fresh_name(n.name, taken_blocks)
             taken_blocks.add(name)
             return n.with_(name=name)
         return n
 
     local = {}
     for b in impl.root.alloc_buffers:
-        local[b] = b.with_(name=unique_name(b.name, taken_buffers))
+        local[b] = b.with_(name=fresh_name(b.name, taken_buffers))
         taken_buffers.add(local[b].name)
     body = replace_buffers(impl.root.body, local)
     bound = {n.loop_var for n in pre_order(body) if isinstance(n, For)}

@@ -29,7 +29,7 @@ from ..instruction import Instruction, py_value, schedule_primitive
 from ..rewrite import simplify
 from ..rv import RV, BlockRV
 from ..state import FuncIndex
-from .block_scope import buffers
+from .block_scope import buffer_names, buffers, fresh_name
 
 # ------------------------------------------------------------------------------------------
 # helpers shared with the layout primitives
@@ -57,20 +57,6 @@ def check_storage_scope(primitive: str, scope: Any) -> None:
     if scope not in SCOPES:
         raise ScheduleError(primitive, f"unknown storage scope {scope!r}; expected one of "
                             f"{', '.join(SCOPES)}", argument="storage_scope")
-
-
-def fresh_name(base: str, taken: set[str]) -> str:
-    """``base``, or ``base_1``, ``base_2`` … — the first not in ``taken``."""
-    name, n = base, 0
-    while name in taken:
-        n += 1
-        name = f"{base}_{n}"
-    return name
-
-
-def buffer_names(func: PrimFunc) -> set[str]:
-    allocated = {b.name for blk in func.blocks() for b in blk.alloc_buffers}
-    return {b.name for b in func.params} | allocated
 
 
 def scoped_name(buffer: Buffer, scope: str) -> str:
@@ -477,6 +463,6 @@ def _reindexed(block: Block, buf: Buffer, new_buf: Buffer, own: tuple[Var, ...])
 
 
 __all__ = ["cache_read", "cache_write", "reindex", "nth_buffer", "buffer_of",
-           "check_storage_scope", "fresh_name", "buffer_names", "scoped_name",
+           "check_storage_scope", "scoped_name",
            "allocation_site", "allocate", "insert_into_body", "copy_stage", "point_region",
            "render_call"]

@@ -25,8 +25,9 @@ from ..instruction import schedule_primitive
 from ..rewrite import conjoin, simplify
 from ..rv import BlockRV, LoopRV
 from .block_scope import buffers, check_complete
-from .cache import (allocation_site, buffer_names, buffer_of, check_storage_scope, fresh_name,
-                    insert_into_body, nth_buffer, point_region, render_call, scoped_name)
+from .block_scope import buffer_names, fresh_name
+from .cache import (allocation_site, buffer_of, check_storage_scope, insert_into_body, nth_buffer,
+                    point_region, render_call, scoped_name)
 
 Ranges = Mapping[Var, Range]
 

@@ -28,21 +28,11 @@ from ...ir.stmt import (REDUCE, SPATIAL, TRUE, Block, BlockRealize, BufferStore,
 from ...ir.structural import structural_equal
 from ..instruction import schedule_primitive
 from ..rv import BlockRV, LoopRV
-from .block_scope import reduction_problem
+from .block_scope import buffer_names, fresh_name, reduction_problem
 from .loops import const_extent, loop_name
 
 # ------------------------------------------------------------------------------------------
 # helpers shared with blockize / tensorize
-
-
-def unique_name(base: str, taken: Iterable[str]) -> str:
-    """``base``, or ``base_1``, ``base_2`` … the first one not in ``taken``."""
-    taken = set(taken)
-    name, k = base, 0
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    return name
 
 
 def split_conjuncts(cond: Expr) -> list[Expr]:
@@ -64,13 +54,6 @@ def conjoin_all(conds: Iterable[Expr]) -> Expr:
 def ordered_vars(e: Expr) -> list[Var]:
     """The variables of ``e`` in order of first appearance (deterministic, unlike a set)."""
     return list(dict.fromkeys(n for n in pre_order(e) if isinstance(n, Var)))
-
-
-def buffer_names(func) -> set[str]:
-    names = {b.name for b in func.params}
-    for blk in func.blocks():
-        names.update(b.name for b in blk.alloc_buffers)
-    return names
 
 
 def block_regions(body: Stmt, init: Optional[Stmt], iter_vars: Iterable[IterVar]):
@@ -216,11 +199,11 @@ def rfactor(sch, loop: LoopRV, factor_axis: int) -> BlockRV:
                             f"{out.name} has {ndim} dimension(s), so it must be an int in "
                             f"[{-(ndim + 1)}, {ndim}]", argument="factor_axis")
     axis = factor_axis + ndim + 1 if factor_axis < 0 else factor_axis
-    rf_buf = Buffer(unique_name(f"{out.name}_rf", buffer_names(sch.func)),
+    rf_buf = Buffer(fresh_name(f"{out.name}_rf", buffer_names(sch.func)),
                     out.shape[:axis] + (extent,) + out.shape[axis:], out.dtype, out.scope)
     names = idx.realizes.keys()
     rf_realize, rf_indices = _rf_block(block, realize, rf_loop, loops, reducer, update, rhs,
-                                       rf_buf, axis, unique_name(f"{block.name}_rf", names))
+                                       rf_buf, axis, fresh_name(f"{block.name}_rf", names))
     v_rf = rf_realize.block.iter_vars[0].var
     removed = {l.loop_var for l in loops if l.loop_var in reduce and l is not rf_loop}
     wb_realize = _write_back_block(block, realize, rf_loop, reducer, update, rf_buf, rf_indices,
@@ -419,7 +402,7 @@ def decompose_reduction(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
                             if not free_vars(c) & discarded)
     body = substitute(blk.init, ivmap)
     reads, writes = block_regions(body, None, iters)
-    init_block = Block(unique_name(blk.name + "_init", idx.realizes), tuple(iters), reads, writes,
+    init_block = Block(fresh_name(blk.name + "_init", idx.realizes), tuple(iters), reads, writes,
                        body, annotations=blk.annotations)
     nest: Stmt = BlockRealize(tuple(substitute(v, fresh) for v in values), predicate, init_block)
     for l in chosen:  # innermost first
