@@ -15,6 +15,7 @@ from .ir.index_map import IndexMap
 from .schedule.tensor_intrin import TensorIntrin
 from .schedule import (BlockRV, ExprRV, Instruction, InstructionKind, LoopRV, Schedule, Trace,
                        schedule_primitive)
-from . import workloads
+from . import space, workloads
+from .space import generate_design_space
 
 __version__ = "0.1.0"

@@ -1,0 +1,32 @@
+"""Design spaces: transformation modules (schedule rules), space generators, postprocessors
+(the validator) and mutators — MetaSchedule's section 3.2 and the RFC's design space.
+
+>>> spaces = generate_design_space(func, target="llvm", seed=0)   # one schedule per sketch
+>>> print(spaces[0].trace)
+>>> cand, reason = sample(func, spaces[0], Postproc.create("llvm"), seed=1)
+"""
+from . import analysis
+from .candidate import replay, sample
+from .generator import (PostOrderApply, ScheduleFn, SpaceGenerator, SpaceUnion, as_space,
+                        generate_design_space, post_order_blocks)
+from .mutators import (MutateComputeLocation, MutateParallel, MutateTileSize, MutateUnroll,
+                       Mutator, default_mutators, free_sampling)
+from .postprocs import (DisallowDynamicLoop, Postproc, Rejected, RewriteParallelVectorizeUnroll,
+                        RewriteReductionBlock, RewriteTensorize, VerifyGPUCode, default_postprocs, run_postprocs,
+                        without_postproc)
+from .rules import (AddRFactor, AutoInline, MultiLevelTiling, MultiLevelTilingWithIntrin,
+                    ParallelizeVectorizeUnroll,
+                    RandomComputeLocation, ReuseType, ScheduleRule, default_rules, fork)
+
+__all__ = [
+    "generate_design_space", "SpaceGenerator", "PostOrderApply", "ScheduleFn", "SpaceUnion",
+    "as_space", "post_order_blocks", "replay", "sample",
+    "ScheduleRule", "fork", "AutoInline", "MultiLevelTiling", "MultiLevelTilingWithIntrin",
+    "ReuseType",
+    "ParallelizeVectorizeUnroll", "RandomComputeLocation", "AddRFactor", "default_rules",
+    "Postproc", "Rejected", "run_postprocs", "without_postproc", "DisallowDynamicLoop",
+    "RewriteParallelVectorizeUnroll", "RewriteReductionBlock", "RewriteTensorize", "VerifyGPUCode",
+    "default_postprocs",
+    "Mutator", "MutateTileSize", "MutateUnroll", "MutateParallel", "MutateComputeLocation",
+    "default_mutators", "free_sampling", "analysis",
+]

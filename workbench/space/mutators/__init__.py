@@ -1,0 +1,18 @@
+"""Mutators and the default mutator probabilities of each target kind."""
+from .base import Mutator, annotated_with, free_sampling
+from .mutate_compute_location import MutateComputeLocation
+from .mutate_parallel import MutateParallel
+from .mutate_tile_size import MutateTileSize
+from .mutate_unroll import MutateUnroll
+
+
+def default_mutators(kind: str = "llvm") -> dict[Mutator, float]:
+    """Fresh default mutators with the probability the search picks each (TVM's)."""
+    if kind == "llvm":
+        return {MutateTileSize(): 0.9, MutateComputeLocation(): 0.05, MutateUnroll(): 0.03,
+                MutateParallel(max_jobs_per_core=16): 0.02}
+    raise ValueError(f"no default mutators for target kind {kind!r} (known: llvm)")
+
+
+__all__ = ["Mutator", "MutateTileSize", "MutateUnroll", "MutateParallel", "MutateComputeLocation",
+           "default_mutators", "free_sampling", "annotated_with"]

@@ -1,0 +1,55 @@
+"""``RewriteReductionBlock``: move each reduction's ``init`` out of its reduction loops.
+
+A tiled reduction keeps its ``init`` inside the loop nest, executed under "first iteration of
+every reduce loop" conditions; ``decompose_reduction`` at the outermost loop that is not
+spatial gives the initialization its own loop nest instead (TVM semantics)::
+
+    for i, j:                                  for i, j:
+      for k:                                     for j1: C_init[i, j1] = 0
+        for j1:                                  for k:
+          if k == 0: C[i, j1] = 0                  for j1: C[i, j1] += A[i, k] * B[k, j1]
+          C[i, j1] += A[i, k] * B[k, j1]
+"""
+from __future__ import annotations
+
+from ...ir.functor import uses_var
+from ...ir.stmt import REDUCE, SPATIAL
+from ...schedule import Schedule
+from ..analysis import AUTO_TENSORIZE, loop_iter_type
+from .base import Postproc
+
+
+class RewriteReductionBlock(Postproc):
+    """``decompose_reduction`` every block with an ``init``, except cross-thread reductions
+    (whose reduce iterators are bound to GPU threads)."""
+
+    def apply(self, sch: Schedule) -> bool:
+        while True:
+            target = self._next(sch)
+            if target is None:
+                return True
+            name, point = target
+            loops = sch.get_loops(name)
+            init = sch.decompose_reduction(name, loops[point])
+            if AUTO_TENSORIZE in sch.get(init).annotations:
+                # the initialization is not the intrinsic: only the update is tensorized
+                sch.unannotate(init, AUTO_TENSORIZE)
+
+    @staticmethod
+    def _next(sch: Schedule):
+        """(block name, index of its decompose loop) of the first block still to rewrite."""
+        idx = sch.index
+        for name, realize in idx.realizes.items():
+            block = realize.block
+            if block.init is None:
+                continue
+            loops = idx.loops_above(block)
+            bound = [l.loop_var for l in loops if l.thread_tag and
+                     l.thread_tag.split(".")[0] in ("threadIdx", "blockIdx")]
+            if any(iv.iter_type == REDUCE and any(uses_var(v, t) for t in bound)
+                   for iv, v in zip(block.iter_vars, realize.iter_values)):
+                continue
+            for k, loop in enumerate(loops):
+                if loop_iter_type(idx, loop) != SPATIAL:
+                    return name, k
+        return None

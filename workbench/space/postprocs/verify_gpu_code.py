@@ -1,0 +1,94 @@
+"""``VerifyGPUCode``: reject GPU candidates that exceed the device's per-block limits.
+
+Thread counts are products of sampled tile sizes, so whether a candidate launches at all is
+only known after sampling (the RFC's motivating example). Each top-level loop nest of the
+function is one kernel; within it the extents bound to each thread axis must agree, and:
+threads per block (``threadIdx.x * y * z``) <= ``max-threads-per-block`` (and per axis
+x, y <= 1024, z <= 64), virtual threads <= 8, shared memory allocated under the kernel <=
+``max-shared-memory-per-block`` bytes, and a block's thread count lies within the bounds
+MultiLevelTiling annotated on it.
+"""
+from __future__ import annotations
+
+import math
+
+from ...ir.expr import IntImm
+from ...ir.functor import pre_order
+from ...ir.stmt import Block, For, SeqStmt
+from ...schedule import Schedule
+from ..analysis import THREAD_EXTENT_HIGH, THREAD_EXTENT_LOW
+from .base import Postproc, Rejected
+
+_AXIS_LIMIT = {"threadIdx.x": 1024, "threadIdx.y": 1024, "threadIdx.z": 64}
+MAX_VTHREAD = 8
+
+
+class VerifyGPUCode(Postproc):
+    """Check thread and shared-memory limits of every kernel against the target's."""
+
+    def apply(self, sch: Schedule) -> bool:
+        opts = self.target.options if self.target is not None else {}
+        max_threads = int(opts.get("max-threads-per-block", 1024))
+        max_shared = int(opts.get("max-shared-memory-per-block", 48 * 1024))
+        body = sch.func.root.body
+        for kernel in (body.seq if isinstance(body, SeqStmt) else (body,)):
+            extents: dict[str, int] = {}
+            # shared buffers allocated in the kernel, or at the root and used by the kernel
+            shared_bufs = {}
+            for node in pre_order(kernel):
+                if isinstance(node, For) and node.thread_tag:
+                    _bind(extents, node)
+                elif isinstance(node, Block):
+                    for b in [*node.alloc_buffers, *(r.buffer for r in node.reads + node.writes)]:
+                        if b.scope.startswith("shared"):
+                            shared_bufs[b] = b.size * _bytes(b.dtype)
+            shared = sum(shared_bufs.values())
+            threads = math.prod(v for k, v in extents.items() if k.startswith("threadIdx"))
+            vthreads = math.prod(v for k, v in extents.items() if k.startswith("vthread"))
+            for axis, limit in _AXIS_LIMIT.items():
+                if extents.get(axis, 1) > limit:
+                    raise Rejected(f"{axis} extent {extents[axis]} exceeds {limit}")
+            if threads > max_threads:
+                raise Rejected(f"{threads} threads per block exceed max-threads-per-block "
+                               f"{max_threads}")
+            if vthreads > MAX_VTHREAD:
+                raise Rejected(f"{vthreads} virtual threads exceed {MAX_VTHREAD}")
+            if shared > max_shared:
+                raise Rejected(f"{shared} bytes of shared memory exceed "
+                               f"max-shared-memory-per-block {max_shared}")
+        self._check_annotated_bounds(sch)
+        return True
+
+    @staticmethod
+    def _check_annotated_bounds(sch: Schedule) -> None:
+        idx = sch.index
+        for realize in idx.realizes.values():
+            block = realize.block
+            if THREAD_EXTENT_LOW not in block.annotations:
+                continue
+            threads = 1
+            for node in idx.ancestors(realize):
+                if isinstance(node, For) and (node.thread_tag or "").startswith("threadIdx"):
+                    threads *= node.extent.value if isinstance(node.extent, IntImm) else 1
+            low = block.annotations[THREAD_EXTENT_LOW]
+            high = block.annotations.get(THREAD_EXTENT_HIGH, threads)
+            if not low <= threads <= high:
+                raise Rejected(f"block {block.name!r} runs {threads} threads, outside its "
+                               f"bounds [{low}, {high}]")
+
+
+def _bind(extents: dict[str, int], loop: For) -> None:
+    if not isinstance(loop.extent, IntImm):
+        raise Rejected(f"loop {loop.loop_var.name!r} bound to {loop.thread_tag} has a dynamic "
+                       f"extent")
+    seen = extents.setdefault(loop.thread_tag, loop.extent.value)
+    if seen != loop.extent.value and not loop.thread_tag.startswith("vthread"):
+        raise Rejected(f"{loop.thread_tag} is bound to loops of extents {seen} and "
+                       f"{loop.extent.value} in one kernel")
+    if loop.thread_tag.startswith("vthread"):
+        extents[loop.thread_tag] = max(seen, loop.extent.value)
+
+
+def _bytes(dtype: str) -> int:
+    bits = int("".join(c for c in dtype if c.isdigit()) or 32)
+    return max(1, bits // 8)

@@ -1,0 +1,30 @@
+"""Schedule rules (transformation modules) and the default rule set of each target kind."""
+from .add_rfactor import AddRFactor
+from .auto_inline import AutoInline
+from .base import ScheduleRule, fork
+from .multi_level_tiling import MultiLevelTiling, ReuseType
+from .parallel_vectorize_unroll import ParallelizeVectorizeUnroll
+from .random_compute_location import RandomComputeLocation
+from .tensorize import MultiLevelTilingWithIntrin
+
+
+def default_rules(kind: str = "llvm") -> list[ScheduleRule]:
+    """Fresh instances of the default rules for ``"llvm"`` (CPU) or ``"cuda"`` (TVM's)."""
+    if kind == "llvm":
+        return [
+            AutoInline(into_producer=False, into_consumer=True, inline_const_tensor=True,
+                       disallow_if_then_else=True, require_injective=True,
+                       require_ordered=True, disallow_op=["exp"]),
+            AddRFactor(max_jobs_per_core=16, max_innermost_factor=64),
+            MultiLevelTiling(structure="SSRSRS", max_innermost_factor=64,
+                             reuse_write=ReuseType("may", (1, 2), "global")),
+            ParallelizeVectorizeUnroll(max_jobs_per_core=16, max_vectorize_extent=64,
+                                       unroll_max_steps=[0, 16, 64, 512], unroll_explicit=True),
+            RandomComputeLocation(),
+        ]
+    raise ValueError(f"no default schedule rules for target kind {kind!r} (known: llvm)")
+
+
+__all__ = ["ScheduleRule", "fork", "AutoInline", "MultiLevelTiling", "ReuseType",
+           "ParallelizeVectorizeUnroll", "RandomComputeLocation", "AddRFactor",
+           "MultiLevelTilingWithIntrin", "default_rules"]
