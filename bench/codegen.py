@@ -5,10 +5,15 @@ this machine (numpy and the kernel alternate, best of several rounds, so a busy 
 both alike). Printed:
 
 * GMM (float32, n^3 for n = 128, 512, 1024): GFLOP/s of numpy's ``matmul`` (its BLAS, all
-  threads) and of two kernels, with the throughput ratio kernel / numpy:
+  threads) and of four kernels, with the throughput ratio kernel / numpy:
   - ``primitives``: the workload scheduled with split / reorder / fuse / parallel / vectorize /
     unroll only: parallel 32-column panels, row tiles inside, an 8 x 32 register tile (rows
     unrolled, 32 columns as SIMD lanes) under the k loop, accumulating in C;
+  - ``+cache_write local``: the same, accumulating in a ``cache_write(.., "local")`` buffer
+    written back under the row-tile loop (``reverse_compute_at``); lowering compacts it to an
+    8 x 32 tile allocated in that loop (:mod:`workbench.codegen.compaction`);
+  - ``(whole)``: that schedule lowered with ``compact=False``: the local buffer stays n x n at
+    the root, on the heap — what compaction buys;
   - ``micro-kernel``: a lowered loop nest written by hand with what the cache / reduction
     primitives will produce: B packed into contiguous 32-column panels, an 8 x 32 "local"
     accumulator (promoted to registers), C written once.
@@ -29,6 +34,7 @@ import numpy as np
 from workbench import workloads
 from workbench.codegen.build import build
 from workbench.codegen.llvm import build_llvm
+from workbench.codegen.lower import lower
 from workbench.codegen.target import Target
 from workbench.ir import (Allocate, Buffer, BufferStore, FloatImm, ForKind, IntImm, PrimFunc, Var,
                           seq)
@@ -49,6 +55,23 @@ def gmm_primitives(n: int) -> Schedule:
     sch.parallel(sch.fuse(b, jo))
     sch.unroll(ii)
     sch.vectorize(ji)
+    return sch
+
+
+def gmm_cache_write(n: int) -> Schedule:
+    """``gmm_primitives`` accumulating in a local cache written back per row tile."""
+    sch = Schedule(workloads.get("GMM", b=1, n=n, m=n, k=n), seed=0)
+    block = sch.get_child_blocks(sch.get_block("root"))[0]
+    writeback = sch.cache_write(block, 0, "local")
+    b, i, j, k = sch.get_loops(block)
+    io, ii = sch.split(i, [None, ROWS])
+    jo, ji = sch.split(j, [None, COLS])
+    sch.reorder(jo, io, k, ii, ji)
+    sch.reverse_compute_at(writeback, io)
+    sch.parallel(sch.fuse(b, jo))
+    sch.unroll(ii)
+    sch.vectorize(ji)
+    sch.vectorize(sch.get_loops(writeback)[-1])
     return sch
 
 
@@ -96,17 +119,20 @@ def timed_build(what):
 
 
 def bench_gmm(sizes, rounds):
+    names = ["primitives", "+cache_write local", "(whole)", "micro-kernel"]
     print(f"GMM float32 n^3 (GFLOP/s; ratio = kernel / numpy throughput)")
-    print(f"{'n':>6} {'numpy':>8} {'primitives':>11} {'ratio':>6} {'micro-kernel':>13} {'ratio':>6}"
-          f" {'compile s':>10}")
+    print(f"{'n':>6} {'numpy':>8}" + "".join(f" {name:>{max(len(name), 7)}} {'ratio':>5}"
+                                           for name in names) + f" {'compile s':>10}")
     compile_times = []
     for n in sizes:
         rng = np.random.default_rng(0)
         x = rng.uniform(-1, 1, (1, n, n)).astype("float32")
         y = rng.uniform(-1, 1, (1, n, n)).astype("float32")
-        kernels = [timed_build(gmm_primitives(n)), timed_build(gmm_micro_kernel(n))]
+        kernels = [timed_build(gmm_primitives(n)), timed_build(gmm_cache_write(n)),
+                   timed_build(lower(gmm_cache_write(n).func, compact=False)),
+                   timed_build(gmm_micro_kernel(n))]
         compile_times += [t for _, t in kernels]
-        outs = [np.zeros((1, n, n), "float32") for _ in range(3)]
+        outs = [np.zeros((1, n, n), "float32") for _ in range(len(kernels) + 1)]
         expected = x[0] @ y[0]
         for (kernel, _), out in zip(kernels, outs[1:]):
             kernel(x, y, out)
@@ -116,8 +142,9 @@ def bench_gmm(sizes, rounds):
                              + [lambda k=k, o=o: k.entry(x, y, o)
                                 for (k, _), o in zip(kernels, outs[1:])], rounds, number)
         gf = [2 * n ** 3 / t / 1e9 for t in times]
-        print(f"{n:>6} {gf[0]:>8.1f} {gf[1]:>11.1f} {gf[1] / gf[0]:>6.2f} {gf[2]:>13.1f} "
-              f"{gf[2] / gf[0]:>6.2f} {kernels[0][1]:>5.2f}/{kernels[1][1]:.2f}")
+        print(f"{n:>6} {gf[0]:>8.1f}" + "".join(
+            f" {g:>{max(len(name), 7)}.1f} {g / gf[0]:>5.2f}" for name, g in zip(names, gf[1:]))
+              + " " + "/".join(f"{t:.2f}" for _, t in kernels))
     return compile_times
 
 

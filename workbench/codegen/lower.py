@@ -16,7 +16,9 @@ and ``Allocate`` statements; blocks are gone::
 * a block ``init`` runs first, guarded by "every reduce iterator is at its domain minimum"
   (TensorIR semantics: the init happens on the first iteration of the reduction);
 * each buffer a block allocates becomes an ``Allocate`` around the statement that replaced it
-  (the root block's ones wrap the whole body).
+  (the root block's ones wrap the whole body) — or, when :mod:`.compaction` can shrink it to
+  the region one iteration of a loop touches, a smaller buffer allocated inside that loop,
+  its indices shifted to the region's start.
 
 Indices stay multi-dimensional (backends flatten them with ``Buffer.strides()``); loop kinds,
 thread tags and annotations are kept for the backends to interpret.
@@ -27,12 +29,14 @@ from dataclasses import replace
 from typing import Mapping, Optional
 
 from ..errors import BuildError
-from ..ir.arith import simplify
-from ..ir.expr import EQ, And, BufferLoad, Expr, FloatImm, IntImm, Var, is_const
+from ..ir.arith.simplifier import Simplifier
+from ..ir.buffer import Buffer
+from ..ir.expr import EQ, And, BufferLoad, Expr, FloatImm, IntImm, Sub, Var, is_const
 from ..ir.func import PrimFunc
 from ..ir.functor import transform
 from ..ir.stmt import (REDUCE, Allocate, Block, BlockRealize, BufferStore, Evaluate, For,
                        IfThenElse, Range, SeqStmt, Stmt, seq)
+from .compaction import Placement, plan_allocations
 
 #: ``PrimFunc.attrs`` key marking a function that is already in lowered form.
 LOWERED_ATTR = "lowered"
@@ -44,23 +48,33 @@ def is_lowered(func: PrimFunc) -> bool:
     return bool(func.attrs.get(LOWERED_ATTR))
 
 
-def lower(func: PrimFunc) -> PrimFunc:
+def lower(func: PrimFunc, compact: bool = True) -> PrimFunc:
     """The lowered form of ``func`` (same name and parameters, ``attrs["lowered"] = True``).
 
-    Lowering an already lowered function returns it unchanged.
+    Lowering an already lowered function returns it unchanged. ``compact=False`` keeps every
+    intermediate buffer whole where its block allocates it (to measure what compaction buys).
     """
     if is_lowered(func):
         return func
-    body = _Lowerer().stmt(func.body, {})
+    body = _Lowerer(plan_allocations(func) if compact else {}).stmt(func.body, {})
     return replace(func, body=body, attrs={**func.attrs, LOWERED_ATTR: True})
 
 
 class _Lowerer:
     """One pass over the statement tree, carrying the block-iterator bindings in scope."""
 
-    def __init__(self) -> None:
-        # ranges of the loops enclosing the statement being lowered, for the simplifier
+    def __init__(self, plans: Mapping[Buffer, Placement]) -> None:
+        # ranges of the loops entered so far: loop variables are unique, so one simplifier
+        # session (sharing its memo across the whole body) is valid for every expression
         self.ranges: dict[Var, Range] = {}
+        self.sim = Simplifier(self.ranges)
+        self.enclosing: list[tuple[Var, Range]] = []
+        self.plans = plans
+        # compacted buffers allocated in the body of a loop, by loop variable
+        self.sites: dict[Var, list[Buffer]] = {}
+        for p in plans.values():
+            if p.site is not None:
+                self.sites.setdefault(p.site, []).append(p.buffer)
 
     # statements ----------------------------------------------------------------------------
     def stmt(self, s: Stmt, vmap: Mapping[Var, Expr]) -> Stmt:
@@ -68,19 +82,26 @@ class _Lowerer:
             return self.realize(s, vmap)
         if isinstance(s, For):
             lo, ext = self.expr(s.min, vmap), self.expr(s.extent, vmap)
-            self.ranges[s.loop_var] = Range(lo, ext)
+            rng = Range(lo, ext)
+            if s.loop_var in self.ranges:  # a variable bound twice: its old facts are stale
+                self.ranges = dict(self.enclosing)
+                self.sim = Simplifier(self.ranges)
+            self.ranges[s.loop_var] = rng
+            self.enclosing.append((s.loop_var, rng))
             try:
                 body = self.stmt(s.body, vmap)
             finally:
-                del self.ranges[s.loop_var]
+                self.enclosing.pop()
+            for buf in reversed(self.sites.get(s.loop_var, ())):
+                body = Allocate(buf, body)
             if lo is s.min and ext is s.extent and body is s.body:
                 return s
             return replace(s, min=lo, extent=ext, body=body)
         if isinstance(s, SeqStmt):
             return seq(*(self.stmt(x, vmap) for x in s.seq))
         if isinstance(s, BufferStore):
-            return BufferStore(s.buffer, self.expr(s.value, vmap),
-                               tuple(self.index(i, vmap) for i in s.indices))
+            buf, indices = self.access(s.buffer, s.indices, vmap)
+            return BufferStore(buf, self.expr(s.value, vmap), indices)
         if isinstance(s, IfThenElse):
             return self.guard(self.cond(s.condition, vmap), self.stmt(s.then_case, vmap),
                               None if s.else_case is None else self.stmt(s.else_case, vmap))
@@ -106,7 +127,11 @@ class _Lowerer:
             body = seq(self.guard(self.init_condition(blk, values, vmap), init), body)
         body = self.guard(self.cond(r.predicate, vmap), body)
         for buf in reversed(blk.alloc_buffers):
-            body = Allocate(buf, body)
+            plan = self.plans.get(buf)
+            if plan is None:
+                body = Allocate(buf, body)
+            elif plan.site is None:
+                body = Allocate(plan.buffer, body)
         return body
 
     def init_condition(self, blk: Block, values: list[Expr],
@@ -142,24 +167,41 @@ class _Lowerer:
             if isinstance(n, Var):
                 return vmap.get(n, n)
             if isinstance(n, BufferLoad):
-                idx = tuple(self.index(i, vmap) for i in n.indices)
-                if all(a is b for a, b in zip(idx, n.indices)):
+                buf, idx = self.access(n.buffer, n.indices, vmap)
+                if buf is n.buffer and all(a is b for a, b in zip(idx, n.indices)):
                     return n
-                return BufferLoad(n.buffer, idx, n.dtype)
+                return BufferLoad(buf, idx, n.dtype)
             return None
 
         return transform(e, _keep, pre)
+
+    def access(self, buf: Buffer, indices: tuple[Expr, ...],
+               vmap: Mapping[Var, Expr]) -> tuple[Buffer, tuple[Expr, ...]]:
+        """The buffer an access goes to and its lowered indices (shifted into a compacted
+        buffer's region)."""
+        plan = self.plans.get(buf)
+        if plan is None:
+            return buf, tuple(self.index(i, vmap) for i in indices)
+        out = []
+        for i, off, extent in zip(indices, plan.offsets, plan.buffer.shape):
+            if extent == 1:  # the region holds one index: it is the start
+                out.append(IntImm(0, i.dtype))
+            elif is_const(off, 0):
+                out.append(self.index(i, vmap))
+            else:
+                out.append(self.sim.simplify(Sub(self.expr(i, vmap), off)))
+        return plan.buffer, tuple(out)
 
     def index(self, e: Expr, vmap: Mapping[Var, Expr]) -> Expr:
         out = self.expr(e, vmap)
         if out is e or isinstance(out, (Var,) + _CONSTS):
             return out
-        return simplify(out, self.ranges)
+        return self.sim.simplify(out)
 
     def cond(self, e: Expr, vmap: Mapping[Var, Expr]) -> Expr:
         if isinstance(e, IntImm):
             return e
-        return simplify(self.expr(e, vmap), self.ranges)
+        return self.sim.simplify(self.expr(e, vmap))
 
 
 def _keep(n):
