@@ -11,8 +11,9 @@ from workbench.ir.expr import Var, is_const
 from workbench.ir.stmt import TRUE, Block, BlockRealize, make_for, seq
 from workbench.ir.verify import verify
 from workbench.schedule import Schedule
+from workbench.schedule.primitives import reduction
 from workbench.schedule.primitives.compute_location import compute_location_candidates
-from workbench.schedule.state import index
+from workbench.schedule.state import index, replace
 from workbench.testing import (check_numeric, check_trace_roundtrip, elementwise_func, opaque_func,
                                small_schedule)
 
@@ -215,6 +216,93 @@ def test_mixed_compute_at_and_reverse_compute_at():
     assert sch.get(sch.get_loops("bn_mul")[:3]) == sch.get(sch.get_loops("Conv2dOutput")[:3])
     assert extents(sch, "bn_mul") == [1, 4, 4, 4]        # its own channel loop under xx
     check(sch, "CBR")
+
+
+def nrm_rfactor(factors=(64, 2)):
+    """NRM's two reduce loops fused and split, the inner part rfactored (the sampler's
+    AddRFactor sketch). With (64, 2), ``vi = ij_0 // 8`` and ``vj = ij_0 % 8 * 2 + ij_1``
+    share the loop ``ij_0``."""
+    sch = small_schedule("NRM")
+    _, i, j = sch.get_loops("C")
+    _, inner = sch.split(sch.fuse(i, j), list(factors))
+    return sch, sch.rfactor(inner, 1)
+
+
+@pytest.mark.parametrize("factors", [(64, 2), (16, 8), (128, 1), (8, 16)])
+def test_compute_at_rfactor_block_sums_each_term_once(factors):
+    """Regression (found by the design-space sampler): compute_at rebuilt the rfactor block's
+    tied reduce iterators ``vi = ij_0 // 8`` and ``vij_0 = ij_0`` as two loops and summed each
+    term of ``vi`` eight times."""
+    sch, rf = nrm_rfactor(factors)
+    sch.compute_at(rf, sch.get_loops("C")[0])
+    check(sch, "NRM")
+
+
+def test_rfactor_block_has_one_reduce_iterator_per_shared_loop():
+    """rfactor splits ``vi`` too, as it shares ``ij_0`` with the split ``vj``: the rfactor
+    block's iterators are then independent (each bound to one loop)."""
+    sch, rf = nrm_rfactor()
+    block = sch.get(rf)
+    assert "".join(iv.iter_type for iv in block.iter_vars) == "SSR"
+    assert all(isinstance(v, Var) for v in sch.index.realizes[block.name].iter_values)
+
+
+def test_compute_at_refuses_tied_reduce_iterators(monkeypatch):
+    """TVM's rfactor keeps ``vi = ij_0 // 8`` beside the new ``vij_0 = ij_0`` (its compute_at
+    then refuses the block: not an affine binding); so must ours."""
+    monkeypatch.setattr(reduction, "_split_loops", lambda block, realize, rf_var, loops: {rf_var})
+    sch, rf = nrm_rfactor()
+    assert [iv.var.name for iv in sch.get(rf).iter_vars][2:] == ["vi", "vi_j_fused_0"]
+    with pytest.raises(ScheduleError, match=r"compute_at \(argument 'block'\): reduction block "
+                                            r"'C_rf' cannot be rebuilt with one loop per iterator: "
+                                            r"loop 'i_j_fused_0' feeds \['vi', 'vi_j_fused_0'\] "
+                                            r"through slices that overlap"):
+        sch.compute_at(rf, sch.get_loops("C")[0])
+
+
+@pytest.mark.parametrize("how", ["fused_split3", "imperfect", "fused_imperfect",
+                                 "fused_imperfect3"])
+def test_compute_at_reduction_with_split_and_fused_reduce_loops(how):
+    """The reduce bindings split and fuse produce (slices of loops, of fused sums, clipped by
+    the predicate) are recognised as visiting their domains exactly once."""
+    sch = small_schedule("NRM")
+    _, i, j = sch.get_loops("C")
+    if how == "imperfect":
+        sch.split(j, [None, 3])
+    else:
+        factors = {"fused_split3": [4, 16, 2], "fused_imperfect": [None, 3],
+                   "fused_imperfect3": [None, 5, 3]}[how]
+        sch.split(sch.fuse(i, j), factors)
+    sch.compute_at(sch.get_block("C"), sch.get_loops("D")[0])
+    assert extents(sch, "C") == [2, 8, 16]
+    check(sch, "NRM")
+
+
+def rebound_nrm(split_j=True, **changes):
+    """NRM (j split by 3 when ``split_j``) with the realize of C changed by hand."""
+    sch = small_schedule("NRM")
+    if split_j:
+        sch.split(sch.get_loops("C")[2], [None, 3])
+    realize = sch.index.realizes["C"]
+    changes = {k: v(sch.get(sch.get_loops("C")), realize) for k, v in changes.items()}
+    return Schedule(replace(sch.func, realize, realize.with_(**changes)))
+
+
+@pytest.mark.parametrize("changes,message", [
+    ({"predicate": lambda loops, r: loops[2].loop_var * 3 + loops[3].loop_var < 12},
+     r"vj = j_0 \* 3 \+ j_1 spans past its domain and the predicate does not clip it to 16"),
+    ({"predicate": lambda loops, r: r.predicate & (loops[3].loop_var < 2)},
+     r"the predicate j_1 < 2 restricts the reduce loops"),
+    ({"iter_values": lambda loops, r: (r.iter_values[0], loops[0].loop_var, r.iter_values[2])},
+     r"loop 'b' feeds spatial iterators and reduce iterator 'vi'"),
+    ({"iter_values": lambda loops, r: r.iter_values[:2] + (loops[2].loop_var * 3,)},
+     r"vj = j_0 \* 3 is not a mixed-radix number of loop slices"),
+])
+def test_compute_at_refuses_reduction_not_visiting_its_domain_once(changes, message):
+    sch = rebound_nrm(**changes)
+    with pytest.raises(ScheduleError, match=r"reduction block 'C' cannot be rebuilt with one "
+                                            r"loop per iterator: " + message):
+        sch.compute_at(sch.get_block("C"), sch.get_loops("D")[0])
 
 
 # -- rules -----------------------------------------------------------------------------------

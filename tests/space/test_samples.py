@@ -27,13 +27,7 @@ def check_samples(name: str, n: int, seed: int = 0) -> dict:
     return rejected
 
 
-#: compute_at of an rfactor block regenerates one loop per block iterator and loses the
-#: relation between its iterators (vi = ij // 8): some NRM samples compute wrong sums
-KNOWN_BUG = pytest.mark.xfail(reason="compute_at on an rfactor block (primitive bug, reported)")
-NAMES = [pytest.param(n, marks=KNOWN_BUG) if n == "NRM" else n for n in workloads.names()[:12]]
-
-
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", workloads.names()[:12])
 def test_samples_build_and_match_numpy(name):
     check_samples(name, SAMPLES)
 

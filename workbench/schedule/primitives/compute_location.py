@@ -19,6 +19,12 @@ Region inference, per moved block:
    predicate, and so does a range that may stick out of the domain (the last tile of an
    imperfect split). Iterators nothing constrains (a reduction's reduce iterators) keep their
    whole domain.
+
+A reduction block's new reduce loops thus sum over the box of its reduce domains, which is its
+original reduction only if its loops visited each point of that box exactly once: tied
+iterators (``vi = o // 8`` beside ``vo = o``) are refused (:mod:`.reduce_space`; TVM requires
+affine bindings of reduction blocks). Spatial iterators need no such care: recomputing an
+element is only redundant.
 """
 from __future__ import annotations
 
@@ -41,6 +47,7 @@ from .block_scope import (buffers, check_complete_or_reduction, check_in_scope, 
                           consumers, producers, removal_root)
 from .inline import compute_inline_func, reverse_compute_inline_func
 from .loops import loop_name
+from .reduce_space import reduce_space_problem
 
 Region = tuple  # tuple[Range, ...]
 
@@ -263,6 +270,17 @@ def _build_nest(primitive: str, block: Block, needs: dict[Var, Range], outer: di
     return nest
 
 
+def _check_reduce_space(primitive: str, idx: FuncIndex, block: Block) -> None:
+    """The new reduce loops run over the box of the reduce domains: refuse a reduction whose
+    loops did not visit that box exactly once (TVM: reduction blocks have affine bindings)."""
+    realize = idx.realizes[block.name]
+    problem = reduce_space_problem(realize, idx.loops_above(realize))
+    if problem:
+        raise ScheduleError(primitive, f"reduction block {block.name!r} cannot be rebuilt with "
+                            f"one loop per iterator: {problem}; the new loops would change which "
+                            f"terms it sums", argument="block", nodes=[block])
+
+
 def relocate(func: PrimFunc, block: Block, loop: For, primitive: str,
              preserve_unit_loops: bool = False, index_: int = -1) -> PrimFunc:
     """``func`` with ``block`` moved under ``loop`` (compute_at when ``primitive`` is
@@ -271,6 +289,8 @@ def relocate(func: PrimFunc, block: Block, loop: For, primitive: str,
     idx = index(func)
     _check_placement(primitive, idx, block, loop)
     check_complete_or_reduction(primitive, idx, block)
+    if block.init is not None:
+        _check_reduce_space(primitive, idx, block)
     if forward:
         check_not_output(primitive, func, block)
     prods, cons = producers(idx, block), consumers(idx, block)
@@ -302,9 +322,10 @@ def compute_at(sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = Fa
     """Move producer ``block`` under ``loop``, computing per iteration only what the consumers
     under ``loop`` read in that iteration.
 
-    Rules: ``block`` is a complete or reduction block that writes no function parameter; the
-    loop is in the same block scope and is not one of the block's own loops; every consumer
-    of ``block`` is under ``loop``, after every producer of it there. ``index``: where among the
+    Rules: ``block`` is a complete or reduction block that writes no function parameter; a
+    reduction's loops visit each point of its reduce domains once (bindings as split and fuse
+    leave them); the loop is in the same block scope and is not one of the block's own loops;
+    every consumer of ``block`` is under ``loop``, after every producer of it there. ``index``: where among the
     loop body's statements the block goes (-1: just before the first consumer, -2: just after
     the last producer). New loops are named after the block's iterators; a unit loop is kept
     only with ``preserve_unit_loops``. A loop from ``sample_compute_location`` may also be the
@@ -336,7 +357,8 @@ def reverse_compute_at(sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: b
     """Move consumer ``block`` under ``loop``, consuming per iteration what the producers under
     ``loop`` produced in that iteration.
 
-    Rules: ``block`` is a complete or reduction block; the loop is in the same block scope and
+    Rules: ``block`` is a complete or reduction block (the latter visiting each point of its
+    reduce domains once, as for ``compute_at``); the loop is in the same block scope and
     is not one of the block's own loops; every producer of ``block`` is under ``loop``, before
     every consumer of it there; a reduction block's reduce iterators must not be split across
     iterations. ``index`` and ``preserve_unit_loops`` as in ``compute_at``; the location

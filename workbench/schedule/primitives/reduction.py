@@ -155,7 +155,9 @@ def rfactor(sch, loop: LoopRV, factor_axis: int) -> BlockRV:
     buffer ``<buffer>_rf`` (the extra dimension, of ``loop``'s extent, is inserted at
     ``factor_axis``; negative counts from the end as in Python); the original block is rewritten
     to reduce those partial results, under the original loops minus its other reduce loops.
-    Returns the rfactor block.
+    Returns the rfactor block. Unlike TVM, a reduce iterator sharing a loop with one the
+    rfactor loop feeds is split into per-loop iterators as well, so that the rfactor block's
+    iterators stay independent (and ``compute_at`` can move it).
 
     Before / after ``rfactor(k1, factor_axis=0)`` with ``k = k0 * 4 + k1``::
 
@@ -259,18 +261,43 @@ def _check_loops(primitive, idx, rf_loop: For, realize: BlockRealize, loops: lis
                                 f"but lies under a reduce loop", argument="loop", nodes=[l])
 
 
+def _split_loops(block, realize, rf_var: Var, loop_of: dict) -> set:
+    """The loops whose reduce iterators the rfactor block replaces by one iterator per loop:
+    those of the iterators fed by the rfactor loop, then, to a fixed point, those of any other
+    reduce iterator sharing one of them.
+
+    TVM keeps a reduce iterator the rfactor loop does not feed, even when it shares a loop with
+    one it splits (``vi = ij_0 // 8`` beside the new ``vij_0 = ij_0``): right as written, but
+    the iterators are no longer independent, so compute_at (which rebuilds one loop per
+    iterator) must refuse the block. Splitting ``vi`` too keeps the rfactor block movable."""
+    reduce_uses = [free_vars(value) & loop_of.keys()
+                   for iv, value in zip(block.iter_vars, realize.iter_values)
+                   if iv.iter_type == REDUCE]
+    split = {rf_var}
+    grown = True
+    while grown:
+        grown = False
+        for used in reduce_uses:
+            if used & split and not used <= split:
+                split |= used
+                grown = True
+    return split
+
+
 def _rf_block(block, realize, rf_loop, loops, reducer, update, rhs, rf_buf, axis, name):
     """The rfactor block: the rfactor loop becomes a spatial iterator; each reduce iterator fed
-    by it is replaced by one reduce iterator per other loop in its binding."""
+    by it (or sharing a loop with one that is, see :func:`_split_loops`) is replaced by one
+    reduce iterator per other loop in its binding."""
     rf_var = rf_loop.loop_var
     v_rf = Var("v" + rf_var.name, rf_var.dtype)
     iters = [IterVar(v_rf, Range(rf_loop.min, rf_loop.extent), SPATIAL)]
     values: list[Expr] = [rf_var]
     loop_of = {l.loop_var: l for l in loops}
+    split = _split_loops(block, realize, rf_var, loop_of)
     iter_of_loop: dict[Var, Expr] = {rf_var: v_rf}
     vmap: dict[Var, Expr] = {}
     for iv, value in zip(block.iter_vars, realize.iter_values):
-        if iv.iter_type == SPATIAL or rf_var not in free_vars(value):
+        if iv.iter_type == SPATIAL or not free_vars(value) & split:
             iters.append(iv)
             values.append(value)
             continue

@@ -1,0 +1,172 @@
+"""Whether a reduction block's loops visit each point of its reduce iterators' domains once.
+
+``compute_at`` and ``reverse_compute_at`` rebuild a moved block's loops as one loop per
+iterator, over the iterator's domain (or the part of it the consumers need). For a reduction
+block the new reduce loops then sum over the whole *box* of the reduce domains; that is the
+original reduction only if the block's own loops visited every point of that box exactly once
+per spatial point — no term added, none repeated. Tied iterators break it: with ``vi = o // 8``
+beside ``vo = o`` the box holds eight times the terms the loop ``o`` produced.
+
+TVM requires reduction blocks to have affine bindings (an independent map of the loops onto
+the iterators, ``DetectIterMap``) and so never meets such a block. Here the reduce bindings must
+have the shapes split and fuse give them:
+
+* each is ``dom.min + sum(coeff * slice)``, the coefficients a mixed radix ``1, e1, e1*e2, …``
+  of the slices' extents, whose product is the domain's extent — or exceeds it, when a
+  predicate conjunct ``binding < dom.min + extent`` clips it (an imperfect split);
+* a slice is ``(x // lower) % extent`` of a loop ``x`` of the block (``x``, ``x // c``,
+  ``x % c``, ``x // a % b``, ``x % a // b``) or of a *fused* sum ``x`` of slices, itself a
+  mixed radix, whose extent a predicate conjunct ``x < bound`` may clip (a fused loop split
+  imperfectly: ``(f0*3 + f1) // 16`` under ``f0*3 + f1 < 128``);
+* the slices of each loop and fused sum, over all reduce iterators, tile it exactly: lowers
+  ``1, e1, e1*e2, …`` up to its extent;
+* no loop feeds both a spatial and a reduce iterator, and every predicate conjunct on the
+  reduce loops is one of the clips above.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from ...ir.arith import Simplifier
+from ...ir.expr import LT, Add, Expr, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, as_int, is_const
+from ...ir.functor import free_vars
+from ...ir.stmt import REDUCE, SPATIAL, BlockRealize, For, Range
+from .reduction import split_conjuncts
+
+
+@dataclass(frozen=True)
+class _Slice:
+    """``(source // lower) % extent``; the source is a loop variable or a fused sum."""
+
+    source: Expr
+    lower: int
+    extent: int
+
+
+class _NotExact(Exception):
+    """Why the reduce loops may not visit the box of the reduce domains exactly once."""
+
+
+class _ReduceSpace:
+    """The slices the reduce bindings of one block take of its loops and fused sums."""
+
+    def __init__(self, realize: BlockRealize, loops: Sequence[For]):
+        block = realize.block
+        # only loops from 0 with constant extents can be sliced
+        self.extents: dict[Expr, int] = {l.loop_var: l.extent.value for l in loops
+                                         if is_const(l.min, 0) and isinstance(l.extent, IntImm)}
+        self.sim = Simplifier({v: Range.from_extent(e) for v, e in self.extents.items()})
+        self.spatial_loops = set().union(*(free_vars(v) for iv, v in zip(block.iter_vars,
+                                                                         realize.iter_values)
+                                           if iv.iter_type == SPATIAL))
+        self.conds = split_conjuncts(realize.predicate)
+        self.slices_of: dict[Expr, list[tuple[_Slice, str]]] = {}
+
+    def radix(self, e: Expr, user: str) -> tuple[list[_Slice], int, int]:
+        """``e`` as ``const + sum(coeff * slice)`` with mixed-radix coefficients: (slices, the
+        number of values they span, const)."""
+        try:
+            form = self.sim.lin(e)
+        except TypeError:
+            raise _NotExact(f"{user} = {e} is not an integer expression") from None
+        terms = []
+        for atom, coeff in form.terms.items():
+            piece = self.slice(atom, user)
+            if coeff <= 0:
+                raise _NotExact(f"{user} = {e} has the negative term {coeff} * {atom}")
+            if piece.extent > 1:
+                terms.append((coeff, piece))
+        span, out = 1, []
+        for coeff, piece in sorted(terms, key=lambda t: t[0]):
+            if coeff != span:
+                raise _NotExact(f"{user} = {e} is not a mixed-radix number of loop slices")
+            span *= piece.extent
+            out.append(piece)
+        for piece in out:
+            self.slices_of.setdefault(piece.source, []).append((piece, user))
+        return out, span, form.const
+
+    def slice(self, e: Expr, user: str) -> _Slice:
+        """``e`` as a slice of a loop or fused sum; a slice of a slice is a slice when the
+        divisor or modulus divides its extent."""
+        if isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm) and e.b.value > 0:
+            inner, c = self.slice(e.a, user), e.b.value
+            if inner.extent % c == 0:
+                if isinstance(e, FloorDiv):
+                    return _Slice(inner.source, inner.lower * c, inner.extent // c)
+                return _Slice(inner.source, inner.lower, c)
+        elif isinstance(e, Var) and e in self.extents:
+            if e in self.spatial_loops:
+                raise _NotExact(f"loop {e.name!r} feeds spatial iterators and reduce iterator "
+                                f"{user!r}")
+            return _Slice(e, 1, self.extents[e])
+        elif isinstance(e, (Add, Sub, Mul)):     # a sum the simplifier could not split
+            return _Slice(e, 1, self.fused_extent(e, user))
+        raise _NotExact(f"{user} uses {e}, not a slice of one of the block's loops")
+
+    def fused_extent(self, e: Expr, user: str) -> int:
+        """The extent of fused sum ``e`` (registering its own slices once)."""
+        if e not in self.extents:
+            _, span, const = self.radix(e, user)
+            if const:
+                raise _NotExact(f"{user} uses {e}, a fused sum not starting at 0")
+            bound = self.take_clip(e)
+            self.extents[e] = span if bound is None else min(span, bound)
+        return self.extents[e]
+
+    def take_clip(self, e: Expr) -> Optional[int]:
+        """``bound`` if a predicate conjunct reads ``e < bound`` (it is then accounted for)."""
+        for cond in self.conds:
+            if isinstance(cond, LT):
+                diff = self.sim.simplify(Sub(Sub(cond.a, cond.b), e))
+                if isinstance(diff, IntImm):
+                    self.conds.remove(cond)
+                    return -diff.value
+        return None
+
+    def check_tiling(self) -> None:
+        """Each loop and fused sum is cut into slices exactly once: none overlaps another (a
+        term repeated), none is left out (the loop would repeat the others' terms)."""
+        for source, pieces in self.slices_of.items():
+            lower, chained = 1, True
+            for piece, _ in sorted(pieces, key=lambda p: p[0].lower):
+                chained = chained and piece.lower == lower
+                lower *= piece.extent
+            if not chained or lower != self.extents[source]:
+                what = f"loop {source.name!r}" if isinstance(source, Var) else f"the sum {source}"
+                users = sorted({user for _, user in pieces})
+                raise _NotExact(f"{what} feeds {users} through slices that overlap or leave part "
+                                f"of it out")
+
+
+def reduce_space_problem(realize: BlockRealize, loops: Sequence[For]) -> Optional[str]:
+    """Why the reduce iterators of ``realize``, under ``loops`` (its loops in its scope), might
+    not visit each point of their domains exactly once per spatial point; None when they do."""
+    space = _ReduceSpace(realize, loops)
+    try:
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+            if iv.iter_type != REDUCE:
+                continue
+            name = iv.var.name
+            try:
+                d0, n = as_int(iv.dom.min), as_int(iv.dom.extent)
+            except TypeError:
+                raise _NotExact(f"{name} has the non-constant domain {iv.dom}") from None
+            _, span, const = space.radix(value, name)
+            if const != d0:
+                raise _NotExact(f"{name} = {value} does not start at its domain's minimum {d0}")
+            if span < n:
+                raise _NotExact(f"{name} = {value} reaches {span} of the {n} values of its domain")
+            if span > n and space.take_clip(Sub(value, iv.dom.min)) != n:
+                raise _NotExact(f"{name} = {value} spans past its domain and the predicate "
+                                f"does not clip it to {n}")
+        space.check_tiling()
+        reduce_loops = {s for s in space.slices_of if isinstance(s, Var)}
+        for cond in space.conds:
+            if free_vars(cond) & reduce_loops:
+                raise _NotExact(f"the predicate {cond} restricts the reduce loops")
+    except _NotExact as exc:
+        return str(exc)
+    return None
+
