@@ -16,6 +16,7 @@ from .schedule.tensor_intrin import TensorIntrin
 from .schedule import (BlockRV, ExprRV, Instruction, InstructionKind, LoopRV, Schedule, Trace,
                        schedule_primitive)
 from . import space, workloads
+from .tune import Database, tune
 from .space import generate_design_space
 
 __version__ = "0.1.0"

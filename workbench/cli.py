@@ -3,6 +3,8 @@
     workbench workloads                      list the paper's workloads (and registered extras)
     workbench show GMM [--shape m=64 ...]    print a workload's IR
     workbench run GMM [--target llvm]        build it unscheduled, check it against numpy, time both
+    workbench tune GMM|all [--trials 64]     tune into a database (--db tuning.sqlite, --shape, --small)
+    workbench best GMM [--db tuning.sqlite]  print the best schedule found: its IR and trace
 """
 from __future__ import annotations
 
@@ -76,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--shape", nargs="*", metavar="KEY=INT")
     p.add_argument("--number", type=int, default=3)
     p.set_defaults(fn=_cmd_run)
+    from .tune.cli import add_parsers
+    add_parsers(sub, _shape_kwargs)
     args = parser.parse_args(argv)
     return args.fn(args)
 

@@ -1,0 +1,105 @@
+"""The pin/free panel, driven headlessly through its dropdowns and buttons."""
+import pytest
+
+import workbench as wb
+from kernel_ext import PinPanel
+from kernel_ext.choices import sampling_choices, tilings
+from kernel_ext.widgets.pin_panel import FREE, replay_with_pins
+
+
+def _tile_steps(panel):
+    return [k for k in panel.sampling if panel.trace[k].kind.name == "sample_perfect_tile"]
+
+
+def test_one_control_per_sampling_instruction_with_valid_choices(space):
+    panel = PinPanel(space)
+    assert panel.sampling == [k for k, i in enumerate(space.trace) if i.kind.is_sampling]
+    first = _tile_steps(panel)[0]
+    labels = [label for label, _v in panel.controls[first].options]
+    assert labels[0].startswith("free (now ")
+    assert labels[1:] == ["[2, 8]", "[4, 4]", "[8, 2]", "[16, 1]"]     # innermost <= 8
+    assert all(v == FREE for v in (c.value for c in panel.controls.values()))
+
+
+def test_picking_a_value_pins_it_and_rerenders_the_loop_nest(space):
+    panel = PinPanel(space)
+    first = _tile_steps(panel)[0]
+    options = dict(panel.controls[first].options)
+    target = "[4, 4]" if panel.trace[first].decision != [4, 4] else "[2, 8]"
+    panel.controls[first].value = options[target]           # what a click on the dropdown does
+    assert panel.trace[first].pinned and str(panel.trace[first].decision) == target
+    outer = eval(target)[0]
+    assert f"T.grid(1, {outer}," in str(panel.sch.func)
+    assert 'data-changed="1"' in panel.loop_nest.value      # the changed loop line is marked
+    assert panel.pinned == {first: eval(target)}
+    assert "1 pinned" in panel.status.value
+
+
+def test_pinning_an_outer_tile_redraws_a_dependent_free_tile(space):
+    panel = PinPanel(space)
+    first, second = _tile_steps(panel)
+    panel.pin(first, [16, 1])                 # the inner loop now has extent 1
+    assert panel.trace[second].decision == [1, 1]
+    assert [c.label for c in panel.choices[second]] == ["[1, 1]"]
+    panel.pin(first, [2, 8])
+    assert panel.trace[second].decision in tilings(8, 2, 4)
+
+
+def test_free_and_free_all_unpin(space):
+    panel = PinPanel(space)
+    cat = next(k for k in panel.sampling if panel.trace[k].kind.name == "sample_categorical")
+    name = panel.trace.rv_names()[panel.trace[cat].outputs[0]]
+    panel.pin(name, 2)                        # by the name of its output, as in the trace
+    assert panel.trace[cat].pinned and panel.controls[cat].value == 2
+    panel.controls[cat].value = FREE
+    assert not panel.trace[cat].pinned
+    panel.pin(cat, 1)
+    panel.pin(_tile_steps(panel)[0], [8, 2])
+    panel.free_all_button.click()
+    assert panel.pinned == {}
+
+
+def test_sample_button_redraws_free_decisions_and_keeps_pins(space):
+    panel = PinPanel(space)
+    first = _tile_steps(panel)[0]
+    panel.pin(first, [4, 4])
+    seen = set()
+    for _ in range(12):
+        panel.resample_button.click()
+        assert panel.trace[first].decision == [4, 4]
+        seen.add(str([panel.trace[k].decision for k in panel.sampling if k != first]))
+    assert len(seen) > 1
+
+
+def test_space_is_the_pinned_trace_and_replays(space, gmm):
+    panel = PinPanel(space)
+    first = _tile_steps(panel)[0]
+    panel.pin(first, [8, 2])
+    constrained = panel.space()
+    assert constrained[first].pinned and constrained[first].decision == [8, 2]
+    rebuilt = replay_with_pins(wb.Trace.from_json(constrained.as_json()), gmm, seed=3,
+                               resample_all=True)
+    assert rebuilt.trace[first].decision == [8, 2]
+
+
+def test_invalid_pin_raises_and_changes_nothing(space):
+    panel = PinPanel(space)
+    before = str(panel.sch.func)
+    with pytest.raises(wb.ScheduleError):
+        panel.pin(_tile_steps(panel)[0], [3, 5])
+    assert str(panel.sch.func) == before and panel.pinned == {}
+
+
+def test_choices_follow_the_function_before_the_instruction(space):
+    first = next(k for k, i in enumerate(space.trace) if i.kind.name == "sample_perfect_tile")
+    assert [c.decision for c in sampling_choices(space, first)] == tilings(16, 2, 8)
+    assert tilings(12, 3, None)[:3] == [[1, 1, 12], [1, 2, 6], [1, 3, 4]]
+    assert len(tilings(12, 3, None)) == 18
+
+
+def test_static_fallback_lists_every_decision(space):
+    panel = PinPanel(space)
+    panel.pin(_tile_steps(panel)[0], [4, 4])
+    html_ = panel._repr_html_()
+    assert html_.count("<tr>") == len(panel.sampling) + 1 and "pinned" in html_
+    assert "pinned" in panel.text().splitlines()[0]

@@ -1,0 +1,276 @@
+"""The tuning database: measured records of schedules, keyed by workload and target.
+
+A *workload* is a function up to structure (its :func:`structural_hash`) compiled for one target
+string: ``"llvm"`` and ``"llvm -num-cores=4"`` are different workloads. A *record* is one
+measured trace of that workload: the trace as JSON data (never pickled code, so loading a
+database runs nothing), the latencies of its repeats in seconds, a status, the error if any,
+the cost model's prediction and when it was measured::
+
+    db = Database.open("tuning.sqlite")          # or "tuning.jsonl"
+    db.add([Record.of(func, "llvm", sch.trace, [1.2e-5, 1.1e-5])])
+    rec = db.best(func, "llvm")                  # fastest "ok" record, or None
+    sch = rec.schedule()                         # the trace replayed on ``func``
+
+Backends subclass :class:`Database` and implement the five storage methods at the bottom.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional, Sequence, Union
+
+from ...ir.func import PrimFunc
+from ...ir.structural import structural_hash
+
+#: the statuses a record can have; only "ok" records have meaningful latencies
+STATUSES = ("ok", "build_error", "run_error", "timeout", "wrong_result")
+
+_HASHES: "weakref.WeakKeyDictionary[PrimFunc, str]" = weakref.WeakKeyDictionary()
+
+
+def func_hash(func: PrimFunc) -> str:
+    """The structural hash of ``func``, cached per function object (functions are immutable)."""
+    h = _HASHES.get(func)
+    if h is None:
+        h = _HASHES[func] = structural_hash(func)
+    return h
+
+
+_ENTRIES: "weakref.WeakKeyDictionary[PrimFunc, dict]" = weakref.WeakKeyDictionary()
+
+
+def workload_entry(func: PrimFunc, target: Any) -> "WorkloadEntry":
+    """The stored form of (``func``, ``target``); cached, since printing the IR takes time."""
+    t = target_str(target)
+    per_target = _ENTRIES.setdefault(func, {})
+    if t not in per_target:
+        per_target[t] = WorkloadEntry(func_hash(func), t, func.name, str(func))
+    return per_target[t]
+
+
+def target_str(target: Any) -> str:
+    """The canonical text of a target (option order and spacing do not matter)."""
+    from ...codegen.target import Target
+    try:
+        return str(Target.of(target))
+    except (ValueError, TypeError):
+        return str(target)
+
+
+def trace_json(trace: Any) -> dict:
+    """JSON data of a ``Trace`` (or of its JSON text / data, passed through)."""
+    if isinstance(trace, str):
+        return json.loads(trace)
+    if isinstance(trace, dict):
+        return trace
+    return trace.as_json()
+
+
+def trace_hash(trace: Any) -> str:
+    """Identity of a trace's program for deduplication: its instructions and decisions.
+
+    Pinning flags are left out: pinning a decision does not change the program it gives.
+    """
+    data = trace_json(trace)
+    insts = [{k: v for k, v in inst.items() if k != "pinned"} for inst in data["insts"]]
+    text = json.dumps(insts, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class WorkloadEntry:
+    """A workload as stored: its key, the function's name and IR text (for display)."""
+
+    hash: str
+    target: str
+    name: str = ""
+    ir: str = ""
+
+
+@dataclass
+class Record:
+    """One measured candidate.
+
+    ``latencies``: seconds, one per repeat; ``latency`` is their median (``inf`` unless the
+    status is ``"ok"``) — not the mean: on a busy machine a parallel kernel now and then
+    waits a whole scheduler tick for a descheduled thread, and one such repeat must not
+    decide the ranking. ``func`` is the workload's function when the record was obtained
+    through one (needed by :meth:`schedule`); ``workload`` is the stored workload key.
+    """
+
+    trace_json: dict
+    latencies: list[float]
+    status: str = "ok"
+    error: str = ""
+    target: str = "llvm"
+    timestamp: float = field(default_factory=time.time)
+    predicted: Optional[float] = None
+    workload: Optional[WorkloadEntry] = None
+    func: Optional[PrimFunc] = field(default=None, repr=False, compare=False)
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"record status must be one of {STATUSES}, got {self.status!r}")
+
+    @classmethod
+    def of(cls, func: PrimFunc, target: Any, trace: Any, latencies: Sequence[float] = (),
+           status: str = "ok", error: str = "", predicted: Optional[float] = None,
+           **meta: Any) -> "Record":
+        """A record of ``func`` on ``target`` (the workload entry is derived from ``func``)."""
+        entry = workload_entry(func, target)
+        return cls(trace_json(trace), [float(x) for x in latencies], status, error, entry.target,
+                   predicted=predicted, workload=entry, func=func, meta=dict(meta))
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and bool(self.latencies)
+
+    @property
+    def latency(self) -> float:
+        """Median of the repeats in seconds; ``inf`` for a failed candidate."""
+        return statistics.median(self.latencies) if self.ok else float("inf")
+
+    @property
+    def trace(self):
+        """The record's ``Trace`` (parsed from JSON; no code is evaluated)."""
+        from ...schedule import Trace
+        return Trace.from_json(self.trace_json)
+
+    @property
+    def trace_hash(self) -> str:
+        return trace_hash(self.trace_json)
+
+    def schedule(self, func: Optional[PrimFunc] = None, seed: Optional[int] = None):
+        """A fresh ``Schedule`` of the workload with this record's trace replayed on it."""
+        from ...schedule import Schedule
+        func = func if func is not None else self.func
+        if func is None:
+            raise ValueError("this record was not read through a function; pass it: "
+                             "rec.schedule(func)")
+        sch = Schedule(func, seed=seed)
+        self.trace.apply_to_schedule(sch)
+        return sch
+
+    def __repr__(self) -> str:
+        what = f"{self.latency * 1e3:.4f} ms" if self.ok else f"{self.status}: {self.error[:60]}"
+        name = self.workload.name if self.workload else "?"
+        return f"<Record {name} on {self.target}: {what}>"
+
+
+class Database:
+    """Base class: the query API on top of a few storage methods a backend implements."""
+
+    path: Optional[str] = None
+
+    @staticmethod
+    def open(path: Union[str, os.PathLike, "Database", None] = "tuning.sqlite") -> "Database":
+        """Open (creating if needed) a database by file name.
+
+        ``.jsonl`` / ``.json``: :class:`JSONDatabase`; ``":memory:"``, ``"memory"`` or None: an
+        in-memory SQLite database; anything else (``.sqlite``, ``.db``, …): SQLite.
+        A ``Database`` is returned unchanged.
+        """
+        from .jsonl import JSONDatabase
+        from .sqlite import SQLiteDatabase
+        if isinstance(path, Database):
+            return path
+        if path is None:
+            return SQLiteDatabase(":memory:")
+        text = os.fspath(path)
+        if text in (":memory:", "memory"):
+            return SQLiteDatabase(":memory:")
+        if text.endswith((".jsonl", ".json")):
+            return JSONDatabase(text)
+        return SQLiteDatabase(text)
+
+    # queries ---------------------------------------------------------------------------------
+    def add(self, records: Iterable[Record]) -> None:
+        """Store records durably as one batch (one commit / one fsync)."""
+        records = list(records)
+        for rec in records:
+            if rec.workload is None:
+                raise ValueError("a record needs its workload: build it with Record.of(func, ...)")
+        if records:
+            self._add(records)
+
+    def records(self, func: PrimFunc, target: Any = None) -> list[Record]:
+        """Every record of ``func`` (on ``target``, or on every target), in measurement order."""
+        targets = [target_str(target)] if target is not None else None
+        out = self._records(func_hash(func), targets)
+        for rec in out:
+            rec.func = func
+        return out
+
+    def top_k(self, func: PrimFunc, target: Any, k: int) -> list[Record]:
+        """The ``k`` fastest successful records of ``func`` on ``target``, fastest first."""
+        good = [r for r in self.records(func, target) if r.ok]
+        good.sort(key=lambda r: r.latency)
+        return good[:k]
+
+    def best(self, func: PrimFunc, target: Any = "llvm") -> Optional[Record]:
+        """The fastest successful record of ``func`` on ``target``, or None if there is none."""
+        top = self.top_k(func, target, 1)
+        return top[0] if top else None
+
+    def trace_hashes(self, func: PrimFunc, target: Any) -> set[str]:
+        """Hashes of every trace already measured for ``func`` on ``target`` (for resuming)."""
+        return {r.trace_hash for r in self.records(func, target)}
+
+    def has(self, func: PrimFunc, target: Any, trace: Any) -> bool:
+        """Whether this trace (same instructions and decisions) was measured already."""
+        return trace_hash(trace) in self.trace_hashes(func, target)
+
+    def workloads(self) -> list[WorkloadEntry]:
+        """Every stored workload (hash, target, function name, IR text)."""
+        return self._workloads()
+
+    def records_of(self, entry: WorkloadEntry) -> list[Record]:
+        """Records of a stored workload entry (when no function object is at hand)."""
+        return self._records(entry.hash, [entry.target])
+
+    def __len__(self) -> int:
+        return self._count()
+
+    def __enter__(self) -> "Database":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.path!r}: {len(self)} records>"
+
+    def close(self) -> None:
+        """Release the file (records are already durable)."""
+
+    # storage: what a backend implements -------------------------------------------------------
+    def _add(self, records: list[Record]) -> None:
+        raise NotImplementedError
+
+    def _records(self, hash_: str, targets: Optional[list[str]]) -> list[Record]:
+        raise NotImplementedError
+
+    def _workloads(self) -> list[WorkloadEntry]:
+        raise NotImplementedError
+
+    def _count(self) -> int:
+        raise NotImplementedError
+
+
+def record_to_json(rec: Record) -> dict:
+    """A record's fields as JSON data (the workload by key)."""
+    return {"hash": rec.workload.hash, "target": rec.target, "trace": rec.trace_json,
+            "latencies": rec.latencies, "status": rec.status, "error": rec.error,
+            "timestamp": rec.timestamp, "predicted": rec.predicted, "meta": rec.meta}
+
+
+def record_from_json(data: dict, entry: WorkloadEntry) -> Record:
+    return Record(data["trace"], list(data["latencies"]), data["status"], data.get("error", ""),
+                  data["target"], data.get("timestamp", 0.0), data.get("predicted"), entry,
+                  meta=data.get("meta") or {})

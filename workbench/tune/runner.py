@@ -1,0 +1,358 @@
+"""Builder and runner: compile and time candidates in isolated worker processes.
+
+    runner = LocalRunner(workers=2, build_timeout=30, run_timeout=20)
+    task = Task(func, "llvm", reference=wb.workloads.reference("GMM"))
+    results = runner.measure([MeasureInput(task, sch.func) for sch in candidates])
+    results[0].status, results[0].latencies, results[0].error
+
+A batch goes in two phases (DESIGN decision 6):
+
+1. **build** — candidates are compiled in parallel by the workers (``python -m
+   workbench.tune.worker``), each under ``build_timeout``; a worker keeps its kernels;
+2. **run** — one candidate at a time (parallel timing on a few cores distorts every number):
+   its worker resets the workload's inputs, poisons the outputs, runs the kernel once and
+   compares the outputs with the expected ones (the numpy ``reference`` of the task, else the
+   unscheduled function), then times it like TVM (``number`` runs per repeat, grown until a
+   repeat lasts ``min_repeat_ms``; ``repeat`` values), all under ``run_timeout``.
+
+A crash (the worker's socket closes: a segfault, an abort) or a deadline passed (the worker is
+killed) fails that candidate with the reason; the worker is replaced before the next job, and
+kernels that died with it are rebuilt. Statuses: ``ok``, ``build_error``, ``run_error``,
+``timeout``, ``wrong_result``.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ..ir.func import PrimFunc
+from .database.base import target_str
+
+
+@dataclass(eq=False)
+class Task:
+    """A workload to measure candidates of: the unscheduled ``func``, the target and how to
+    check results (``reference(*inputs) -> expected output``, numpy; None: the unscheduled
+    function built for the target is the reference). Inputs are random, drawn once (``seed``)."""
+
+    func: PrimFunc
+    target: str = "llvm"
+    reference: Optional[Callable[..., Any]] = None
+    seed: int = 0
+    rtol: float = 1e-3
+    atol: float = 1e-4     # relative to the largest |expected| value
+    _data: Optional[tuple] = field(default=None, repr=False)
+
+    def __post_init__(self):
+        self.target = target_str(self.target)
+        # per task object: two tasks of one function may differ in inputs or reference
+        self.key = f"{self.func.name}-{uuid.uuid4().hex[:12]}"
+
+    def data(self) -> tuple[list[np.ndarray], list[int], Optional[list[np.ndarray]]]:
+        """(every parameter's array, indices of the outputs, expected outputs or None)."""
+        if self._data is None:
+            from ..workloads import output_params
+            outputs = output_params(self.func)
+            rng = np.random.default_rng(self.seed)
+            arrays = []
+            for k, buf in enumerate(self.func.params):
+                dtype = np.dtype(buf.dtype)
+                if k in outputs:
+                    arrays.append(np.zeros(buf.shape, dtype))
+                elif dtype.kind == "f":
+                    arrays.append(rng.uniform(-1.0, 1.0, size=buf.shape).astype(dtype))
+                elif dtype.kind == "b":
+                    arrays.append(rng.integers(0, 2, size=buf.shape).astype(dtype))
+                else:
+                    arrays.append(rng.integers(-8, 8, size=buf.shape).astype(dtype))
+            expected = None
+            if self.reference is not None:
+                inputs = [a for k, a in enumerate(arrays) if k not in outputs]
+                out = self.reference(*inputs)
+                out = list(out) if isinstance(out, (tuple, list)) else [out]
+                expected = [np.asarray(o, dtype=arrays[k].dtype).reshape(arrays[k].shape)
+                            for o, k in zip(out, outputs)]
+            self._data = (arrays, outputs, expected)
+        return self._data
+
+
+@dataclass(eq=False)
+class MeasureInput:
+    """A candidate: the scheduled function of ``task`` (sent to a worker pickled)."""
+
+    task: Task
+    func: PrimFunc
+
+
+@dataclass
+class MeasureResult:
+    status: str                       # ok | build_error | run_error | timeout | wrong_result
+    latencies: list[float] = field(default_factory=list)   # seconds, one per repeat
+    error: str = ""
+    build_seconds: float = 0.0
+    run_seconds: float = 0.0
+
+    @property
+    def latency(self) -> float:
+        """Median of the repeats (as :attr:`Record.latency`); inf unless ok."""
+        return float(np.median(self.latencies)) if self.status == "ok" and self.latencies \
+            else float("inf")
+
+
+class Runner:
+    """Base class: ``measure(inputs) -> results`` in the same order. ``close()`` frees it."""
+
+    def measure(self, inputs: Sequence[MeasureInput], timing: Optional[dict] = None,
+                run_timeout: Optional[float] = None) -> list[MeasureResult]:
+        """Results in input order. ``timing`` (``number``, ``repeat``, ``min_repeat_ms``) and
+        ``run_timeout`` override the runner's settings for this call."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "Runner":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @staticmethod
+    def create(spec: Any = "local", **kwargs: Any) -> "Runner":
+        """``"local"`` (:class:`LocalRunner`) or a ``Runner`` returned unchanged."""
+        if isinstance(spec, Runner):
+            return spec
+        if spec == "local":
+            return LocalRunner(**kwargs)
+        raise ValueError(f"unknown runner {spec!r}: use 'local' or a Runner instance")
+
+
+class _Worker:
+    """One worker process, its socket and what it holds (registered tasks)."""
+
+    def __init__(self, index: int):
+        self.index = index
+        self.proc: Optional[subprocess.Popen] = None
+        self.conn: Optional[Connection] = None
+        self.log = tempfile.NamedTemporaryFile(prefix=f"wb-worker{index}-", suffix=".log",
+                                               delete=False)
+        self.tasks: set[str] = set()
+        self.generation = 0    # bumped at each restart: kernels of an older one are gone
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        parent, child = socket.socketpair()
+        pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([pkg_root] + [p for p in
+                                            env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        self.log.seek(0)
+        self.log.truncate()
+        # a new session: Ctrl-C in the notebook or terminal interrupts the tuner, not the
+        # workers (the tuner then shuts them down itself)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "workbench.tune.worker", str(child.fileno())],
+            pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=self.log,
+            stderr=self.log, env=env, start_new_session=True)
+        child.close()
+        self.conn = Connection(parent.detach())
+        self.tasks = set()
+        self.generation += 1
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc is not None:
+            self.proc.wait()
+        if self.conn is not None:
+            self.conn.close()
+        self.conn = None
+
+    def stop(self) -> None:
+        if self.alive:
+            try:
+                self.conn.send(("exit",))
+                self.proc.wait(timeout=2)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    def death(self) -> str:
+        """Why the worker ended (signal or exit code) and the last lines of its log."""
+        self.kill()
+        code = self.proc.returncode if self.proc is not None else None
+        if code is not None and code < 0:
+            try:
+                what = f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                what = f"killed by signal {-code}"
+        else:
+            what = f"exited with code {code}"
+        try:
+            with open(self.log.name, "r", errors="replace") as f:
+                lines = [ln.strip() for ln in f if ln.strip() and not ln.startswith("run ")]
+        except OSError:
+            lines = []
+        # faulthandler's headline says what happened ("Fatal Python error: Segmentation
+        # fault"); otherwise the last lines of the log (a C library's abort message, ...)
+        fatal = [ln for ln in lines if ln.startswith("Fatal Python error")]
+        tail = fatal[-1] if fatal else " | ".join(lines[-3:])
+        return f"worker {what}" + (f" ({tail})" if tail else "")
+
+
+class LocalRunner(Runner):
+    """Measure on this machine with ``workers`` processes (see the module docstring)."""
+
+    def __init__(self, workers: Optional[int] = None, build_timeout: float = 30.0,
+                 run_timeout: float = 20.0, number: int = 3, repeat: int = 3,
+                 min_repeat_ms: float = 25.0, check: bool = True, max_retries: int = 2):
+        self.workers = [_Worker(k) for k in range(workers or max(1, min(os.cpu_count() or 1, 4)))]
+        self.build_timeout, self.run_timeout = build_timeout, run_timeout
+        self.timing = {"number": number, "repeat": repeat, "min_repeat_ms": min_repeat_ms}
+        self.check = check
+        self.max_retries = max_retries
+        self._jobs = 0
+        self._finalizer = weakref.finalize(self, _shutdown, self.workers)
+
+    def close(self) -> None:
+        self._finalizer()
+
+    # ------------------------------------------------------------------------------------------
+    def measure(self, inputs: Sequence[MeasureInput], timing: Optional[dict] = None,
+                run_timeout: Optional[float] = None) -> list[MeasureResult]:
+        timing = {**self.timing, **(timing or {})}
+        run_timeout = self.run_timeout if run_timeout is None else run_timeout
+        results: list[Optional[MeasureResult]] = [None] * len(inputs)
+        tries = [0] * len(inputs)
+        todo = list(range(len(inputs)))
+        while todo:
+            for k in todo:
+                tries[k] += 1
+            built = self._build_all(inputs, todo, results)
+            todo = []
+            for k, worker, gen, job, build_s in built:
+                if worker.generation != gen or not worker.alive:
+                    if tries[k] > self.max_retries:  # lost with a crashing neighbour, again
+                        results[k] = MeasureResult("run_error", error="kernel lost: its worker "
+                                                   "kept crashing on other candidates")
+                    else:
+                        todo.append(k)
+                    continue
+                results[k] = self._run(worker, job, build_s, timing, run_timeout)
+        return results  # type: ignore[return-value]
+
+    def _ensure(self, worker: _Worker) -> None:
+        if not worker.alive:
+            worker.kill()
+            worker.start()
+
+    def _build_all(self, inputs, indices, results) -> list[tuple]:
+        """Build the candidates ``indices`` on the workers in parallel; returns
+        (index, worker, generation, job id, build seconds) for the ones that built."""
+        queue = list(indices)
+        busy: dict[_Worker, tuple[int, str, float, int]] = {}   # -> (index, step, deadline, job)
+        built = []
+
+        def dispatch(worker: _Worker, k: int) -> None:
+            task = inputs[k].task
+            self._ensure(worker)
+            deadline = time.monotonic() + self.build_timeout
+            if task.key not in worker.tasks:
+                # without a numpy reference the worker also builds and runs the unscheduled
+                # function once: allow it a run's time as well
+                deadline += self.run_timeout
+                arrays, outputs, expected = task.data()
+                worker.conn.send(("task", task.key, task.func, task.target, arrays, outputs,
+                                  expected, (task.rtol, task.atol)))
+                busy[worker] = (k, "task", deadline, -1)
+            else:
+                self._jobs += 1
+                worker.conn.send(("build", self._jobs, task.key, inputs[k].func))
+                busy[worker] = (k, "build", deadline, self._jobs)
+
+        while queue or busy:
+            for worker in self.workers:
+                if queue and worker not in busy:
+                    dispatch(worker, queue.pop(0))
+            timeout = max(0.0, min(d for _, _, d, _ in busy.values()) - time.monotonic())
+            ready = wait([w.conn for w in busy], timeout=timeout)
+            for worker in list(busy):
+                k, step, deadline, job = busy[worker]
+                if worker.conn in ready:
+                    try:
+                        msg = worker.conn.recv()
+                    except (EOFError, OSError):
+                        del busy[worker]
+                        results[k] = MeasureResult("build_error", error=f"crashed while "
+                                                   f"building: {worker.death()}")
+                        continue
+                    del busy[worker]
+                    if msg[0] == "task_ok":
+                        worker.tasks.add(msg[1])
+                        task = inputs[k].task
+                        if task.data()[2] is None:  # computed by the worker: share it
+                            task._data = (task._data[0], task._data[1], msg[2])
+                        dispatch(worker, k)
+                    elif msg[0] == "built":
+                        built.append((k, worker, worker.generation, msg[1], msg[2]))
+                    elif msg[0] == "build_error":
+                        results[k] = MeasureResult("build_error", error=msg[2])
+                    else:  # ("error", kind, text): preparing the workload failed
+                        results[k] = MeasureResult("build_error", error=f"{msg[1]}: {msg[2]}")
+                elif time.monotonic() >= deadline:
+                    del busy[worker]
+                    worker.kill()
+                    what = "building" if step == "build" else "preparing the workload"
+                    limit = self.build_timeout + (0 if step == "build" else self.run_timeout)
+                    results[k] = MeasureResult("timeout", error=f"{what} took longer than "
+                                               f"{limit:g} s")
+        built.sort(key=lambda b: b[0])
+        return built
+
+    def _run(self, worker: _Worker, job: int, build_s: float, timing: dict,
+             run_timeout: float) -> MeasureResult:
+        t0 = time.monotonic()
+        try:
+            worker.conn.send(("run", job, timing, self.check))
+        except OSError:  # it died after building (killed from outside, out of memory)
+            return MeasureResult("run_error", error=f"worker lost before running: "
+                                 f"{worker.death()}", build_seconds=build_s)
+        if not wait([worker.conn], timeout=run_timeout):
+            worker.kill()
+            return MeasureResult("timeout", error=f"running took longer than "
+                                 f"{run_timeout:g} s (hang or far too slow)",
+                                 build_seconds=build_s, run_seconds=time.monotonic() - t0)
+        try:
+            msg = worker.conn.recv()
+        except (EOFError, OSError):
+            return MeasureResult("run_error", error=f"crashed while running: {worker.death()}",
+                                 build_seconds=build_s, run_seconds=time.monotonic() - t0)
+        if msg[0] == "error":
+            return MeasureResult("run_error", error=f"{msg[1]}: {msg[2]}", build_seconds=build_s)
+        _, _, status, latencies, error, run_s = msg
+        return MeasureResult(status, list(latencies), error, build_s, run_s)
+
+
+def _shutdown(workers: list[_Worker]) -> None:
+    for worker in workers:
+        worker.stop()
+        try:
+            worker.log.close()
+            os.unlink(worker.log.name)
+        except OSError:
+            pass

@@ -1,0 +1,200 @@
+"""``tune()``: search the design space of one or several functions, measuring in batches.
+
+    db = wb.tune(func, target="llvm", trials=64, database="tuning.sqlite", seed=0)
+    rec = db.best(func, "llvm")
+
+Each round the task scheduler picks a task; its search strategy proposes a batch of new,
+validated candidates; the runner builds and times them in worker processes; the batch is
+committed to the database, the cost model learns from it and the callbacks hear about it.
+Tuning into a database that already has records of a task resumes it: those trials are not
+measured again, count toward ``trials`` and train the cost model first.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import sys
+import time
+from typing import Any, Optional, Sequence, Union
+
+from ..ir.func import PrimFunc
+from .cost_model import CostModel
+from .database.base import Database, Record, target_str
+from .report import BatchEvent, ProgressBar, TaskSummary, TuneSummary, _isatty, dispatch
+from .runner import LocalRunner, MeasureInput, Runner, Task
+from .scheduler import TaskScheduler, TaskState
+from .search import SearchContext, SearchStrategy
+from .task import TuneTask, as_tasks, make_space
+
+#: records of a task replayed to warm up the cost model when resuming (the most recent ones)
+MAX_WARMUP_RECORDS = 256
+
+
+def tune(func_or_list: Union[PrimFunc, str, TuneTask, Sequence[Any]], target: Any = "llvm",
+         trials: int = 64, database: Union[str, Database] = "tuning.sqlite", seed: int = 0,
+         strategy: Any = "evolutionary", cost_model: Any = "xgb", space: Any = None,
+         callbacks: Sequence[Any] = (), num_trials_per_iter: int = 16,
+         task_scheduler: Any = "gradient", runner: Optional[Runner] = None,
+         workers: Optional[int] = None, build_timeout: float = 30.0, run_timeout: float = 20.0,
+         number: int = 3, repeat: int = 3, min_repeat_ms: float = 25.0, check: bool = True,
+         verbose: Optional[bool] = None, baseline: bool = True) -> Database:
+    """Tune ``func_or_list`` and return the database holding every measured record.
+
+    Parameters
+    ----------
+    func_or_list : a ``PrimFunc``, a workload name (``"GMM"``), a :class:`TuneTask`, or a list.
+    trials : the budget of measured candidates, over all tasks (records already in the
+        database count).
+    database : a path (``.sqlite``: SQLite, ``.jsonl``: JSON lines) or a ``Database``.
+    strategy : ``"evolutionary"``, ``"replay_trace"``, ``"replay_func"`` or a SearchStrategy.
+    cost_model : ``"xgb"``, ``"random"`` or a CostModel (one model serves all tasks).
+    space : the design space (see :func:`workbench.tune.task.make_space`); None: the target's
+        default schedule rules.
+    callbacks : functions called with each :class:`BatchEvent`, or objects with ``on_start`` /
+        ``on_batch`` / ``on_end``.
+    task_scheduler : ``"gradient"`` (Ansor's) or ``"round_robin"``.
+    runner : a Runner; None starts a :class:`LocalRunner` with ``workers``, the time limits and
+        the timing settings (``number``, ``repeat``, ``min_repeat_ms``), closed at the end.
+    verbose : print a progress bar and the summary (None: only on a terminal).
+    baseline : the summary also times the unscheduled function and the numpy reference.
+    """
+    tasks = as_tasks(func_or_list)
+    target = target_str(target)
+    db = Database.open(database)
+    model = CostModel.create(cost_model, seed=seed)
+    callbacks = list(callbacks)
+    if verbose or (verbose is None and _isatty(sys.stderr)):
+        callbacks.append(ProgressBar())
+    own_runner = runner is None
+    runner = runner or LocalRunner(workers=workers, build_timeout=build_timeout,
+                                   run_timeout=run_timeout, number=number, repeat=repeat,
+                                   min_repeat_ms=min_repeat_ms, check=check)
+    try:
+        session = _Session(tasks, target, db, model, runner, seed, strategy, space,
+                           TaskScheduler.create(task_scheduler, seed=seed), callbacks)
+        session.run(trials, num_trials_per_iter)
+        summary = session.summary(baseline)
+        dispatch(callbacks, "on_end", summary)
+    finally:
+        if own_runner:
+            runner.close()
+    return db
+
+
+class _Session:
+    """The state of one ``tune`` call: per-task contexts, strategies and scheduler states."""
+
+    def __init__(self, tasks: list[TuneTask], target: str, db: Database, model: CostModel,
+                 runner: Runner, seed: int, strategy: Any, space: Any,
+                 scheduler: TaskScheduler, callbacks: list):
+        self.tasks, self.target, self.db, self.model = tasks, target, db, model
+        self.runner, self.scheduler, self.callbacks = runner, scheduler, callbacks
+        self.t0 = time.monotonic()
+        self.measured = 0
+        self.batches = 0
+        self.failed = [0] * len(tasks)
+        self.measure_tasks = [Task(t.func, target, t.reference, seed=seed) for t in tasks]
+        self.states = [TaskState(weight=t.weight) for t in tasks]
+        self.contexts: list[SearchContext] = []
+        self.strategies: list[SearchStrategy] = []
+        for k, task in enumerate(tasks):
+            gen = make_space(space, target)
+            if len(tasks) > 1:
+                gen = gen.clone()  # mutators remember their task's function
+            ctx = SearchContext(task.func, target, gen, db, model, seed=seed + k)
+            strat = SearchStrategy.create(strategy)
+            if len(tasks) > 1 and isinstance(strategy, SearchStrategy):
+                strat = copy.deepcopy(strategy)
+            strat.initialize(ctx)
+            self.contexts.append(ctx)
+            self.strategies.append(strat)
+            records = db.records(task.func, target)     # resuming: they count
+            if records:
+                self.states[k].record(len(records), [r.latency for r in records])
+                self.failed[k] = sum(not r.ok for r in records)
+        dispatch(callbacks, "on_start", tasks)
+
+    def _warm_up(self) -> None:
+        """Train the cost model on the latest stored records of every task (resuming)."""
+        from .runner import MeasureResult
+        cands, results = [], []
+        for task in self.tasks:
+            for rec in self.db.records(task.func, self.target)[-MAX_WARMUP_RECORDS:]:
+                try:
+                    sch = rec.schedule()
+                except Exception:  # a record of another space / an unregistered primitive
+                    continue
+                cands.append(sch)
+                results.append(MeasureResult(rec.status, rec.latencies, rec.error))
+        if cands:
+            self.model.update(cands, results)
+
+    def run(self, trials: int, per_batch: int) -> None:
+        if sum(s.trials for s in self.states) < trials:
+            self._warm_up()
+        while True:
+            total = sum(s.trials for s in self.states)
+            if total >= trials:
+                return
+            k = self.scheduler.next(self.states)
+            if k is None:
+                return
+            self._batch(k, min(per_batch, trials - total), trials)
+
+    def _batch(self, k: int, n: int, budget: int) -> None:
+        task, ctx, state = self.tasks[k], self.contexts[k], self.states[k]
+        t0 = time.monotonic()
+        cands = self.strategies[k].propose(n)
+        search_s = time.monotonic() - t0
+        if not cands:
+            state.done = True  # the space has no new candidate left
+            return
+        t0 = time.monotonic()
+        results = self.runner.measure([MeasureInput(self.measure_tasks[k], c.func)
+                                       for c in cands])
+        measure_s = time.monotonic() - t0
+        self.db.add([Record.of(task.func, self.target, c.trace, r.latencies, r.status, r.error,
+                               predicted=c.predicted, build_seconds=r.build_seconds,
+                               run_seconds=r.run_seconds)
+                     for c, r in zip(cands, results)])
+        self.model.update([c.sch for c in cands], results)
+        self.strategies[k].notify(cands, results)
+        state.record(len(cands), [r.latency for r in results])
+        self.failed[k] += sum(r.status != "ok" for r in results)
+        self.measured += len(cands)
+        self.batches += 1
+        best = self.db.best(task.func, self.target)
+        dispatch(self.callbacks, "on_batch", BatchEvent(
+            task.name, k, self.batches, cands, results, state.best,
+            best.trace if best is not None else None, state.trials,
+            sum(s.trials for s in self.states), budget, time.monotonic() - self.t0,
+            search_s, measure_s, task.flops))
+
+    def summary(self, baseline: bool) -> TuneSummary:
+        out = TuneSummary(seconds=time.monotonic() - self.t0, measured=self.measured)
+        for k, task in enumerate(self.tasks):
+            best = self.db.best(task.func, self.target)
+            row = TaskSummary(task.name, self.states[k].trials, self.failed[k],
+                              best.latency if best is not None else math.inf, task.flops)
+            if baseline:
+                row.baseline, row.numpy = self._baselines(k)
+            out.tasks.append(row)
+        return out
+
+    def _baselines(self, k: int) -> tuple[Optional[float], Optional[float]]:
+        """Seconds of the unscheduled function (measured like a candidate, once) and of the
+        numpy reference (in this process), None where unavailable."""
+        from .worker import time_entry
+        task, mtask = self.tasks[k], self.measure_tasks[k]
+        # an unscheduled function at a paper shape can take seconds per run: time it once
+        res = self.runner.measure([MeasureInput(mtask, task.func)],
+                                  timing={"number": 1, "repeat": 1, "min_repeat_ms": 0},
+                                  run_timeout=120.0)
+        unscheduled = res[0].latency if res[0].status == "ok" else None
+        numpy_s = None
+        if task.reference is not None:
+            arrays, outputs, _ = mtask.data()
+            inputs = [a for j, a in enumerate(arrays) if j not in outputs]
+            numpy_s = min(time_entry(task.reference, inputs, number=1, repeat=3,
+                                     min_repeat_ms=25.0))
+        return unscheduled, numpy_s

@@ -1,0 +1,193 @@
+"""The measurement worker: a separate Python process that builds and times candidates.
+
+Started by :class:`~workbench.tune.runner.LocalRunner` as ``python -m workbench.tune.worker FD``
+(a fresh interpreter: no ``__main__`` re-import, so it works from notebooks and from scripts
+without a ``__main__`` guard). It talks over the socket ``FD`` with pickled tuples:
+
+    ("task", task_id, func, target, inputs, outputs, expected, tolerance)
+        -> ("task_ok", task_id, expected)     inputs: every parameter's array; outputs: the
+                                              written parameters' indices; expected None: the
+                                              worker computes it with the unscheduled func
+    ("build", job_id, task_id, func)  -> ("built", job_id, seconds) | ("build_error", job_id, msg)
+    ("run", job_id, timing, check)    -> ("ran", job_id, status, latencies, msg, seconds)
+    anything that fails outside a candidate -> ("error", kind, msg)
+
+A kernel that crashes the process, or hangs, is the parent's business: it sees the socket close
+or its deadline pass, kills this process and starts another. Everything the parent needs to
+record a failure with its reason is either sent back or in this process's log (stderr).
+"""
+from __future__ import annotations
+
+import ctypes
+import faulthandler
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any, Optional
+
+import numpy as np
+
+
+class _Task:
+    """One workload's data, kept for every candidate of it: pristine inputs, reused arrays."""
+
+    def __init__(self, func, target, inputs, outputs, expected, tolerance):
+        self.func, self.target = func, target
+        self.pristine = [np.array(a) for a in inputs]
+        self.arrays = [np.array(a) for a in inputs]
+        self.outputs = list(outputs)
+        self.expected = expected
+        self.rtol, self.atol = tolerance
+
+    def reset(self) -> None:
+        """Restore inputs (a bad kernel may have scribbled on them); poison the outputs, so an
+        element a candidate forgets to write is caught."""
+        for k, (work, pristine) in enumerate(zip(self.arrays, self.pristine)):
+            if k in self.outputs:
+                work.fill(np.nan if work.dtype.kind == "f" else -12345)
+            else:
+                np.copyto(work, pristine)
+
+    def mismatch(self) -> Optional[str]:
+        """None if every output matches the expected one, else what differs."""
+        for k, exp in zip(self.outputs, self.expected):
+            got = self.arrays[k]
+            scale = float(np.max(np.abs(exp))) if exp.size else 0.0
+            atol = self.atol * max(scale, 1e-30)
+            if not np.allclose(got, exp, rtol=self.rtol, atol=atol, equal_nan=True):
+                bad = ~np.isclose(got, exp, rtol=self.rtol, atol=atol, equal_nan=True)
+                first = tuple(int(i) for i in np.argwhere(bad)[0])
+                return (f"output {self.func.params[k].name}: {int(bad.sum())} of {bad.size} "
+                        f"elements differ; at {first}: got {got[first].item()!r}, expected "
+                        f"{exp[first].item()!r}")
+        return None
+
+
+def time_entry(entry, args, number: int, repeat: int, min_repeat_ms: float) -> list[float]:
+    """Seconds per run, one value per repeat, the way TVM's time evaluator measures.
+
+    Each repeat runs ``number`` times back to back; when a repeat is shorter than
+    ``min_repeat_ms``, ``number`` grows (and the short repeat is discarded) so that timer
+    resolution and call overhead do not dominate small kernels. One more repeat than asked
+    runs first and is discarded, as a warm-up. A repeat stops early once it has lasted ten
+    times ``min_repeat_ms`` (at least 50 ms): on a loaded machine a parallel kernel can stall
+    for a scheduler tick now and then, and ``number`` was sized on the fast runs.
+    """
+    results: list[float] = []
+    min_s = min_repeat_ms / 1e3
+    cap = max(10 * min_s, 0.05)
+    warm = False
+    clock = time.perf_counter
+    while len(results) < repeat:
+        runs = 0
+        t0 = clock()
+        while runs < number:
+            entry(*args)
+            runs += 1
+            if not runs & 7 and clock() - t0 > cap:
+                break
+        dt = clock() - t0
+        if dt < min_s and number < 1 << 30:
+            per_run = max(dt / runs, 1e-9)
+            number = max(int(number * 1.618) + 1, int(min_s / per_run * 1.1) + 1)
+            continue
+        if warm:
+            results.append(dt / runs)
+        warm = True
+    return results
+
+
+def _error_text(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    tb = traceback.extract_tb(exc.__traceback__)
+    if tb:
+        last = tb[-1]
+        text += f"  [{os.path.basename(last.filename)}:{last.lineno} in {last.name}]"
+    return text
+
+
+class Worker:
+    """The message loop (see the module docstring)."""
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+        self.tasks: dict[Any, _Task] = {}
+        self.kernels: dict[Any, tuple[Any, Any]] = {}  # job -> (task_id, kernel)
+
+    def serve(self) -> None:
+        while True:
+            try:
+                msg = self.conn.recv()
+            except EOFError:  # the parent went away
+                return
+            try:
+                reply = getattr(self, "on_" + msg[0])(*msg[1:])
+            except Exception as exc:  # our own failure (bad message, reference run): report it
+                reply = ("error", msg[0], _error_text(exc))
+            if reply is not None:
+                self.conn.send(reply)
+
+    def on_exit(self) -> None:
+        sys.exit(0)
+
+    def on_task(self, task_id, func, target, inputs, outputs, expected, tolerance):
+        task = _Task(func, target, inputs, outputs, expected, tolerance)
+        if task.expected is None:
+            from ..codegen import build
+            kernel = build(func, target)
+            task.reset()
+            kernel(*task.arrays)
+            task.expected = [task.arrays[k].copy() for k in task.outputs]
+        self.tasks[task_id] = task
+        return ("task_ok", task_id, task.expected)
+
+    def on_build(self, job_id, task_id, func):
+        from ..codegen import build
+        t0 = time.perf_counter()
+        try:
+            kernel = build(func, self.tasks[task_id].target)
+        except Exception as exc:  # a candidate the backend rejects: its failure, not ours
+            return ("build_error", job_id, _error_text(exc))
+        self.kernels[job_id] = (task_id, kernel)
+        return ("built", job_id, time.perf_counter() - t0)
+
+    def on_run(self, job_id, timing, check):
+        task_id, kernel = self.kernels.pop(job_id)
+        task = self.tasks[task_id]
+        t0 = time.perf_counter()
+        task.reset()
+        print(f"run {job_id}", file=sys.stderr, flush=True)  # names the culprit of a crash
+        try:
+            kernel.entry(*task.arrays)  # the check run doubles as the warm-up
+            if check:
+                wrong = task.mismatch()
+                if wrong is not None:
+                    return ("ran", job_id, "wrong_result", [], wrong, time.perf_counter() - t0)
+            latencies = time_entry(kernel.entry, task.arrays, **timing)
+        except Exception as exc:
+            return ("ran", job_id, "run_error", [], _error_text(exc), time.perf_counter() - t0)
+        return ("ran", job_id, "ok", latencies, "", time.perf_counter() - t0)
+
+
+def _die_with_parent() -> None:
+    """Linux: get SIGKILL when the parent dies, so an orphan never spins in a hung kernel."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # elsewhere the parent's closed socket still ends an idle worker
+
+
+def main(argv: list[str]) -> None:
+    _die_with_parent()
+    faulthandler.enable()  # a segfault prints the Python stack to the log the parent reads
+    sock = socket.socket(fileno=int(argv[0]))
+    Worker(Connection(sock.detach())).serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
