@@ -16,7 +16,8 @@ from .schedule.tensor_intrin import TensorIntrin
 from .schedule import (BlockRV, ExprRV, Instruction, InstructionKind, LoopRV, Schedule, Trace,
                        schedule_primitive)
 from . import space, workloads
-from .tune import Database, tune
+from . import tune  # a callable module: wb.tune(...) tunes, wb.tune.XGBModel etc. are its parts
+from .tune import Database
 from .space import generate_design_space
 
 __version__ = "0.1.0"
