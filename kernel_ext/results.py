@@ -32,7 +32,7 @@ def summary_html(summary: "TuneSummary") -> str:
 def record_html(rec: "Record") -> str:
     """A record: status and latency, then its trace."""
     name = rec.workload.name if rec.workload else "?"
-    what = (f"{fmt_seconds(rec.latency)} (mean of {len(rec.latencies)})" if rec.ok
+    what = (f"{fmt_seconds(rec.latency)} (median of {len(rec.latencies)})" if rec.ok
             else f"{rec.status}: {html.escape(rec.error[:300])}")
     return (f'<div style="font-weight: 600;">Record of {html.escape(name)} on '
             f'{html.escape(rec.target)}: {what}</div>{trace_html(rec.trace)}')
