@@ -25,6 +25,7 @@ from workbench import workloads
 from workbench.codegen.build import build
 from workbench.codegen.target import Target
 from workbench.schedule import REGISTRY, Schedule
+from timing import side_by_side  # bench/timing.py (scripts run from bench/)
 
 X_TILE, F_TILE = 4, 32      # output columns x channels per tile (channels are the SIMD lanes)
 
@@ -71,20 +72,6 @@ def fused_cached(func) -> Schedule:
     sch.decompose_reduction(conv, ry)           # the init's loops copy the tile's kinds
     sch.vectorize(sch.get_loops(write_back)[-1])
     return sch
-
-
-def side_by_side(fns, rounds: int, number: int) -> list[float]:
-    """Best mean time of each function, measured in alternation."""
-    best = [float("inf")] * len(fns)
-    for fn in fns:
-        fn()  # warm-up
-    for _ in range(rounds):
-        for k, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            best[k] = min(best[k], (time.perf_counter() - t0) / number)
-    return best
 
 
 def main() -> None:

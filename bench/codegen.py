@@ -40,6 +40,7 @@ from workbench.ir import (Allocate, Buffer, BufferStore, FloatImm, ForKind, IntI
                           seq)
 from workbench.ir.stmt import make_for
 from workbench.schedule import Schedule
+from timing import side_by_side  # bench/timing.py (scripts run from bench/)
 
 ROWS, COLS = 8, 32  # register tile: 8 rows x 2 AVX-512 vectors = 16 accumulators
 
@@ -96,20 +97,6 @@ def gmm_micro_kernel(n: int) -> PrimFunc:
         tile(BufferStore(Z, acc[ii, jj], (IntImm(0), row, col)))))), ForKind.PARALLEL)
     return PrimFunc("gmm_micro_kernel", (X, Y, Z), Allocate(packed, seq(pack, nest)),
                     {"lowered": True})
-
-
-def side_by_side(fns, rounds: int, number: int) -> list[float]:
-    """Best mean time of each function, measured in alternation."""
-    best = [float("inf")] * len(fns)
-    for fn in fns:
-        fn()  # warm-up
-    for _ in range(rounds):
-        for k, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            best[k] = min(best[k], (time.perf_counter() - t0) / number)
-    return best
 
 
 def timed_build(what):

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import time
 
 # one BLAS thread, like the kernels (set before numpy loads its BLAS; the caller may override)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -32,6 +31,7 @@ from workbench import workloads  # noqa: E402
 from workbench.codegen.build import build  # noqa: E402
 from workbench.codegen.target import Target  # noqa: E402
 from workbench.schedule import Schedule  # noqa: E402
+from timing import side_by_side  # bench/timing.py (scripts run from bench/)
 
 TILE = (8, 32, 64)
 INTRIN = "avx512_f32_gemm_{}x{}x{}".format(*TILE)
@@ -47,20 +47,6 @@ def gmm_schedule(n: int, tensorize: bool) -> Schedule:
     if tensorize:
         sch.tensorize(i1, INTRIN)
     return sch
-
-
-def side_by_side(fns, rounds: int, number: int) -> list[float]:
-    """Best mean time of each function, measured in alternation."""
-    best = [float("inf")] * len(fns)
-    for fn in fns:
-        fn()  # warm-up
-    for _ in range(rounds):
-        for k, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            best[k] = min(best[k], (time.perf_counter() - t0) / number)
-    return best
 
 
 def bench_gmm(sizes, rounds: int) -> None:
