@@ -161,3 +161,39 @@ def test_picks_spread_over_structures():
     assert max(total.values()) > 2                          # some structure is over the cap
     head = kinds[:sum(min(m, 2) for m in total.values())]
     assert {s: head.count(s) for s in total} == {s: min(m, 2) for s, m in total.items()}
+
+
+def decisions(trace):
+    return [repr(i.decision) for i in trace.insts if i.kind.is_sampling]
+
+
+def test_local_share_proposes_neighbours_of_the_fastest_records():
+    """With ``local_share=1`` every pick is an unmeasured mutant (one or two changed
+    decisions) of one of the ``num_elites`` fastest records."""
+    db = Database.open(":memory:")
+    ctx = context(db=db, seed=2)
+    batch = ReplayTrace()
+    batch.initialize(ctx)
+    measured = batch.propose(6)
+    db.add([Record.of(small("GMM"), "llvm", c.trace, [(k + 1) * 1e-3])
+            for k, c in enumerate(measured)])
+    evo = EvolutionarySearch(population_size=8, num_iters=1, local_share=1.0, eps_greedy=0.0,
+                             num_elites=2, neighbours_per_elite=8)
+    evo.initialize(context(db=db, seed=2))
+    picks = evo.propose(4)
+    assert picks
+    elites = [decisions(c.trace) for c in measured[:2]]
+    for c in picks:
+        assert c.hash not in {m.hash for m in measured}
+        mine = decisions(c.trace)
+        assert min(sum(a != b for a, b in zip(mine, e)) for e in elites) in (1, 2)
+
+
+def test_random_samples_come_from_the_generator():
+    """Random samples re-run the space generator (every schedule of a run is a sample): all
+    valid, distinct and counted in the search statistics."""
+    ctx = context(space=None, seed=0)
+    samples = ctx.random_candidates(12)
+    assert len(samples) == 12
+    assert ctx.stats.valid == 12 and ctx.stats.proposed >= 12
+    assert len({c.hash for c in samples}) == 12

@@ -130,16 +130,31 @@ class SearchContext:
         return scores
 
     def random_candidates(self, n: int, max_tries: Optional[int] = None) -> list[Candidate]:
-        """Up to ``n`` valid random samples of the space (fresh decisions on the traces)."""
-        out = []
-        tries = max_tries if max_tries is not None else 4 * n + 8
+        """Up to ``n`` valid random points of the space: the space generator run again with
+        fresh seeds, every schedule it returns a sample (at most ``max_tries`` runs).
+
+        Not the design-space traces replayed with new decisions (:meth:`replayed_sample`): a
+        trace keeps the instructions its rules emitted for its own decisions, so replaying it
+        with others misses structures the rules would have built — on TBG, a replayed space
+        never inlines a stage that a third of the generated ones do."""
+        from ..space import run_postprocs
+        out: list[Candidate] = []
+        tries = max_tries if max_tries is not None else n + 8
         for _ in range(tries):
             if len(out) >= n:
                 break
-            cand = self.finish(self.rng.choice(self.design_spaces).trace, resample=True)
-            if cand is not None:
-                out.append(cand)
+            spaces = self.space.generate_design_space(self.func, seed=self.seed())
+            self.rng.shuffle(spaces)
+            for sch in spaces[:n - len(out)]:
+                self.stats.proposed += 1
+                if run_postprocs(sch, self.space.postprocs) is None:
+                    self.stats.valid += 1
+                    out.append(Candidate(sch))
         return out
+
+    def replayed_sample(self) -> Optional[Candidate]:
+        """One of the design-space traces replayed with fresh decisions (None if invalid)."""
+        return self.finish(self.rng.choice(self.design_spaces).trace, resample=True)
 
     def take_new(self, candidates: Sequence[Candidate], n: int) -> list[Candidate]:
         """The first ``n`` candidates not seen before (marking them seen)."""
@@ -201,29 +216,23 @@ class ReplayTrace(SearchStrategy):
         out: list[Candidate] = []
         misses = 0
         while len(out) < n and misses < self.max_misses:
-            new = ctx.take_new(ctx.random_candidates(1, max_tries=1), 1)
+            sample = ctx.replayed_sample()
+            new = ctx.take_new([sample] if sample else [], 1)
             out += new
             misses = 0 if new else misses + 1
         return out
 
 
 class ReplayFunc(SearchStrategy):
-    """Random search: run the space generator again with a fresh seed for each candidate."""
+    """Random search: run the space generator again with a fresh seed for new candidates."""
 
     def _propose(self, n: int) -> list[Candidate]:
-        from ..space import run_postprocs
         ctx = self.ctx
         out: list[Candidate] = []
-        for _ in range(8 * n + 8):
+        for _ in range(8):
             if len(out) >= n:
                 break
-            ctx.stats.proposed += 1
-            spaces = ctx.space.generate_design_space(ctx.func, seed=ctx.seed())
-            sch = ctx.rng.choice(spaces)
-            if run_postprocs(sch, ctx.space.postprocs) is not None:
-                continue
-            ctx.stats.valid += 1
-            out += ctx.take_new([Candidate(sch)], 1)
+            out += ctx.take_new(ctx.random_candidates(n - len(out)), n - len(out))
         return out
 
 
@@ -234,21 +243,31 @@ class EvolutionarySearch(SearchStrategy):
     traces, the rest from random samples; ``num_iters`` generations in which each chain
     proposes a mutant (with probability ``mutate_prob``; a failed mutation is retried up to
     ``max_fail_count`` times) accepted with probability ``min(1, exp((s' - s) / T))``, the
-    temperature going from ``temperature`` down by ``cooling`` each generation. ``eps_greedy``
-    of each batch are random unmeasured samples instead of the predicted best: more than TVM's
-    5%, because a population this small (Python replays cost milliseconds) otherwise clusters
-    its picks around the first good region it finds. For the same reason at most
-    ``max_same_structure`` of the predicted picks share a *structure* — the decisions other
-    than tile sizes (compute locations, unroll steps): mutators change those rarely, so the
-    population would otherwise keep the first good structure and only retile it.
+    temperature going from ``temperature`` down by ``cooling`` each generation.
+
+    Picking the batch, for budgets of tens of trials where the cost model has seen only a few
+    dozen records (its rank correlation on held-out random candidates is then 0.2-0.4, and 64
+    random samples already hold one of the fastest few percent of the space): ``local_share``
+    of the batch are *neighbours of the fastest measured traces* — ``neighbours_per_elite``
+    mutants (one or two mutations) of each of the ``num_elites`` best records, the best
+    predicted first — a local search that finds what random sampling does not, even when the
+    model's global ranking is poor; the rest are the best predicted of the evolved pool, at
+    most ``max_same_structure`` of them sharing a *structure* (the decisions other than tile
+    sizes: compute locations, unroll steps — mutators change those rarely, so the picks would
+    otherwise crowd on the first good structure); ``eps_greedy`` of the batch are random
+    unmeasured samples (from the space generator, like :class:`ReplayFunc`).
     """
 
     def __init__(self, population_size: int = 64, init_measured_ratio: float = 0.2,
-                 num_iters: int = 3, mutate_prob: float = 0.85, max_fail_count: int = 4,
-                 eps_greedy: float = 0.2, temperature: float = 0.1, cooling: float = 0.5,
-                 max_same_structure: float = 0.25):
+                 num_iters: int = 2, mutate_prob: float = 0.85, max_fail_count: int = 4,
+                 eps_greedy: float = 0.1, temperature: float = 0.1, cooling: float = 0.5,
+                 max_same_structure: float = 0.25, local_share: float = 0.4,
+                 num_elites: int = 4, neighbours_per_elite: int = 12):
         self.population_size = population_size
         self.init_measured_ratio = init_measured_ratio
+        self.local_share = local_share
+        self.num_elites = num_elites
+        self.neighbours_per_elite = neighbours_per_elite
         self.num_iters = num_iters
         self.mutate_prob = mutate_prob
         self.max_fail_count = max_fail_count
@@ -281,6 +300,22 @@ class EvolutionarySearch(SearchStrategy):
             if child is not None:
                 return child
         return None
+
+    def _neighbours(self) -> list[Candidate]:
+        """Unmeasured mutants of the fastest measured traces, the best predicted first."""
+        ctx = self.ctx
+        found: dict[str, Candidate] = {}
+        for rec in ctx.database.top_k(ctx.func, ctx.target, self.num_elites):
+            elite = ctx.finish(rec.trace)
+            for _ in range(self.neighbours_per_elite if elite is not None else 0):
+                child = self._mutate(elite)
+                if child is not None and ctx.rng.random() < 0.5:
+                    child = self._mutate(child) or child
+                if child is not None and child.hash not in ctx.seen:
+                    found.setdefault(child.hash, child)
+        ranked = list(found.values())
+        ctx.predict(ranked)
+        return sorted(ranked, key=lambda c: -(c.predicted or 0.0))
 
     def _propose(self, n: int) -> list[Candidate]:
         ctx = self.ctx
@@ -316,7 +351,10 @@ class EvolutionarySearch(SearchStrategy):
             temperature *= self.cooling
         ranked = sorted(pool.values(), key=lambda c: -(c.predicted or 0.0))
         n_random = int(round(n * self.eps_greedy))
-        picked = ctx.take_new(_diverse(ranked, n - n_random, self.max_same_structure), n - n_random)
+        n_local = int(round(n * self.local_share))
+        picked = ctx.take_new(self._neighbours(), n_local)
+        picked += ctx.take_new(_diverse(ranked, n - n_random - len(picked),
+                                        self.max_same_structure), n - n_random - len(picked))
         explore = ctx.random_candidates(n_random + 2)
         ctx.predict(explore)
         picked += ctx.take_new(explore, n - len(picked))

@@ -421,12 +421,19 @@ def compute_location_candidates(func: PrimFunc, block: Block) -> tuple[list[int]
     unit loops, stopping at the first spatial loop after a non-spatial one and at non-spatial
     loops past the last spatial one (they would only repeat the producer).
     """
+    checks, loops = _location_checks(func, block)
+    return [d for d, valid in checks if valid()], loops
+
+
+def _location_checks(func: PrimFunc, block: Block):
+    """``([(decision, is_valid), ...], loops)``: the decisions that qualify structurally, in
+    order, each with a thunk that tries the primitive (the costly part, so callers replaying a
+    known decision check only that one)."""
     idx = index(func)
-    out = [-2] if _valid(compute_inline_func, func, block) else []
-    out.append(-1)
+    checks = [(-2, lambda: _valid(compute_inline_func, func, block)), (-1, lambda: True)]
     cons = consumers(idx, block)
     if not cons:
-        return out, []
+        return checks, []
     chains = [idx.loops_above(idx.realizes[b.name]) for b in cons]
     shared = 0
     while all(len(c) > shared and c[shared] is chains[0][shared] for c in chains):
@@ -445,9 +452,9 @@ def compute_location_candidates(func: PrimFunc, block: Block) -> tuple[list[int]
             seen_other = True
             if k > last_spatial:
                 break
-        if _valid(relocate, func, block, loops[k], "compute_at", True):
-            out.append(k)
-    return out, loops
+        checks.append((k, lambda loop=loops[k]: _valid(relocate, func, block, loop,
+                                                         "compute_at", True)))
+    return checks, loops
 
 
 @schedule_primitive("sample_compute_location", sampling=True)
@@ -464,13 +471,14 @@ def sample_compute_location(sch, block: BlockRV, decision: Optional[int] = None)
         sch.compute_at(block=b0, loop=l3, preserve_unit_loops=True, index=-1)
     """
     node = sch.get(block)
-    candidates, loops = compute_location_candidates(sch.func, node)
     if decision is None:
+        candidates, loops = compute_location_candidates(sch.func, node)
         decision = sch.rng.choice(candidates)
     elif isinstance(decision, bool) or not isinstance(decision, int) or decision < -2:
         raise ScheduleError("sample_compute_location", f"decision {decision!r} is not -2, -1 or a "
                             f"loop position", argument="decision")
-    elif decision not in candidates:
-        decision = max((c for c in candidates if c < decision), default=-1)
+    else:  # the recorded decision if still valid, else the nearest valid one before it
+        checks, loops = _location_checks(sch.func, node)
+        decision = next((d for d, valid in reversed(checks) if d <= decision and valid()), -1)
     mark = {-2: INLINE_MARK, -1: ROOT_MARK}.get(decision)
     return sch.new_rv(LoopRV, mark or loops[decision].loop_var), decision

@@ -136,12 +136,12 @@ def _max_contiguous(idx, block: Block, loops: list[For]) -> int:
     binding = {iv.var: v for iv, v in zip(block.iter_vars, realize.iter_values)}
     limit = len(loops)
     for access in (*block.reads, *block.writes):
+        indices = [simplify(substitute(r.min, binding)) for r in access.region]
         strides = []
         for loop in loops:
             stride, buffer_stride = 0, 1
             for dim in range(len(access.region) - 1, -1, -1):
-                index = simplify(substitute(access.region[dim].min, binding))
-                coef = _stride(index, loop.loop_var)
+                coef = _stride(indices[dim], loop.loop_var)
                 if coef:
                     stride = coef * buffer_stride
                     break
