@@ -135,8 +135,8 @@ class SearchContext:
 
         Not the design-space traces replayed with new decisions (:meth:`replayed_sample`): a
         trace keeps the instructions its rules emitted for its own decisions, so replaying it
-        with others misses structures the rules would have built — on TBG, a replayed space
-        never inlines a stage that a third of the generated ones do."""
+        with others misses structures the rules would have built — on TBG, one replayed
+        design space never inlined a stage that a fifth of the generated schedules inline."""
         from ..space import run_postprocs
         out: list[Candidate] = []
         tries = max_tries if max_tries is not None else n + 8
@@ -246,7 +246,7 @@ class EvolutionarySearch(SearchStrategy):
     temperature going from ``temperature`` down by ``cooling`` each generation.
 
     Picking the batch, for budgets of tens of trials where the cost model has seen only a few
-    dozen records (its rank correlation on held-out random candidates is then 0.2-0.4, and 64
+    dozen records (its rank correlation on held-out random candidates is then 0.1-0.4, and 64
     random samples already hold one of the fastest few percent of the space): ``local_share``
     of the batch are *neighbours of the fastest measured traces* — ``neighbours_per_elite``
     mutants (one or two mutations) of each of the ``num_elites`` best records, the best
