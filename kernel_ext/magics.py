@@ -79,22 +79,18 @@ def resolve_func(name: str, namespace: dict[str, Any], shape: dict[str, Any],
             return value.func
         raise MagicArgumentError(f"{name} is a {type(value).__name__}; expected a PrimFunc, a "
                                  f"Schedule or a workload name")
-    try:
-        workload = wb.workloads.lookup(name)
-    except KeyError as exc:
-        raise MagicArgumentError(f"{name!r} is neither a variable of this notebook nor a "
-                                 f"workload ({', '.join(wb.workloads.names())})") from exc
-    if small:
-        shape = {**wb.workloads.small(workload.name), **shape}
-    try:
-        return wb.workloads.get(workload.name, **shape)
-    except TypeError as exc:
-        raise MagicArgumentError(str(exc)) from None
+    return _from_workload(wb.workloads.get, name, shape, small)
 
 
 def workload_task(name: str, shape: dict[str, Any], small: bool = False) -> Any:
     """A ``TuneTask`` of the workload ``name`` (its numpy reference checks every candidate)."""
     from workbench.tune import TuneTask
+    return _from_workload(TuneTask.workload, name, shape, small)
+
+
+def _from_workload(make: Any, name: str, shape: dict[str, Any], small: bool) -> Any:
+    """``make(workload name, **shape)`` for the workload ``name``, with its small shape under
+    the given keywords if ``small``; unknown names and shape keywords as magic errors."""
     try:
         workload = wb.workloads.lookup(name)
     except KeyError as exc:
@@ -103,7 +99,7 @@ def workload_task(name: str, shape: dict[str, Any], small: bool = False) -> Any:
     if small:
         shape = {**wb.workloads.small(workload.name), **shape}
     try:
-        return TuneTask.workload(workload.name, **shape)
+        return make(workload.name, **shape)
     except TypeError as exc:
         raise MagicArgumentError(str(exc)) from None
 

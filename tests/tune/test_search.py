@@ -115,14 +115,19 @@ def test_evolution_follows_the_cost_model():
     assert evo_ctx.stats.scored >= 24 * 4
 
 
-def test_evolution_starts_from_the_database_best():
+def measured_db(n, seed=0):
+    """A database holding ``n`` random candidates, the k-th measured at (k + 1) ms."""
     db = Database.open(":memory:")
-    ctx = context(db=db)
     batch = ReplayTrace()
-    batch.initialize(ctx)
-    measured = batch.propose(3)
-    db.add([Record.of(small("GMM"), "llvm", c.trace, [k * 1e-3 + 1e-3])
+    batch.initialize(context(db=db, seed=seed))
+    measured = batch.propose(n)
+    db.add([Record.of(small("GMM"), "llvm", c.trace, [(k + 1) * 1e-3])
             for k, c in enumerate(measured)])
+    return db, measured
+
+
+def test_evolution_starts_from_the_database_best():
+    db, measured = measured_db(3)
     evo = EvolutionarySearch(population_size=10, init_measured_ratio=0.2)
     evo.initialize(context(db=db))
     population = evo._initial_population()
@@ -170,13 +175,7 @@ def decisions(trace):
 def test_local_share_proposes_neighbours_of_the_fastest_records():
     """With ``local_share=1`` every pick is an unmeasured mutant (one or two changed
     decisions) of one of the ``num_elites`` fastest records."""
-    db = Database.open(":memory:")
-    ctx = context(db=db, seed=2)
-    batch = ReplayTrace()
-    batch.initialize(ctx)
-    measured = batch.propose(6)
-    db.add([Record.of(small("GMM"), "llvm", c.trace, [(k + 1) * 1e-3])
-            for k, c in enumerate(measured)])
+    db, measured = measured_db(6, seed=2)
     evo = EvolutionarySearch(population_size=8, num_iters=1, local_share=1.0, eps_greedy=0.0,
                              num_elites=2, neighbours_per_elite=8)
     evo.initialize(context(db=db, seed=2))
