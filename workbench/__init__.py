@@ -4,7 +4,7 @@ The public API (``DESIGN.md``) is re-exported here; see the README for a tour.
 """
 from .errors import BuildError, InternalError, IRVerifyError, ScheduleError, WorkbenchError
 from .ir import Buffer, PrimFunc
-from .codegen import Kernel, Target, build, lower
+from .codegen import Kernel, Target, aligned, build, empty, lower, zeros
 from .ir.structural import assert_structural_equal, structural_equal, structural_hash
 from .ir.verify import verify
 from .ir.dsl import (Tensor, cast, compute, create_func, erf, exp, fabs, if_then_else, log,

@@ -1,7 +1,8 @@
 """Code generation: lowering, the backends (python reference, LLVM, CUDA) and ``Kernel``."""
+from .arrays import aligned, empty, zeros
 from .build import build
 from .kernel import Kernel
 from .lower import lower
 from .target import Target
 
-__all__ = ["build", "lower", "Kernel", "Target"]
+__all__ = ["build", "lower", "Kernel", "Target", "empty", "zeros", "aligned"]

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
+from ..codegen.arrays import aligned, zeros
 from ..ir import PrimFunc
 from ..ir.expr import is_float
 
@@ -153,7 +154,9 @@ def output_params(func: PrimFunc) -> list[int]:
 def random_args(name: str, seed: int = 0, **shape: Any) -> list[np.ndarray]:
     """Arrays for every parameter in order: inputs uniform in [-1, 1), outputs zeroed.
 
-    Integer inputs are uniform in [-8, 8). The same seed gives the same arrays.
+    Integer inputs are uniform in [-8, 8). The same seed gives the same arrays. Every array is
+    64-byte aligned (``wb.aligned``), as TVM's tensors are: wide loads then never straddle
+    cache lines.
     """
     func = get(name, **shape)
     outputs = set(output_params(func))
@@ -161,9 +164,9 @@ def random_args(name: str, seed: int = 0, **shape: Any) -> list[np.ndarray]:
     args = []
     for i, buf in enumerate(func.params):
         if i in outputs:
-            args.append(np.zeros(buf.shape, dtype=buf.dtype))
+            args.append(zeros(buf.shape, dtype=buf.dtype))
         elif is_float(buf.dtype):
-            args.append(rng.uniform(-1.0, 1.0, size=buf.shape).astype(buf.dtype))
+            args.append(aligned(rng.uniform(-1.0, 1.0, size=buf.shape).astype(buf.dtype)))
         else:
-            args.append(rng.integers(-8, 8, size=buf.shape).astype(buf.dtype))
+            args.append(aligned(rng.integers(-8, 8, size=buf.shape).astype(buf.dtype)))
     return args
