@@ -31,6 +31,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..codegen.arrays import aligned
+
 
 class _Task:
     """One workload's data, kept for every candidate of it: pristine inputs, reused arrays."""
@@ -38,7 +40,8 @@ class _Task:
     def __init__(self, func, target, inputs, outputs, expected, tolerance):
         self.func, self.target = func, target
         self.pristine = [np.array(a) for a in inputs]
-        self.arrays = [np.array(a) for a in inputs]
+        # 64-byte aligned, as users' arrays from wb.workloads.random_args and TVM's tensors
+        self.arrays = [aligned(np.array(a)) for a in inputs]
         self.outputs = list(outputs)
         self.expected = expected
         self.rtol, self.atol = tolerance
