@@ -1,8 +1,8 @@
 """Tuning benchmark: every workload at the paper's shape, evolutionary vs random search at equal
-trials, side by side with numpy and (given ``--anchor``) TVM MetaSchedule's recorded figures.
+trials, side by side with numpy (TVM MetaSchedule side by side in one run: bench/vs_tvm.py).
 
     python bench/tune.py                                   # all workloads, 64 trials (long)
-    python bench/tune.py --workloads GMM,C1D,SFM --anchor ../shared/anchors/tvm/results.json
+    python bench/tune.py --workloads GMM,C1D,SFM
     python bench/tune.py --small --trials 8                # a quick smoke run
 
 For each workload it prints: the best latency found by each strategy (as measured while tuning,
@@ -31,51 +31,9 @@ import workbench as wb  # noqa: E402
 from workbench.tune import (EvolutionarySearch, LocalRunner, MeasureInput, ReplayFunc,  # noqa: E402
                             Task, TuneTask, tune)
 from workbench.tune.worker import time_entry  # noqa: E402
+from timing import NUMPY  # noqa: E402  (bench/timing.py: scripts run from bench/)
 
 STRATEGIES = {"evolutionary": EvolutionarySearch, "random": ReplayFunc}
-ast = np.lib.stride_tricks.as_strided
-
-
-def _im2col_conv(x, w, stride, padding):
-    """N-d convolution (channels last) as one float32 GEMM over an im2col view."""
-    nsp = x.ndim - 2
-    ks, (ci, co) = w.shape[:nsp], w.shape[nsp:]
-    xp = np.pad(x, [(0, 0)] + [(padding, padding)] * nsp + [(0, 0)])
-    outs = [(s + 2 * padding - k) // stride + 1 for s, k in zip(x.shape[1:-1], ks)]
-    st = xp.strides
-    view = ast(xp, (x.shape[0], *outs, *ks, ci),
-               (st[0], *[stride * s for s in st[1:-1]], *st[1:-1], st[-1]))
-    return (view.reshape(-1, math.prod(ks) * ci) @ w.reshape(-1, co)).reshape(x.shape[0], *outs, co)
-
-
-def _depthwise(x, w, padding):
-    _, kh, kw, _ = w.shape
-    h, wd = x.shape[1:3]
-    xp = np.pad(x, ((0, 0), (padding, padding), (padding, padding), (0, 0)))
-    out = xp[:, :h, :wd] * w[0, 0, 0]
-    for i in range(kh):
-        for j in range(kw):
-            if i or j:
-                out += xp[:, i:i + h, j:j + wd] * w[0, i, j]
-    return out
-
-
-def _softmax(a):
-    e = np.exp(a - a.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-#: float32 numpy versions of the workloads numpy has an operation for: shape -> fn(*inputs)
-NUMPY = {
-    "GMM": lambda s: np.matmul,
-    "TBG": lambda s: lambda q, v: np.matmul(q.transpose(0, 2, 1, 3), v.transpose(0, 2, 3, 1)),
-    "C1D": lambda s: lambda x, w: _im2col_conv(x, w, s["stride"], s["padding"]),
-    "C2D": lambda s: lambda x, w: _im2col_conv(x, w, s["stride"], s["padding"]),
-    "DEP": lambda s: lambda x, w: _depthwise(x, w, s["padding"]),
-    "NRM": lambda s: lambda a: np.sqrt(np.vecdot(a.reshape(a.shape[0], -1),
-                                                 a.reshape(a.shape[0], -1))),
-    "SFM": lambda s: _softmax,
-}
 
 
 class Collect:
@@ -156,13 +114,11 @@ def main(argv=None):
     p.add_argument("--strategies", default="evolutionary,random")
     p.add_argument("--small", action="store_true", help="small shapes (smoke run)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--anchor", help="TVM MetaSchedule results JSON (shared/anchors/tvm)")
     p.add_argument("--out", help="write the figures as JSON")
     p.add_argument("--verbose", action="store_true", help="progress bars")
     args = p.parse_args(argv)
     names = wb.workloads.names() if args.workloads == "all" else args.workloads.split(",")
     strategies = args.strategies.split(",")
-    anchor = json.load(open(args.anchor))["workloads"] if args.anchor else {}
     workdir = tempfile.mkdtemp(prefix="wb-bench-tune-")
     print(f"# {args.trials} trials per workload and strategy, batches of {args.per_iter}, "
           f"{os.cpu_count()} cores; databases in {workdir}", flush=True)
@@ -176,24 +132,20 @@ def main(argv=None):
             run["median_s"] = medians.get(strategy)
         run_numpy_median = medians.get("numpy")
         rows.append((name, shape, runs, {**final, "numpy_median": run_numpy_median}))
-        report_row(rows[-1], anchor)
-    summarize(rows, anchor, args)
+        report_row(rows[-1])
+    summarize(rows, args)
 
 
 HEAD = (f"{'wl':<4} {'tuned ms':>9} {'evo ms':>9} {'rand ms':>9} {'evo/rand':>8} {'GFLOP/s':>8} {'x unsch':>8} "
-        f"{'np ms':>8} {'ours/np':>7} {'tvm ms':>8} {'ours/tvm':>8} {'s/trial':>7} "
-        f"{'tvm s/t':>7}")
+        f"{'np ms':>8} {'ours/np':>7} {'s/trial':>7}")
 
 
-def report_row(row, anchor):
+def report_row(row):
     name, shape, runs, final = row
     evo, rnd = runs.get("evolutionary"), runs.get("random")
     ours = final.get("evolutionary")
     flops = evo["task"].flops if evo else None
     unsched = evo["summary"].baseline if evo and evo["summary"] else None
-    tvm = anchor.get(name, {})
-    tvm_ms = tvm.get("tvm", {}).get("median_ms")
-    tvm_per_trial = tvm["tune_wall_s"] / tvm["trials_measured"] if tvm.get("trials_measured") else None
     tuned = evo["best"].latency if evo and evo["best"] else None
     print(f"{name:<4} {fmt_ms(tuned):>9} {fmt_ms(ours):>9} {fmt_ms(final.get('random')):>9} "
           f"{fmt(ours / final['random'] if ours and final.get('random') else None):>8} "
@@ -201,18 +153,15 @@ def report_row(row, anchor):
           f"{fmt(unsched / ours if unsched and ours else None):>8} "
           f"{fmt_ms(final.get('numpy')):>8} "
           f"{fmt(ours / final['numpy'] if ours and final.get('numpy') else None):>7} "
-          f"{fmt(tvm_ms, '.4f') if tvm_ms else '-':>8} "
-          f"{fmt(ours * 1e3 / tvm_ms if ours and tvm_ms else None):>8} "
-          f"{fmt(evo['wall'] / max(evo['trials'], 1) if evo else None):>7} "
-          f"{fmt(tvm_per_trial):>7}", flush=True)
+          f"{fmt(evo['wall'] / max(evo['trials'], 1) if evo else None):>7}", flush=True)
 
 
-def summarize(rows, anchor, args):
+def summarize(rows, args):
     print("\ncolumns: tuned ms = evolutionary best as measured while tuning; evo ms, rand ms, "
           "np ms = re-timed side by side at the end (best of 5 interleaved rounds); evo/rand = best of evolutionary / best of random search (ReplayFunc) at "
-          "equal trials, re-timed side by side; x unsch = unscheduled / evo; ours/np and "
-          "ours/tvm: latency ratios (below 1: ours faster); tvm figures from --anchor (another "
-          "run on this machine kind), s/trial = tuning wall seconds per measured trial")
+          "equal trials, re-timed side by side; x unsch = unscheduled / evo; "
+          "ours/np: latency ratio (below 1: ours faster); s/trial = tuning wall seconds per "
+          "measured trial")
     ratios = [r[3]["evolutionary"] / r[3]["random"] for r in rows
               if r[3].get("evolutionary") and r[3].get("random")]
     if ratios:
@@ -229,7 +178,7 @@ def summarize(rows, anchor, args):
         wall = sum(r["wall"] for r in evo_runs)
         overhead = sum(r["wall"] - r["measure_s"] for r in evo_runs)
         print(f"tuning wall time per trial: {wall / trials:.2f} s; overhead beyond building "
-              f"and running: {overhead / trials:.2f} s per trial (TVM here: ~1-2.7 s per trial)")
+              f"and running: {overhead / trials:.2f} s per trial")
     gmm = next((r[2]["evolutionary"] for r in rows if r[0] == "GMM" and "evolutionary" in r[2]),
                None)
     if gmm is not None:
