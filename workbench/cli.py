@@ -5,6 +5,8 @@
     workbench run GMM [--target llvm]        build it unscheduled, check it against numpy, time both
     workbench tune GMM|all [--trials 64]     tune into a database (--db tuning.sqlite, --shape, --small)
     workbench best GMM [--db tuning.sqlite]  print the best schedule found: its IR and trace
+    workbench import-tvm DIR [--db OUT]      import TVM MetaSchedule JSON databases
+    workbench export-tvm GMM [--db PATH]     print the best trace as TVM Python (--all: every one)
 """
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 import pytest
 
 from workbench.errors import ScheduleError
+from workbench.ir.stmt import ForKind
 from workbench.schedule import Schedule
 from workbench.testing import (check_elementwise, check_small, elementwise_func, shared_loop_func,
                                small_schedule)
@@ -58,6 +59,34 @@ def test_fuse_single_loop_renames():
     check_elementwise(sch)
 
 
+@pytest.mark.parametrize("kinds", [("parallel", "parallel"), ("parallel", "unroll"),
+                                   ("unroll", "vectorize")])
+def test_fuse_accepts_any_loop_kind_and_gives_a_serial_loop(kinds):
+    """As TVM's fuse: loops of any kind fuse; the fused loop is serial (kinds are reset)."""
+    sch = small_schedule("GMM")
+    b, i, j, _ = sch.get_loops("Z")
+    outer, inner = sch.fuse(b, i), j
+    getattr(sch, kinds[0])(outer)
+    getattr(sch, kinds[1])(inner)
+    fused = sch.fuse(outer, inner)
+    assert sch.get(fused).kind == ForKind.SERIAL
+    check_small(sch, "GMM")
+
+
+def test_fuse_of_a_parallel_loop_then_parallel_again():
+    """What TVM's RewriteParallelVectorizeUnroll records for a block computed under an
+    already parallel loop: fuse that one loop, parallelize the result."""
+    sch = small_schedule("GMM")
+    b, i, j, k = sch.get_loops("Z")
+    fused = sch.fuse(b, i, j)
+    sch.parallel(fused)
+    again = sch.fuse(fused)
+    sch.parallel(again)
+    assert sch.get(again).kind == ForKind.PARALLEL
+    assert sch.get(again).loop_var.name == "b_i_j_fused_fused"
+    check_small(sch, "GMM")
+
+
 # -- rules --------------------------------------------------------------------------------
 
 def test_fuse_inner_to_outer():
@@ -102,6 +131,15 @@ def test_fuse_refuses_bound_loop():
     i, j = sch.get_loops("B")
     sch.bind(j, "threadIdx.x")
     with pytest.raises(ScheduleError, match=r"fuse.*loop 'j' is thread_binding \(threadIdx.x\)"):
+        sch.fuse(i, j)
+
+
+def test_fuse_refuses_annotated_loop():
+    sch = Schedule(elementwise_func())
+    i, j = sch.get_loops("B")
+    sch.annotate(j, "pragma_auto_unroll_max_step", 16)
+    with pytest.raises(ScheduleError, match=r"fuse.*loop 'j' has annotations "
+                                            r"\['pragma_auto_unroll_max_step'\]"):
         sch.fuse(i, j)
 
 

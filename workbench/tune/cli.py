@@ -1,14 +1,17 @@
-"""The ``workbench tune`` and ``workbench best`` subcommands.
+"""The ``workbench tune``, ``best``, ``import-tvm`` and ``export-tvm`` subcommands.
 
     workbench tune GMM --trials 64                    tune at the paper shape into tuning.sqlite
     workbench tune all --small --trials 8             every workload, small shapes, 8 trials each
     workbench tune C2D --shape h=28 w=28 --db c2d.jsonl
     workbench best GMM                                the best schedule's IR and trace
+    workbench import-tvm records_zen3/ --db t.sqlite  import TVM MetaSchedule JSON databases
+    workbench export-tvm GMM --db t.sqlite [--all]    the best trace as TVM Python
 """
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 from typing import Any
 
 
@@ -37,6 +40,7 @@ def add_parsers(sub: Any, shape_kwargs) -> None:
     p.add_argument("--shape", nargs="*", metavar="KEY=INT")
     p.add_argument("--small", action="store_true")
     p.set_defaults(fn=lambda a: _cmd_best(a, shape_kwargs))
+    add_tvm_parsers(sub, shape_kwargs)
 
 
 def _tasks(args, shape_kwargs):
@@ -81,4 +85,119 @@ def _cmd_best(args, shape_kwargs) -> int:
     print(sch.func)
     print("\n# trace")
     print(sch.trace)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------
+# TVM MetaSchedule databases: workbench import-tvm / export-tvm
+
+
+def add_tvm_parsers(sub: Any, shape_kwargs) -> None:
+    """``import-tvm DIR [--db OUT]`` and ``export-tvm WL [--db PATH] [--all]``."""
+    p = sub.add_parser("import-tvm", help="import TVM MetaSchedule tuning records",
+                       description="Import a TVM MetaSchedule JSON database (a directory with "
+                       "database_workload.json and database_tuning_record.json, or a directory "
+                       "of such directories): each record's trace is converted, replayed on the "
+                       "matching workbench workload and stored with TVM's run time.")
+    p.add_argument("dir", help="TVM database directory, or a directory of them")
+    p.add_argument("--db", default="tuning.sqlite", help="workbench database to add to")
+    p.add_argument("--target", default=None,
+                   help="store the records under this target (default: TVM's, e.g. "
+                        "'llvm -mcpu=znver3 -num-cores=2')")
+    p.set_defaults(fn=_cmd_import_tvm)
+
+    p = sub.add_parser("export-tvm", help="print a workload's best trace as TVM Python",
+                       description="Print the fastest record of a workload as Python for TVM "
+                       "0.27 (run it with `sch`, a tvm.s_tir.Schedule of the same te_workload "
+                       "function).")
+    p.add_argument("name")
+    p.add_argument("--db", default="tuning.sqlite")
+    p.add_argument("--target", default=None, help="only records of this target (default: any)")
+    p.add_argument("--all", action="store_true", help="every successful record, fastest first")
+    p.add_argument("--shape", nargs="*", metavar="KEY=INT")
+    p.add_argument("--small", action="store_true")
+    p.set_defaults(fn=lambda a: _cmd_export_tvm(a, shape_kwargs))
+
+
+def _user_error(message: Any) -> int:
+    print(f"workbench: {message}", file=sys.stderr)
+    return 2
+
+
+def _open_db(path: str, must_exist: bool):
+    """The database at ``path``, or the one-line reason it cannot be opened."""
+    import os
+    import sqlite3
+
+    from .database import Database
+    if must_exist and not os.path.exists(path):
+        return None, f"{path}: no such database"
+    try:
+        db = Database.open(path)
+        len(db)
+    except (sqlite3.Error, ValueError, OSError) as exc:
+        return None, f"{path}: cannot open the database ({exc})"
+    return db, None
+
+
+def _cmd_import_tvm(args) -> int:
+    from ..codegen.target import Target
+    from .database import tvm as tvmdb
+    try:
+        tvmdb.find_databases(args.dir)
+        if args.target is not None:
+            Target.of(args.target)
+    except (tvmdb.TVMImportError, ValueError) as exc:
+        return _user_error(exc)
+    db, problem = _open_db(args.db, must_exist=False)
+    if problem:
+        return _user_error(problem)
+    with db:
+        report = tvmdb.import_tvm(args.dir, db, target=args.target)
+        total = len(db)
+    for error in report.errors:
+        print(f"workbench: {error}", file=sys.stderr)
+    if not report.workloads:
+        return 2
+    for w in report.workloads:
+        best = f"best {w.best * 1e3:.4f} ms" if w.best is not None else "none replayed"
+        dup = f", {w.duplicates} already stored" if w.duplicates else ""
+        print(f"{w.name:5s} {w.imported:4d} imported {w.failed:4d} failed{dup}  {best}"
+              f"  on {w.target or '?'}  ({w.source})")
+        for line, reason in w.failures[:3]:
+            print(f"      record {line}: {reason}")
+    print(f"records in {args.db}: {total}")
+    return 1 if report.failed or report.errors else 0
+
+
+def _cmd_export_tvm(args, shape_kwargs) -> int:
+    from .. import workloads
+    from .database import tvm as tvmdb
+    try:
+        name = workloads.lookup(args.name).name
+        shape = {**(workloads.small(name) if args.small else {}), **shape_kwargs(args.shape)}
+        func = workloads.get(name, **shape)
+    except (KeyError, TypeError) as exc:
+        return _user_error(str(exc).strip("'\""))
+    db, problem = _open_db(args.db, must_exist=True)
+    if problem:
+        return _user_error(problem)
+    with db:
+        records = sorted((r for r in db.records(func, args.target) if r.ok),
+                         key=lambda r: r.latency)
+    if not records:
+        where = f" on {args.target}" if args.target else ""
+        print(f"workbench: no successful record of {name} {shape or ''}{where} in {args.db}",
+              file=sys.stderr)
+        return 1
+    for k, rec in enumerate(records if args.all else records[:1]):
+        origin = " (imported from TVM)" if rec.meta.get("source") == "tvm" else ""
+        try:
+            text = tvmdb.to_tvm_python(rec)
+        except ValueError as exc:
+            print(f"workbench: record {k}: {exc}", file=sys.stderr)
+            return 1
+        print(("\n" if k else "") + f"# {name} on {rec.target}: {rec.latency * 1e3:.4f} ms"
+              f"{origin}; sch: a tvm.s_tir.Schedule of the same workload")
+        print(text)
     return 0

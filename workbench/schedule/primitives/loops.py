@@ -29,13 +29,18 @@ def const_extent(primitive: str, loop: For, argument: str = "loop") -> int:
     return loop.extent.value
 
 
-def _check_rebuildable(primitive: str, loop: For, argument: str) -> None:
-    """split and fuse replace loops by new serial ones: refuse loops whose kind, thread binding
-    or annotations would be silently lost, and loops not starting at 0 (as TVM does)."""
-    if loop.kind != ForKind.SERIAL or loop.thread_tag:
+def _check_rebuildable(primitive: str, loop: For, argument: str,
+                       any_kind: bool = False) -> None:
+    """split and fuse replace loops by new serial ones: refuse loops whose thread binding or
+    annotations would be silently lost, and loops not starting at 0 (as TVM does). ``split``
+    also refuses parallel, vectorized and unrolled loops; ``fuse`` (``any_kind``) accepts them
+    and makes them serial, as TVM's does."""
+    if loop.thread_tag or loop.kind == ForKind.THREAD_BINDING or (
+            not any_kind and loop.kind != ForKind.SERIAL):
         what = loop.kind.value + (f" ({loop.thread_tag})" if loop.thread_tag else "")
+        applies = "loops not bound to a thread" if any_kind else "serial loops"
         raise ScheduleError(primitive, f"{loop_name(loop)} is {what}; {primitive} applies to "
-                            f"serial loops (change the loop kind after {primitive})",
+                            f"{applies} (change the loop kind after {primitive})",
                             argument=argument, nodes=[loop])
     if loop.annotations:
         raise ScheduleError(primitive, f"{loop_name(loop)} has annotations "
@@ -135,9 +140,12 @@ def split(sch, loop: LoopRV, factors: list[ExprRV | int | None],
 
 @schedule_primitive("fuse")
 def fuse(sch, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
-    """Fuse perfectly nested loops (given outer to inner) into one loop ``i_j_fused``.
+    """Fuse perfectly nested loops (given outer to inner) into one serial loop ``i_j_fused``.
 
-    Each loop must be the only statement in the body of the previous one.
+    Each loop must be the only statement in the body of the previous one. As in TVM, the loops
+    may be parallel, vectorized or unrolled (not bound to a thread, not annotated); the fused
+    loop is serial whatever their kinds: set its kind again after fusing (TVM's
+    RewriteParallelVectorizeUnroll fuses a parallel loop and re-parallelizes the result).
 
     Before / after ``fuse(i, j)``::
 
@@ -154,7 +162,7 @@ def fuse(sch, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
             raise ScheduleError("fuse", f"{loop_name(n)} is given twice", argument="loops",
                                 nodes=[n])
         seen.add(n.loop_var)
-        _check_rebuildable("fuse", n, "loops")
+        _check_rebuildable("fuse", n, "loops", any_kind=True)
     extents = [const_extent("fuse", n, "loops") for n in nodes]
     idx = sch.index
     for outer, inner in zip(nodes, nodes[1:]):
