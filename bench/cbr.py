@@ -27,7 +27,9 @@ from workbench.codegen.target import Target
 from workbench.schedule import REGISTRY, Schedule
 from timing import side_by_side  # bench/timing.py (scripts run from bench/)
 
-X_TILE, F_TILE = 4, 32      # output columns x channels per tile (channels are the SIMD lanes)
+#: output columns x channels per tile; the channels are the SIMD lanes, two host vectors wide
+#: (4 x 2 accumulator vectors: 32 channels with AVX-512, 16 with AVX2)
+X_TILE, F_TILE = 4, 2 * Target("llvm").vector_lanes("float32")
 
 
 def fuse_epilogue(sch: Schedule) -> None:

@@ -7,15 +7,16 @@ both alike). Printed:
 * GMM (float32, n^3 for n = 128, 512, 1024): GFLOP/s of numpy's ``matmul`` (its BLAS, all
   threads) and of four kernels, with the throughput ratio kernel / numpy:
   - ``primitives``: the workload scheduled with split / reorder / fuse / parallel / vectorize /
-    unroll only: parallel 32-column panels, row tiles inside, an 8 x 32 register tile (rows
-    unrolled, 32 columns as SIMD lanes) under the k loop, accumulating in C;
+    unroll only: parallel column panels two SIMD vectors wide, row tiles inside, a register
+    tile (8 x 32 with AVX-512, 4 x 16 with AVX2: rows unrolled, columns as SIMD lanes) under
+    the k loop, accumulating in C;
   - ``+cache_write local``: the same, accumulating in a ``cache_write(.., "local")`` buffer
-    written back under the row-tile loop (``reverse_compute_at``); lowering compacts it to an
-    8 x 32 tile allocated in that loop (:mod:`workbench.codegen.compaction`);
+    written back under the row-tile loop (``reverse_compute_at``); lowering compacts it to a
+    register tile allocated in that loop (:mod:`workbench.codegen.compaction`);
   - ``(whole)``: that schedule lowered with ``compact=False``: the local buffer stays n x n at
     the root, on the heap — what compaction buys;
   - ``micro-kernel``: a lowered loop nest written by hand with what the cache / reduction
-    primitives will produce: B packed into contiguous 32-column panels, an 8 x 32 "local"
+    primitives will produce: B packed into contiguous panels, a register-tile "local"
     accumulator (promoted to registers), C written once.
 * the overhead of one parallel region (fork + join on the thread pool), in microseconds;
 * compile time per kernel (lower + emit + optimize + JIT).
@@ -42,7 +43,10 @@ from workbench.ir.stmt import make_for
 from workbench.schedule import Schedule
 from timing import side_by_side  # bench/timing.py (scripts run from bench/)
 
-ROWS, COLS = 8, 32  # register tile: 8 rows x 2 AVX-512 vectors = 16 accumulators
+#: register tile, two host SIMD vectors wide: 8 rows x 2 zmm = 16 of the 32 AVX-512 registers,
+#: 4 rows x 2 ymm = 8 of the 16 AVX2 ones
+COLS = 2 * Target("llvm").vector_lanes("float32")
+ROWS = 8 if Target("llvm").vector_width_bits >= 512 else 4
 
 
 def gmm_primitives(n: int) -> Schedule:
@@ -52,7 +56,7 @@ def gmm_primitives(n: int) -> Schedule:
     b, i, j, k = sch.get_loops(block)
     io, ii = sch.split(i, [None, ROWS])
     jo, ji = sch.split(j, [None, COLS])
-    sch.reorder(jo, io, k, ii, ji)  # a thread keeps its 32-column panel of Y in cache
+    sch.reorder(jo, io, k, ii, ji)  # a thread keeps its column panel of Y in cache
     sch.parallel(sch.fuse(b, jo))
     sch.unroll(ii)
     sch.vectorize(ji)

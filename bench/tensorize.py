@@ -1,4 +1,4 @@
-"""Tensorize: GMM with the AVX-512 micro-kernel intrinsic against the same schedule without it.
+"""Tensorize: GMM with the host's micro-kernel intrinsic against the same schedule without it.
 
 Run: ``python bench/tensorize.py [--quick]``. Measured side by side in one run on this machine
 (the three contenders alternate, best of several rounds, so a busy neighbour hurts all alike).
@@ -7,11 +7,12 @@ For GMM float32 n^3 it prints the GFLOP/s of
 * ``numpy``: ``matmul`` (its BLAS), on one thread like the kernels unless
   ``OPENBLAS_NUM_THREADS`` / ``OMP_NUM_THREADS`` say otherwise;
 * ``plain``: the workload tiled for the intrinsic and nothing more: ``i, j, k`` split by the
-  tile (8 x 32 x 64), the tile loops innermost (one thread: the comparison is about the
-  kernel, not the threading);
-* ``tensorized``: the very same schedule plus ``tensorize(i1, "avx512_f32_gemm_8x32x64")``,
-  which swaps the tile's scalar loop nest for the intrinsic's register-blocked kernel (an 8 x 32
-  accumulator kept in registers, ``<16 x float>`` multiply-adds);
+  tile, the tile loops innermost (one thread: the comparison is about the kernel, not the
+  threading);
+* ``tensorized``: the very same schedule plus ``tensorize(i1, intrinsic)``, which swaps the
+  tile's scalar loop nest for the intrinsic's register-blocked kernel. The intrinsic is the
+  host's largest that divides the sizes (``gemm_intrinsics``): ``avx512_f32_gemm_8x32x64`` on
+  AVX-512 (an 8 x 32 accumulator in zmm registers), ``avx2_f32_gemm_4x16x64`` on AVX2 + FMA;
 
 and the ratios tensorized / plain and tensorized / numpy.
 """
@@ -31,26 +32,36 @@ from workbench import workloads  # noqa: E402
 from workbench.codegen.build import build  # noqa: E402
 from workbench.codegen.target import Target  # noqa: E402
 from workbench.schedule import Schedule  # noqa: E402
+from workbench.schedule.intrinsics import gemm_intrinsics  # noqa: E402
+from workbench.schedule.intrinsics.x86 import gemm_tile  # noqa: E402
 from timing import side_by_side  # bench/timing.py (scripts run from bench/)
 
-TILE = (8, 32, 64)
-INTRIN = "avx512_f32_gemm_{}x{}x{}".format(*TILE)
+
+def host_intrinsic(sizes) -> str:
+    """The host's largest GEMM micro-kernel whose tile divides every size."""
+    for name in gemm_intrinsics(Target("llvm")):
+        if all(n % t == 0 for n in sizes for t in gemm_tile(name)):
+            return name
+    sys.exit(f"no GEMM micro-kernel for this host ({Target('llvm').mcpu}): it needs AVX2 + FMA "
+             f"or AVX-512")
 
 
-def gmm_schedule(n: int, tensorize: bool) -> Schedule:
+def gmm_schedule(n: int, intrin: str, tensorize: bool) -> Schedule:
     sch = Schedule(workloads.get("GMM", b=1, n=n, m=n, k=n), seed=0)
     _, i, j, k = sch.get_loops("Z")
-    i0, i1 = sch.split(i, [None, TILE[0]])
-    j0, j1 = sch.split(j, [None, TILE[1]])
-    k0, k1 = sch.split(k, [None, TILE[2]])
+    tile = gemm_tile(intrin)
+    i0, i1 = sch.split(i, [None, tile[0]])
+    j0, j1 = sch.split(j, [None, tile[1]])
+    k0, k1 = sch.split(k, [None, tile[2]])
     sch.reorder(i0, j0, k0, i1, j1, k1)
     if tensorize:
-        sch.tensorize(i1, INTRIN)
+        sch.tensorize(i1, intrin)
     return sch
 
 
 def bench_gmm(sizes, rounds: int) -> None:
-    print(f"GMM float32 n^3, tile {TILE[0]}x{TILE[1]}x{TILE[2]} (GFLOP/s)")
+    intrin = host_intrinsic(sizes)
+    print(f"GMM float32 n^3, {intrin} (GFLOP/s)")
     print(f"{'n':>6} {'numpy':>8} {'plain':>8} {'tensorized':>11} {'tens/plain':>11} "
           f"{'tens/numpy':>11}")
     for n in sizes:
@@ -58,7 +69,7 @@ def bench_gmm(sizes, rounds: int) -> None:
         x = rng.uniform(-1, 1, (1, n, n)).astype("float32")
         y = rng.uniform(-1, 1, (1, n, n)).astype("float32")
         expected = x[0] @ y[0]
-        kernels = [build(gmm_schedule(n, t), target="llvm") for t in (False, True)]
+        kernels = [build(gmm_schedule(n, intrin, t), target="llvm") for t in (False, True)]
         outs = [np.zeros((1, n, n), "float32") for _ in range(3)]
         for kernel, out in zip(kernels, outs[1:]):
             kernel(x, y, out)

@@ -9,6 +9,17 @@ import numpy as np
 
 from .ir.func import PrimFunc
 
+#: the x86 CPUs tests build for: AVX2 + FMA (8 float lanes, ymm registers) and AVX-512 (16
+#: lanes, zmm). Code for the ones this host can run (:func:`runs_here`) is run; the others are
+#: only compiled, and their assembly inspected.
+X86_TARGETS = ("llvm -mcpu=znver3", "llvm -mcpu=skylake-avx512")
+
+
+def runs_here(target: Any) -> bool:
+    """Whether code built for ``target`` can run on this machine (``Target.cannot_run``)."""
+    from .codegen.target import Target
+    return Target.of(target).cannot_run() is None
+
 
 def check_numeric(sch_or_func: Any, name: str, seed: int = 0, target: str = "python",
                   rtol: float = 1e-4, atol: float = 1e-4, **shape: Any) -> None:

@@ -8,10 +8,12 @@ import pytest
 
 from workbench.codegen.build import build
 from workbench.codegen.llvm import build_llvm, emit_llvm
+from workbench.codegen.target import Target
 from workbench.errors import BuildError
 from workbench.ir import Buffer, BufferStore, Call, Cast, ForKind, PrimFunc, Select, Var
 from workbench.ir import expr as E
 from workbench.ir.stmt import make_for
+from workbench.testing import X86_TARGETS, runs_here
 
 N = 37  # not a multiple of any vector width: exercises vector remainders
 KINDS = [ForKind.SERIAL, ForKind.VECTORIZED]
@@ -21,13 +23,13 @@ def lowered(params, body, name="k"):
     return PrimFunc(name, tuple(params), body, {"lowered": True})
 
 
-def elementwise(fn, in_dtypes, out_dtype, kind=ForKind.SERIAL, n=N):
+def elementwise(fn, in_dtypes, out_dtype, kind=ForKind.SERIAL, n=N, target="llvm"):
     """Kernel ``Y[i] = fn(X0[i], X1[i], ...)`` over one loop of ``kind``."""
     ins = [Buffer(f"X{k}", (n,), dt) for k, dt in enumerate(in_dtypes)]
     out = Buffer("Y", (n,), out_dtype)
     i = Var("i")
     body = make_for(i, n, BufferStore(out, fn(*[b[i] for b in ins]), (i,)), kind)
-    return build_llvm(lowered([*ins, out], body))
+    return build_llvm(lowered([*ins, out], body), target)
 
 
 def run(kernel, *inputs, out_dtype, n=N):
@@ -276,13 +278,26 @@ def test_bad_arguments_raise_clear_errors(scale_kernel):
 
 def test_sources_show_vector_ir_and_assembly(scale_kernel):
     assert set(scale_kernel.source_kinds) == {"llvm", "llvm-raw", "asm"}
-    assert "<16 x float>" in scale_kernel.source("llvm-raw")
+    lanes = scale_kernel.target.vector_lanes("float32")  # the host's: 16 (AVX-512), 8 (AVX2)
+    assert f"<{lanes} x float>" in scale_kernel.source("llvm-raw")
     assert "x float>" in scale_kernel.source("llvm")  # the optimizer kept it vectorized
-    asm = scale_kernel.source("asm")
-    assert "k_packed" in asm
-    if scale_kernel.target.vector_width_bits == 512:
-        assert "zmm" in asm
+    assert "k_packed" in scale_kernel.source("asm")
     assert scale_kernel.source() == scale_kernel.source("llvm")
+
+
+@pytest.mark.parametrize("target", X86_TARGETS)
+def test_vector_code_has_the_targets_width(target):
+    """Built for AVX2 (8 lanes, ymm) and AVX-512 (16 lanes, zmm): run where the host can."""
+    kernel = elementwise(lambda x: x * 2.0 + 1.0, ["float32"], "float32", ForKind.VECTORIZED,
+                         target=target)
+    x = floats()
+    if runs_here(target):
+        np.testing.assert_allclose(run(kernel, x, out_dtype="float32"), x * 2 + 1, rtol=1e-6)
+    bits = Target(target).vector_width_bits
+    assert f"<{bits // 32} x float>" in kernel.source("llvm-raw")
+    asm = kernel.source("asm")
+    assert "k_packed" in asm and set(kernel.source_kinds) == {"llvm", "llvm-raw", "asm"}
+    assert ("zmm" in asm) == (bits == 512) and "ymm" in asm
 
 
 def test_timing_runs_the_kernel(scale_kernel):

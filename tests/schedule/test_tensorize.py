@@ -3,6 +3,7 @@ round-trip, the IR they produce, and every rule they enforce."""
 import numpy as np
 import pytest
 
+import workbench as wb
 from workbench import workloads
 from workbench.codegen import build
 from workbench.errors import ScheduleError
@@ -11,10 +12,13 @@ from workbench.ir.expr import Var
 from workbench.ir.structural import structural_match
 from workbench.ir.verify import verify
 from workbench.schedule import Schedule
-from workbench.schedule.intrinsics.x86 import gemm_desc, gemm_impl
+from workbench.codegen.target import Target
+from workbench.schedule.intrinsics import gemm_intrinsics
+from workbench.schedule.intrinsics.x86 import gemm_desc, gemm_impl, gemm_isa, gemm_name
 from workbench.schedule.state import index, replace
 from workbench.schedule.tensor_intrin import TensorIntrin
-from workbench.testing import check_numeric, check_small, shared_loop_func, small_schedule
+from workbench.testing import (X86_TARGETS, check_numeric, check_small, runs_here,
+                               shared_loop_func, small_schedule)
 
 GEMM = "avx512_f32_gemm_4x16x4"
 
@@ -145,10 +149,60 @@ def test_tensorize_gmm_avx512():
     assert f'sch.tensorize(block_or_loop=l6, tensor_intrin="{GEMM}", preserve_unit_iters=True)' \
         in str(sch.trace)
     check(sch, "GMM")
-    kernel = build(sch, target="llvm")
-    assert "<16 x float>" in kernel.source("llvm")
-    if kernel.target.has_feature("fma"):  # the multiply-adds fuse on x86 hosts with FMA
-        assert "vfmadd" in kernel.source("asm")
+
+
+@pytest.mark.parametrize("target", X86_TARGETS)
+def test_tensorize_gmm_with_the_targets_kernel(target):
+    """The 4x16x4 kernel of the target's family (AVX2 or AVX-512): numpy-correct where the host
+    runs it, and fused multiply-adds on the target's registers (2 ymm or 1 zmm per row)."""
+    name = gemm_name(4, 16, 4, gemm_isa(target))
+    assert name in gemm_intrinsics(target)
+    sch, i1 = tiled_gmm()
+    sch.tensorize(i1, name)
+    if runs_here(target):
+        check_numeric(sch, "GMM", target=target, **workloads.small("GMM"))
+    kernel = build(sch, target=target)
+    assert "<16 x float>" in kernel.source("llvm-raw")
+    fmas = [line for line in kernel.source("asm").splitlines() if "vfmadd" in line]
+    register = "zmm" if Target(target).vector_lanes("float32") == 16 else "ymm"
+    assert fmas and all(register in line for line in fmas)
+
+
+def test_tensorize_avx2_6x16_kernel():
+    """BLIS's Haswell tile: 6 rows x 2 ymm of accumulators, k = 16 steps per call."""
+    shape = dict(b=1, n=12, m=32, k=32)
+    sch = wb.Schedule(workloads.get("GMM", **shape))
+    _, i, j, k = sch.get_loops("Z")
+    i0, i1 = sch.split(i, [None, 6])
+    j0, j1 = sch.split(j, [None, 16])
+    k0, k1 = sch.split(k, [None, 16])
+    sch.reorder(i0, j0, k0, i1, j1, k1)
+    sch.tensorize(i1, "avx2_f32_gemm_6x16x16")
+    verify(sch.func)
+    check_numeric(sch, "GMM", target="llvm -mcpu=znver3", **shape)  # AVX2 runs on AVX-512 too
+    asm = build(sch, target="llvm -mcpu=znver3").source("asm")
+    assert "zmm" not in asm and sum("vfmadd" in line and "ymm" in line
+                                    for line in asm.splitlines()) >= 12
+
+
+@pytest.mark.parametrize("target,first,count", [
+    ("llvm -mcpu=skylake-avx512", "avx512_f32_gemm_8x32x64", 24),
+    ("llvm -mcpu=znver4", "avx512_f32_gemm_8x32x64", 24),
+    ("llvm -mcpu=znver3", "avx2_f32_gemm_6x16x64", 28),
+    ("llvm -mcpu=haswell", "avx2_f32_gemm_6x16x64", 28),
+    ("llvm -mcpu=sandybridge", None, 0),                     # AVX without FMA
+    ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1", None, 0),
+    ("python", None, 0),
+])
+def test_gemm_intrinsics_follow_the_target(target, first, count):
+    names = gemm_intrinsics(target)
+    assert len(names) == count and (names[0] if names else None) == first
+    lanes = Target(target).vector_lanes("float32")
+    registers = 32 if lanes == 16 else 16
+    for name in names:
+        m, n, k = map(int, name.rsplit("_", 1)[1].split("x"))
+        assert m * (n // lanes) + n // lanes + 1 <= registers  # accumulators, B row, A value
+        assert TensorIntrin.get(name).desc.params[2].shape == (m, n)
 
 
 def test_tensorize_block_after_decompose():
@@ -234,7 +288,7 @@ def test_tensorize_mismatched_computation(mul2_intrin):
 def test_tensorize_unknown_intrinsic():
     sch, i1 = tiled_gmm()
     with pytest.raises(ScheduleError, match=r"\(argument 'tensor_intrin'\): no tensor intrinsic "
-                                            r"named 'nope'; registered: avx512_f32_gemm_1x16x1, "):
+                                            r"named 'nope'; registered: avx2_f32_gemm_1x16x1, "):
         sch.tensorize(i1, "nope")
 
 

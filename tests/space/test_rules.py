@@ -10,7 +10,7 @@ from workbench.space import (AddRFactor, AutoInline, MultiLevelTiling, MultiLeve
 from workbench.space.analysis import (AUTO_TENSORIZE, INLINE_RULE, PARALLEL, TILING_STRUCTURE,
                                       UNROLL_EXPLICIT, VECTORIZE, needs_multi_level_tiling,
                                       read_write_pattern)
-from workbench.testing import check_numeric, check_trace_roundtrip
+from workbench.testing import check_numeric, check_trace_roundtrip, runs_here
 
 
 def small(name):
@@ -148,6 +148,28 @@ def test_multi_level_tiling_with_intrin_tensorizes_matching_blocks():
     # C1D's output channels (4) are not a multiple of the kernel's 16 lanes: left alone
     sch, = run("C1D", MultiLevelTilingWithIntrin("avx512_f32_gemm_4x16x4"))
     assert "conv1d_nlc_o" not in blocks(sch)
+
+
+@pytest.mark.parametrize("target,prefix", [
+    ("llvm -mcpu=znver3 -num-cores=2", "avx2_f32_gemm_"),
+    ("llvm -mcpu=skylake-avx512 -num-cores=2", "avx512_f32_gemm_"),
+    ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1", None),   # no GEMM kernels: untouched
+])
+def test_multi_level_tiling_with_intrin_picks_the_targets_kernel(target, prefix):
+    """Without a name, the rule tensorizes with the first of the target's micro-kernels that
+    fits (GMM 16^3: 8x16x16 on AVX-512, 6x16 does not divide 16 so 4x16x16 on AVX2)."""
+    gen = PostOrderApply(rules=[MultiLevelTilingWithIntrin(), ParallelizeVectorizeUnroll()])
+    sketch, = generate_design_space(small("GMM"), target=target, space=gen)
+    if prefix is None:
+        assert "Z_o" not in blocks(sketch)
+        return
+    chosen = sketch.func.block("Z_o").annotations[AUTO_TENSORIZE]
+    assert chosen == prefix + ("8x16x16" if "avx512" in prefix else "4x16x16")
+    cand, why = sample(small("GMM"), sketch, gen.postprocs, seed=0)
+    assert why is None
+    if runs_here(target):
+        check_numeric(cand, "GMM", target=target, **workloads.small("GMM"))
+    check_trace_roundtrip(cand)
 
 
 def test_named_and_create():

@@ -114,3 +114,9 @@ def test_a_plain_function_is_checked_against_itself(db_path):
               strategy="replay_trace", cost_model="random")
     assert [r.status for r in db.records(func)] == ["ok"] * 3
     assert math.isfinite(db.best(func, "llvm").latency)
+
+
+def test_a_target_this_host_cannot_run_is_refused_up_front(db_path):
+    with pytest.raises(wb.BuildError, match=r"tune: cannot measure on this host: code for "
+                                            r"'llvm -mtriple=aarch64-linux-gnu'"):
+        tune("GMM", target="llvm -mtriple=aarch64-linux-gnu", trials=1, database=db_path)

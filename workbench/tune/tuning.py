@@ -60,6 +60,8 @@ def tune(func_or_list: Union[PrimFunc, str, TuneTask, Sequence[Any]], target: An
     """
     tasks = as_tasks(func_or_list)
     target = target_str(target)
+    if runner is None:
+        _check_runs_here(target)
     db = Database.open(database)
     model = CostModel.create(cost_model, seed=seed)
     callbacks = list(callbacks)
@@ -79,6 +81,21 @@ def tune(func_or_list: Union[PrimFunc, str, TuneTask, Sequence[Any]], target: An
         if own_runner:
             runner.close()
     return db
+
+
+def _check_runs_here(target: str) -> None:
+    """The local runner measures on this machine: refuse a CPU target whose code cannot run
+    here (another architecture, extensions the host lacks) before any work."""
+    from ..codegen.target import Target
+    from ..errors import BuildError
+    try:
+        parsed = Target(target)
+    except ValueError:
+        return  # reported where the target is used
+    reason = parsed.cannot_run() if parsed.kind == "llvm" else None
+    if reason is not None:
+        raise BuildError(f"tune: cannot measure on this host: {reason}; pass a runner that "
+                         f"measures on such a machine")
 
 
 class _Session:

@@ -5,6 +5,13 @@
     >>> print(kernel.source("llvm"))             # optimized LLVM IR; "llvm-raw": as emitted
     >>> print(kernel.source("asm"))              # the target's assembly
 
+Code for a CPU this host cannot run (another architecture, e.g. ``"llvm -mtriple=aarch64-linux-gnu
+-mcpu=neoverse-n1"``, or extensions the host lacks, e.g. ``-mcpu=skylake-avx512`` on an AVX2
+machine; see :meth:`Target.cannot_run`) is cross-compiled, not JIT-compiled: ``build_llvm``
+returns a :class:`CompileOnlyKernel`, which shows the same sources and raises ``RuntimeError``
+naming the target and the host when called or timed, instead of crashing on an illegal
+instruction.
+
 Modules: :mod:`.emitter` (statements, loops, SIMD loops), :mod:`.expressions` (expressions,
 memory accesses), :mod:`.parallel` (thread pool), :mod:`.runtime` (thread cap, fork safety),
 :mod:`.intrinsics` (math, masked memory), :mod:`.dtypes`, :mod:`.analysis`, :mod:`.jit`
@@ -22,10 +29,10 @@ from ...ir.func import PrimFunc
 from ..kernel import Kernel
 from ..target import Target
 from .emitter import KernelEmitter
-from .jit import Compiled, assembly, jit
+from .jit import Compiled, assembly, jit, optimize
 from .runtime import before_parallel_call, set_max_threads
 
-__all__ = ["build_llvm", "emit_llvm", "LLVMKernel", "set_max_threads"]
+__all__ = ["build_llvm", "emit_llvm", "LLVMKernel", "CompileOnlyKernel", "set_max_threads"]
 
 
 def emit_llvm(func: PrimFunc, target: Union[str, Target] = "llvm") -> str:
@@ -36,11 +43,15 @@ def emit_llvm(func: PrimFunc, target: Union[str, Target] = "llvm") -> str:
 
 
 def build_llvm(func: PrimFunc, target: Union[str, Target] = "llvm") -> "LLVMKernel":
-    """Compile ``func`` (scheduled or lowered) to native code for a CPU target."""
+    """Compile ``func`` (scheduled or lowered) to native code for a CPU target; for a target
+    this host cannot run, only to its sources (a :class:`CompileOnlyKernel`)."""
     from ..lower import lower
     target = _llvm_target(target)
     emitter = KernelEmitter(lower(func), target)
     raw = str(emitter.emit())
+    reason = target.cannot_run()
+    if reason is not None:
+        return CompileOnlyKernel(func, target, str(optimize(raw, target)), raw, reason)
     compiled = jit(raw, emitter.name + "_packed", target)
     return LLVMKernel(func, target, compiled, raw, parallel=emitter.n_parallel > 0)
 
@@ -70,6 +81,29 @@ class LLVMKernel(Kernel):
     @property
     def source_kinds(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(tuple(self._sources) + ("asm",)))
+
+
+class CompileOnlyKernel(LLVMKernel):
+    """The sources of a kernel compiled for a CPU this host cannot run (``reason`` says why):
+    ``source("llvm" | "llvm-raw" | "asm")`` work; calling or timing it raises RuntimeError."""
+
+    def __init__(self, func: PrimFunc, target: Target, optimized_ir: str, raw_ir: str,
+                 reason: str):
+        self._compiled = Compiled(None, 0, optimized_ir)  # type: ignore[arg-type]
+        self.reason = reason
+        Kernel.__init__(self, func, target, self._refuse,
+                        {"llvm": optimized_ir, "llvm-raw": raw_ir})
+
+    def _refuse(self, *_: object) -> None:
+        raise RuntimeError(f"cannot run kernel {self.func.name!r} on this host: {self.reason}. "
+                           f"It was only compiled: kernel.source('asm') shows its code")
+
+    def __call__(self, *arrays: object) -> None:
+        self._refuse()
+
+    def time(self, *arrays: object, **_: object) -> float:
+        self._refuse()
+        raise AssertionError("unreachable")
 
 
 def _entry(compiled: Compiled, n_args: int, parallel: bool):

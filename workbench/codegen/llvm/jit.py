@@ -3,6 +3,10 @@
 Each kernel gets its own execution engine, so kernels are independent and their machine code is
 freed with them. Generated code calls into libm (math without an LLVM lowering) and libgomp
 (parallel loops); both are loaded into the process once so the JIT resolves their symbols.
+
+Every LLVM target is initialized, so IR can be optimized and printed as assembly for any triple
+and CPU (cross-compilation, :func:`optimize` and :func:`assembly`); only :func:`jit` needs a
+target whose code this host can run (:meth:`Target.cannot_run`), and refuses the others.
 """
 from __future__ import annotations
 
@@ -22,6 +26,8 @@ _LIBRARIES = {"libm": ("libm.so.6", "m"), "libgomp": ("libgomp.so.1", "gomp")}
 
 @functools.lru_cache(maxsize=None)
 def _initialize() -> None:
+    llvm.initialize_all_targets()       # every triple, for cross-compilation
+    llvm.initialize_all_asmprinters()
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     for lib, names in _LIBRARIES.items():
@@ -94,10 +100,12 @@ def optimize(text: str, target: Target) -> llvm.ModuleRef:
 
 
 def jit(text: str, entry: str, target: Target) -> Compiled:
-    """Optimize and JIT-compile ``text``; return the address of function ``entry``."""
-    if target.options.get("mtriple") not in (None, llvm.get_process_triple()):
-        raise BuildError(f"llvm: cannot run code for {target.triple} on this "
-                         f"{llvm.get_process_triple()} host")
+    """Optimize and JIT-compile ``text``; return the address of function ``entry``. Refuses
+    a target whose code this host cannot run (another architecture, or a CPU with extensions
+    the host lacks: running it would crash the process with SIGILL)."""
+    reason = target.cannot_run()
+    if reason is not None:
+        raise BuildError(f"llvm: {reason}")
     mod = optimize(text, target)
     optimized = str(mod)
     engine = llvm.create_mcjit_compiler(mod, new_target_machine(target))
@@ -110,5 +118,6 @@ def jit(text: str, entry: str, target: Target) -> Compiled:
 
 def assembly(optimized_ir: str, target: Target) -> str:
     """The target assembly of already-optimized IR (parsed again: code generation mutates it)."""
+    _initialize()
     mod = llvm.parse_assembly(optimized_ir)
     return target_machine(target).emit_assembly(mod)

@@ -1,14 +1,22 @@
-"""x86 CPU intrinsics: fp32 matrix-multiply micro-kernels for AVX-512.
+"""x86 CPU intrinsics: fp32 matrix-multiply micro-kernels for AVX-512 and for AVX2 + FMA.
 
-``avx512_f32_gemm_{m}x{n}x{k}`` computes ``C[m, n] += A[m, k] * B[k, n]`` (the description is the
-plain triple loop, ``k`` innermost). The implementation is the register-blocked kernel of every
-BLAS: the ``m x n`` tile of C lives in a local accumulator for the whole ``k`` loop, each step
-broadcasts ``A[i, kk]`` and multiplies it with the row ``B[kk, 0:n]``. The ``i`` loops are
-unrolled and the ``n`` loops vectorized, so with ``n = 16`` the LLVM backend emits one
-``<16 x float>`` multiply-add per row per step (fused into ``vfmadd`` on AVX-512) and keeps the
-``m`` accumulator rows in registers.
+``{isa}_f32_gemm_{m}x{n}x{k}`` (``isa``: ``avx512`` or ``avx2``) computes ``C[m, n] += A[m, k] *
+B[k, n]`` (the description is the plain triple loop, ``k`` innermost). The implementation is the
+register-blocked kernel of every BLAS: the ``m x n`` tile of C lives in a local accumulator for
+the whole ``k`` loop, each step broadcasts ``A[i, kk]`` and multiplies it with the row
+``B[kk, 0:n]``. The ``i`` loops are unrolled and the ``n`` loops vectorized, so the LLVM backend
+emits ``n / lanes`` multiply-adds per row per step (``vfmadd`` on ``zmm`` registers with AVX-512,
+16 lanes; on ``ymm`` with AVX2 + FMA, 8 lanes) and keeps the accumulators in registers.
+
+The two families are the same code; they differ in their tiles, chosen so that the
+accumulators (``m`` rows of ``n / lanes`` vectors), one row of B and the broadcast value of A
+fit the register file: 32 ``zmm`` registers for AVX-512, 16 ``ymm`` for AVX2 (e.g. 6 x 16, the
+shape of BLIS's Haswell kernel). :func:`gemm_intrinsics` gives the family a target can use,
+from its features and :meth:`~workbench.codegen.target.Target.vector_lanes`.
 """
 from __future__ import annotations
+
+from typing import Any, Optional
 
 from ...ir import dsl
 from ...ir.buffer import Buffer
@@ -18,13 +26,62 @@ from ...ir.stmt import TRUE, Block, BlockRealize, BufferStore, ForKind, make_for
 from ..state import index, replace
 from ..tensor_intrin import TensorIntrin
 
-#: (m, n, k) tiles registered as built-ins: m rows of accumulators (up to 8 of the 32 zmm
-#: registers), one 16-lane vector wide, k steps per call
-GEMM_TILES = tuple((m, n, k) for m in (1, 4, 8) for n in (16, 32) for k in (1, 4, 16, 64))
+#: instruction set -> (target features it needs, SIMD bits, vector registers)
+ISAS: dict[str, tuple[tuple[str, ...], int, int]] = {
+    "avx512": (("avx512f",), 512, 32),
+    "avx2": (("avx2", "fma"), 256, 16),
+}
+_K_STEPS = (1, 4, 16, 64)
 
 
-def gemm_name(m: int, n: int, k: int) -> str:
-    return f"avx512_f32_gemm_{m}x{n}x{k}"
+def _fits(m: int, n: int, isa: str) -> bool:
+    """The accumulators, a row of B and A's broadcast value fit the vector registers."""
+    _, bits, registers = ISAS[isa]
+    per_row = -(-n * 32 // bits)
+    return m * per_row + per_row + 1 <= registers
+
+
+#: isa -> (m, n, k) tiles registered as built-ins: m rows of accumulators, one or two vectors
+#: wide (n), k steps per call
+GEMM_TILES: dict[str, tuple[tuple[int, int, int], ...]] = {
+    "avx512": tuple((m, n, k) for m in (1, 4, 8) for n in (16, 32) for k in _K_STEPS),
+    "avx2": tuple((m, n, k) for m in (1, 4, 6, 8) for n in (8, 16) for k in _K_STEPS
+                  if _fits(m, n, "avx2")),
+}
+
+
+def gemm_name(m: int, n: int, k: int, isa: str = "avx512") -> str:
+    return f"{isa}_f32_gemm_{m}x{n}x{k}"
+
+
+def gemm_tile(name: str) -> tuple[int, int, int]:
+    """``(m, n, k)`` of a GEMM micro-kernel's name (``"avx2_f32_gemm_6x16x64"``: 6, 16, 64)."""
+    m, n, k = map(int, name.rsplit("_", 1)[1].split("x"))
+    return m, n, k
+
+
+def gemm_isa(target: Any) -> Optional[str]:
+    """The micro-kernel family for ``target`` (a ``Target`` or its text): ``"avx512"`` on
+    AVX-512 CPUs, ``"avx2"`` on AVX2 + FMA ones, None elsewhere (other architectures, SSE)."""
+    from ...codegen.target import Target
+    target = Target.of(target)
+    if target.kind != "llvm" or not target.is_x86:
+        return None
+    for isa, (features, bits, _) in ISAS.items():
+        if target.vector_width_bits >= bits and all(map(target.has_feature, features)):
+            return isa
+    return None
+
+
+def gemm_intrinsics(target: Any) -> list[str]:
+    """Names of the fp32 GEMM micro-kernels suited to ``target``, the largest register tile
+    first (then the longest ``k``): ``avx512_f32_gemm_8x32x64``, ... on AVX-512 CPUs,
+    ``avx2_f32_gemm_6x16x64``, ... on AVX2 + FMA ones, none elsewhere."""
+    isa = gemm_isa(target)
+    if isa is None:
+        return []
+    tiles = sorted(GEMM_TILES[isa], key=lambda t: (t[0] * t[1], t[2], t[1]), reverse=True)
+    return [gemm_name(m, n, k, isa) for m, n, k in tiles]
 
 
 def gemm_desc(m: int, n: int, k: int, dtype: str = "float32") -> PrimFunc:
@@ -57,6 +114,7 @@ def gemm_impl(m: int, n: int, k: int, dtype: str = "float32") -> PrimFunc:
     return PrimFunc("gemm_impl", (A, B, C), BlockRealize((), TRUE, root))
 
 
-for _m, _n, _k in GEMM_TILES:
-    TensorIntrin.register(gemm_name(_m, _n, _k), gemm_desc(_m, _n, _k), gemm_impl(_m, _n, _k),
-                          override=True)
+for _isa, _tiles in GEMM_TILES.items():
+    for _m, _n, _k in _tiles:
+        TensorIntrin.register(gemm_name(_m, _n, _k, _isa), gemm_desc(_m, _n, _k),
+                              gemm_impl(_m, _n, _k), override=True)

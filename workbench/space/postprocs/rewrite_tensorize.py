@@ -2,7 +2,8 @@
 
 Each block annotated ``meta_schedule.auto_tensorize`` gets the intrinsic's implementation in
 place of its body (``tensorize``); a block that no longer matches (decisions changed its loops)
-rejects the candidate.
+rejects the candidate. The intrinsic is the one the annotation names: the rule chose it for the
+target (:func:`~workbench.schedule.intrinsics.gemm_intrinsics`), and a replayed trace keeps it.
 """
 from __future__ import annotations
 

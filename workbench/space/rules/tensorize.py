@@ -1,7 +1,7 @@
 """``MultiLevelTilingWithIntrin``: multi-level tiling around a tensor intrinsic (auto-tensorize).
 
-When a block's computation contains the intrinsic's description (for the CPU: the AVX-512
-fp32 GEMM micro-kernels of :mod:`workbench.schedule.intrinsics.x86`), the rule splits the
+When a block's computation contains the intrinsic's description (for the CPU: the fp32 GEMM
+micro-kernels of :mod:`workbench.schedule.intrinsics.x86`), the rule splits the
 matching loops by the intrinsic's extents, moves those inner loops innermost, ``blockize``s
 them into an outer block annotated ``meta_schedule.auto_tensorize``, then tiles the outer block
 as ``MultiLevelTiling`` does. The postprocessor :class:`~workbench.space.postprocs.
@@ -10,16 +10,24 @@ RewriteTensorize` replaces the annotated block's body by the intrinsic's impleme
     for i, j, k:                  for i0, j0, ... (tiles):           # MultiLevelTiling
       C[i, j] += A[i, k] * B[k, j]    block C_o (auto_tensorize):    # then tensorize
                                         for i1, j1, k1 (4 x 16 x 4): C[...] += ...
+
+Without an intrinsic name the rule asks the target: it takes the first of
+:func:`~workbench.schedule.intrinsics.gemm_intrinsics` (the target's GEMM micro-kernels, the
+largest register tile first: AVX-512 ones on AVX-512 CPUs, AVX2 ones on AVX2 + FMA CPUs, none
+elsewhere) that tensorizes the block. The name it chose is recorded in the annotation, so a
+trace replays with the same intrinsic whatever the target.
 """
 from __future__ import annotations
 
 from typing import Optional
 
+from ...codegen.target import Target
 from ...errors import ScheduleError
 from ...ir.expr import IntImm
 from ...ir.functor import pre_order
 from ...ir.stmt import Block, For
 from ...schedule import BlockRV, Schedule
+from ...schedule.intrinsics import gemm_intrinsics
 from ...schedule.tensor_intrin import TensorIntrin
 from ..analysis import AUTO_TENSORIZE, is_trivial_binding, needs_multi_level_tiling
 from .multi_level_tiling import MultiLevelTiling, State
@@ -27,23 +35,39 @@ from .multi_level_tiling import MultiLevelTiling, State
 
 class MultiLevelTilingWithIntrin(MultiLevelTiling):
     """``MultiLevelTiling`` whose innermost level is the tensor intrinsic ``intrin_name``
-    (a name of the :class:`~workbench.schedule.tensor_intrin.TensorIntrin` registry). Blocks
-    the intrinsic does not match are left to the other rules."""
+    (a name of the :class:`~workbench.schedule.tensor_intrin.TensorIntrin` registry), or when
+    None the first of the target's GEMM micro-kernels that fits the block. Blocks no intrinsic
+    matches are left to the other rules."""
 
-    def __init__(self, intrin_name: str, structure: str = "SSRSRS", **kwargs):
+    def __init__(self, intrin_name: Optional[str] = None, structure: str = "SSRSRS", **kwargs):
         super().__init__(structure, **kwargs)
         self.intrin_name = intrin_name
+        self._chosen: Optional[str] = None  # the intrinsic of the block being tiled
+
+    def candidates(self) -> list[str]:
+        """The intrinsics tried, in order: ``intrin_name``, else the target's GEMM kernels."""
+        if self.intrin_name is not None:
+            return [self.intrin_name]
+        return gemm_intrinsics(self.target or Target.host())
 
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
-        if not needs_multi_level_tiling(sch.index, sch.get(block)) or not self._applies(sch, block):
+        if not needs_multi_level_tiling(sch.index, sch.get(block)):
             return [sch]
-        return super().apply(sch, block)
+        self._chosen = next((name for name in self.candidates()
+                             if self._applies(sch, block, name)), None)
+        if self._chosen is None:
+            return [sch]
+        try:
+            return super().apply(sch, block)
+        finally:
+            self._chosen = None
 
     def sub_rules(self):
         return [self.tile_for_intrin, *super().sub_rules()]
 
     def tile_for_intrin(self, state: State) -> list[State]:
-        state.block = self._tile(state.sch, state.block, self._match(state.sch, state.block))
+        plan = self._match(state.sch, state.block, self._chosen)
+        state.block = self._tile(state.sch, state.block, plan, self._chosen)
         return [state]
 
     def add_write_reuse(self, state: State) -> list[State]:
@@ -52,7 +76,8 @@ class MultiLevelTilingWithIntrin(MultiLevelTiling):
         except ScheduleError:  # no cache stage around this blockized block
             return [state] if self.reuse_write.req == "may" else []
 
-    def _tile(self, sch: Schedule, block: BlockRV, plan: list[tuple[int, int]]) -> BlockRV:
+    def _tile(self, sch: Schedule, block: BlockRV, plan: list[tuple[int, int]],
+              intrin: str) -> BlockRV:
         """Split the matched loops by the intrinsic's extents, move them innermost, blockize
         them; returns the outer block, annotated for RewriteTensorize."""
         outer = sch.get_loops(block)
@@ -62,14 +87,15 @@ class MultiLevelTilingWithIntrin(MultiLevelTiling):
             inner.append(part)
         sch.reorder(*outer, *inner)
         tiled = sch.blockize(inner[0])
-        sch.annotate(tiled, AUTO_TENSORIZE, self.intrin_name)
+        sch.annotate(tiled, AUTO_TENSORIZE, intrin)
         return tiled
 
-    def _match(self, sch: Schedule, block: BlockRV) -> Optional[list[tuple[int, int]]]:
+    def _match(self, sch: Schedule, block: BlockRV,
+               intrin: str) -> Optional[list[tuple[int, int]]]:
         """(loop position, intrinsic extent) for each loop of the description, matched from the
         innermost iterator outwards by iterator type (TVM's mapping); None when a type is
         missing or an extent is not a multiple of the intrinsic's."""
-        desc = TensorIntrin.get(self.intrin_name).desc
+        desc = TensorIntrin.get(intrin).desc
         desc_block = next(n for n in pre_order(desc.body) if isinstance(n, Block)
                           and n.name != desc.root.name)
         desc_loops = [n for n in pre_order(desc.body) if isinstance(n, For)]
@@ -89,14 +115,14 @@ class MultiLevelTilingWithIntrin(MultiLevelTiling):
             pos -= 1
         return plan[::-1]
 
-    def _applies(self, sch: Schedule, block: BlockRV) -> bool:
-        """The description matches and tensorizing a throw-away copy succeeds."""
-        plan = self._match(sch, block)
+    def _applies(self, sch: Schedule, block: BlockRV, intrin: str) -> bool:
+        """The description of ``intrin`` matches and tensorizing a throw-away copy succeeds."""
+        plan = self._match(sch, block, intrin)
         if plan is None:
             return False
         trial = sch.copy()
         try:
-            trial.tensorize(self._tile(trial, block, plan), self.intrin_name)
+            trial.tensorize(self._tile(trial, block, plan, intrin), intrin)
         except ScheduleError:
             return False
         return True
