@@ -22,7 +22,7 @@ a string, numbers and nested lists are themselves; ``attrs`` hold plain values.
 as its arguments::
 
     TVM kind                                  inputs                   attributes
-    GetSBlock                                 -                        name, func_name (dropped)
+    GetSBlock (older TVM: GetBlock)           -                        name, func_name (dropped)
     GetLoops, GetProducers, GetConsumers      block                    -
     GetChildBlocks                            block_or_loop            -
     SamplePerfectTile                         loop                     n, max_innermost_factor
@@ -304,7 +304,7 @@ def _input(value: Any, defined: set[str], where: str) -> Any:
     raise TVMImportError(f"{where}: cannot import the input {value!r}")
 
 
-def convert_trace(trace: Sequence) -> "Any":
+def convert_trace(trace: Sequence) -> Any:
     """A workbench :class:`~workbench.schedule.Trace` from TVM's ``[insts, decisions]``.
 
     Raises :class:`TVMImportError` naming the instruction that cannot be converted.
@@ -491,8 +491,9 @@ def import_tvm(path: Union[str, os.PathLike], database: Any = None, *,
     ``path`` is a database directory or a directory of them (one per workload). ``database``:
     a :class:`Database` or a path (None: an in-memory one, for checking only). ``target``:
     store the records under this target instead of TVM's. ``candidates``: name -> function to
-    match TVM's workloads against (default: :func:`default_candidates`). Never raises for a bad
-    record or an unmatched workload: see the returned report.
+    match TVM's workloads against (default: :func:`default_candidates`). Raises
+    :class:`TVMImportError` only when ``path`` holds no TVM database; bad records, unreadable
+    lines and unmatched workloads are in the returned report.
     """
     dirs = find_databases(path)
     db = Database.open(database) if database is not None else None
