@@ -1,0 +1,112 @@
+"""``Kernel.time`` and ``TimingResult``: a float (the median) that keeps its repeats; runs per
+repeat chosen by duration. Clocks are injected: nothing here depends on the machine's speed."""
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.codegen import Kernel
+from workbench.codegen.timing import TimingResult, format_seconds, time_runs
+
+
+def test_timing_result_is_its_median_as_a_float():
+    t = TimingResult([3e-5, 1e-5, 2e-5, 2.2e-5, 1.9e-5], number=40)
+    assert isinstance(t, float) and t == 2e-5 and t.median == 2e-5
+    assert t * 1e3 == pytest.approx(0.02) and type(t * 1e3) is float
+    assert t < 3e-5 and max([t, 1e-6]) is t and round(t, 6) == 2e-5
+    assert (t.min, t.max, t.number, t.repeat) == (1e-5, 3e-5, 40, 5)
+    assert t.samples == (3e-5, 1e-5, 2e-5, 2.2e-5, 1.9e-5)
+    assert t.spread == pytest.approx(3.0)                       # max / min
+    assert t.deviation == pytest.approx(0.5)                    # (3e-5 - 2e-5) / 2e-5
+    assert repr(t) == "0.02 ms ± 50% (median of 5 × 40 runs)"
+    assert str(t) == f"{t}" == "2e-05" and f"{t * 1e3:.3f}" == "0.020"   # as a float prints
+
+
+def test_timing_result_round_trips_and_handles_edge_values():
+    t = TimingResult([1.5e-3, 1.6e-3], number=2)
+    back = pickle.loads(pickle.dumps(t))
+    assert back == t and back.samples == t.samples and back.number == 2
+    assert TimingResult([0.0, 0.0], 1).spread == 1.0
+    assert TimingResult([0.0, 1e-9], 1).spread == math.inf
+    assert TimingResult([12.5], 1).spread == 1.0 and repr(TimingResult([12.5], 1)).startswith("12.5 s")
+    assert format_seconds(3.21e-5) == "0.0321 ms" and format_seconds(1.78e-3) == "1.78 ms"
+    with pytest.raises(ValueError, match="at least one sample"):
+        TimingResult([], 1)
+
+
+class FakeClock:
+    """A clock that advances only when the timed function runs: ``cost(k)`` seconds for run k."""
+
+    def __init__(self, cost):
+        self.now, self.runs, self.cost = 0.0, 0, cost
+
+    def __call__(self):
+        return self.now
+
+    def run(self):
+        self.now += self.cost(self.runs)
+        self.runs += 1
+
+
+def test_explicit_number_runs_exactly_that_often():
+    clock = FakeClock(lambda k: 1e-3)
+    t = time_runs(clock.run, number=7, repeat=3, warmup=2, clock=clock)
+    assert clock.runs == 2 + 7 * 3
+    assert t.samples == pytest.approx((1e-3,) * 3) and t.number == 7
+
+
+def test_number_grows_until_a_repeat_lasts_min_repeat_ms():
+    clock = FakeClock(lambda k: 1e-4)                       # 0.1 ms per run
+    t = time_runs(clock.run, number=1, repeat=4, min_repeat_ms=10, clock=clock)
+    assert t.number >= 100 and t.number * 1e-4 >= 10e-3
+    assert t.samples == pytest.approx((1e-4,) * 4) and t.spread == pytest.approx(1.0)
+
+
+def test_a_stalled_repeat_stops_early_and_shows_in_the_spread():
+    stall_at = []
+
+    def cost(k):
+        if stall_at and k == stall_at[0]:
+            return 5.0                                       # one run stalls for 5 s
+        return 1e-4
+
+    clock = FakeClock(cost)
+    t0 = time_runs(clock.run, number=1, repeat=1, min_repeat_ms=10, clock=clock)
+    stall_at.append(clock.runs + t0.number + 3)              # inside the second repeat below
+    before = clock.runs
+    t = time_runs(clock.run, number=t0.number, repeat=3, min_repeat_ms=10, clock=clock)
+    # calibration (1 repeat) + 3 repeats, the stalled one cut short after at most 8 runs more
+    assert clock.runs - before < 4 * t.number
+    assert t.spread > 100 and t.median == pytest.approx(1e-4)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="number >= 1"):
+        time_runs(lambda: None, number=0)
+    with pytest.raises(ValueError, match="repeat=0"):
+        time_runs(lambda: None, repeat=0)
+
+
+@pytest.fixture
+def counted():
+    A = wb.placeholder((4,), "float32", name="A")
+    B = wb.compute((4,), lambda i: A[i] * 2.0, name="B")
+    calls = []
+    kernel = Kernel(wb.create_func([A, B], name="double"), "python",
+                    lambda *arrays: calls.append(1), "def double(): ...")
+    return kernel, (np.ones(4, "float32"), np.zeros(4, "float32")), calls
+
+
+def test_kernel_time_returns_a_timing_result(counted):
+    kernel, args, calls = counted
+    t = kernel.time(*args, number=3, repeat=2, warmup=1)
+    assert isinstance(t, TimingResult) and (t.number, t.repeat) == (3, 2)
+    assert len(calls) == 1 + 3 * 2
+    calls.clear()
+    t = kernel.time(*args, repeat=3, min_repeat_ms=1)       # number chosen by duration
+    assert t.repeat == 3 and len(calls) >= 1 + 3 * t.number
+    assert t >= 0 and t.median == float(t)
+    with pytest.raises(ValueError, match="number must be >= 1 or None, got 0"):
+        kernel.time(*args, number=0)
