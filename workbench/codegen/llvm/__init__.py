@@ -29,6 +29,7 @@ from ...ir.func import PrimFunc
 from ..kernel import Kernel
 from ..target import Target
 from .emitter import KernelEmitter
+from .fastcall import MISMATCH, Spec, native_caller
 from .jit import Compiled, assembly, jit, optimize
 from .runtime import before_parallel_call, set_max_threads
 
@@ -70,8 +71,31 @@ class LLVMKernel(Kernel):
     def __init__(self, func: PrimFunc, target: Target, compiled: Compiled, raw_ir: str,
                  parallel: bool = False):
         self._compiled = compiled  # owns the machine code: must live as long as the entry
+        self._parallel = parallel
         super().__init__(func, target, _entry(compiled, len(func.params), parallel),
                          {"llvm": compiled.optimized_ir, "llvm-raw": raw_ir})
+        self._by_pointers = self.entry
+        self._fast = native_caller()    # None where the ABI self-test failed: the Python path only
+        if self._fast is not None:
+            self._spec = Spec(compiled.address, [b.dtype for b in self._params],
+                              [b.shape for b in self._params], self._writes)
+            self.entry = _fast_entry(self._fast, self._spec.address, self._by_pointers,
+                                     parallel)
+
+    def __call__(self, *arrays: np.ndarray) -> None:
+        """Run: the arguments are checked in native code (:mod:`.fastcall`); anything it does
+        not accept takes the Python path, which raises the precise error (or runs)."""
+        fast = self._fast
+        if fast is None:
+            return Kernel.__call__(self, *arrays)
+        if self._parallel:
+            before_parallel_call()
+        code = fast(arrays, self._spec.address)
+        if code == MISMATCH:
+            self.check_args(arrays)
+            self._by_pointers(*arrays)  # an ndarray subclass, an equal dtype object, ...
+        elif code:
+            raise MemoryError("kernel could not allocate its intermediate buffers")
 
     def source(self, kind: Optional[str] = None) -> str:
         if kind == "asm" and "asm" not in self._sources:
@@ -119,4 +143,20 @@ def _entry(compiled: Compiled, n_args: int, parallel: bool):
             raise MemoryError("kernel could not allocate its intermediate buffers")
 
     entry.compiled = compiled  # type: ignore[attr-defined]  (keeps the code alive)
+    return entry
+
+
+def _fast_entry(fast, spec_address: int, by_pointers, parallel: bool):
+    """``entry(*arrays)`` through :func:`.fastcall.native_caller`; arrays it does not take (already
+    checked by the caller: a subclass, an equal dtype object) go through ``by_pointers``."""
+
+    def entry(*arrays: np.ndarray) -> None:
+        if parallel:
+            before_parallel_call()
+        code = fast(arrays, spec_address)
+        if code == MISMATCH:
+            by_pointers(*arrays)
+        elif code:
+            raise MemoryError("kernel could not allocate its intermediate buffers")
+
     return entry
