@@ -26,7 +26,9 @@ def summary_html(summary: "TuneSummary") -> str:
     return (f"<table {_TABLE}><tr><th>task</th><th>trials</th><th>failed</th><th>best</th>"
             f"<th>GFLOP/s</th><th>vs unscheduled</th><th>vs numpy</th></tr>{rows}</table>"
             f'<div style="color: #555;">{summary.measured} trials measured in '
-            f"{summary.seconds:.1f} s</div>")
+            f"{summary.seconds:.1f} s</div>"
+            + "".join(f'<div class="wb-warning" style="color: #b35900;">⚠ {html.escape(w)}</div>'
+                      for w in summary.warnings()))
 
 
 def record_html(rec: "Record") -> str:

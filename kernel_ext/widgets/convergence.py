@@ -4,9 +4,10 @@ A :class:`ConvergencePlot` is a ``wb.tune`` callback (``on_start`` / ``on_batch`
 ``on_end``, fed :class:`workbench.tune.BatchEvent`). It draws, per task, every measured
 candidate and the best latency so far against the trial number, and the cost model's
 predicted score against the measured latency (a good model puts the fast candidates on the
-right). Points are placed by the event's trial counter, so a tuning session resumed from a
-database continues the curve where it stopped (``add_records`` draws the stored trials first),
-and a re-run cell simply makes a new plot: no state is shared between plots.
+right), and says when the machine was busy with other work while a batch was measured (its
+timings are then suspect). Points are placed by the event's trial counter, so a tuning session
+resumed from a database continues the curve where it stopped (``add_records`` draws the stored
+trials first), and a re-run cell simply makes a new plot: no state is shared between plots.
 """
 from __future__ import annotations
 
@@ -59,6 +60,8 @@ class ConvergencePlot(WorkbenchWidget):
         self.title = title
         self.series: dict[str, TaskSeries] = {}
         self.summary: Any = None
+        self.busy_batches = 0
+        self.max_load: Optional[float] = None
         fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.1,
                             subplot_titles=("latency of each measured candidate",
                                             "cost model: predicted vs measured"))
@@ -82,13 +85,16 @@ class ConvergencePlot(WorkbenchWidget):
         """One measured batch (``workbench.tune.BatchEvent``)."""
         first = event.trials - len(event.results) + 1
         self.add(event.task, range(first, event.trials + 1), event.latencies, event.predicted)
-        self.status.value = self._status_text(
-            f"{event.task}: {event.trials} trials ({event.total_trials}/{event.budget} in all), "
-            f"best {fmt_seconds(event.best)}, {event.elapsed:.0f} s")
+        text = (f"{event.task}: {event.trials} trials ({event.total_trials}/{event.budget} in "
+                f"all), best {fmt_seconds(event.best)}, {event.elapsed:.0f} s")
+        if event.busy:
+            self.busy_batches += 1
+            self.max_load = max(event.load, self.max_load or 0.0)
+        self.status.value = self._status_text(text) + self._busy_html()
 
     def on_end(self, summary: Any) -> None:
         self.summary = summary
-        self.status.value = self._status_text("done") + _summary_html(summary)
+        self.status.value = self._status_text("done") + _summary_html(summary)  # warns itself
 
     # feeding it -----------------------------------------------------------------------------
     def add_records(self, records: Sequence[Any], task: Optional[str] = None) -> None:
@@ -130,6 +136,13 @@ class ConvergencePlot(WorkbenchWidget):
                                     row=1, col=2, showlegend=False)
         return self.series[task]
 
+    def _busy_html(self) -> str:
+        if not self.busy_batches:
+            return ""
+        return ('<div class="wb-busy" style="color: #b35900;">⚠ machine busy: 1-minute load '
+                f"average up to {self.max_load:.1f} during {self.busy_batches} batch(es); "
+                "their timings include waiting for other work</div>")
+
     # static renderings ------------------------------------------------------------------------
     def _status_text(self, text: str) -> str:
         return f'<div style="color: #333;"><b>{html.escape(self.title)}</b>: {html.escape(text)}</div>'
@@ -146,9 +159,12 @@ class ConvergencePlot(WorkbenchWidget):
         return f'<div class="wb-convergence">{self.status.value}{body}</div>'
 
     def text(self) -> str:
-        return "\n".join(f"{s.name}: {len(s.trials)} trials, {s.failed} failed, best "
-                         f"{fmt_seconds(s.best[-1]) if s.best else '-'}"
-                         for s in self.series.values()) or f"{self.title}: no trial yet"
+        lines = [f"{s.name}: {len(s.trials)} trials, {s.failed} failed, best "
+                 f"{fmt_seconds(s.best[-1]) if s.best else '-'}" for s in self.series.values()]
+        if self.busy_batches:
+            lines.append(f"machine busy: load up to {self.max_load:.1f} during "
+                         f"{self.busy_batches} batch(es)")
+        return "\n".join(lines) or f"{self.title}: no trial yet"
 
 
 def _milestones(best: list[float]) -> list[float]:

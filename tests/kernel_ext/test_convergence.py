@@ -8,11 +8,12 @@ from workbench.tune import BatchEvent, MeasureResult
 from workbench.tune.search import Candidate
 
 
-def _event(trials, latencies, predicted, best, task="GMM"):
+def _event(trials, latencies, predicted, best, task="GMM", load=None):
     results = [MeasureResult("ok", [x]) if math.isfinite(x) else MeasureResult("run_error", [], "boom")
                for x in latencies]
     cands = [Candidate(sch=None, predicted=p) for p in predicted]
-    return BatchEvent(task, 0, 1, cands, results, best, None, trials, trials, 8, 1.0, 0.1, 0.9)
+    return BatchEvent(task, 0, 1, cands, results, best, None, trials, trials, 8, 1.0, 0.1, 0.9,
+                      load=load, cores=2)
 
 
 def test_batches_extend_candidates_best_curve_and_predictions():
@@ -41,6 +42,19 @@ def test_each_task_gets_its_own_traces_and_static_table():
     assert html_.count("<tr>") == 3 and "1 ms" in html_ and "4 ms" in html_
     bundle = plot._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle and "text/html" in bundle
+
+
+def test_a_busy_machine_is_shown():
+    """An (injected) load average above the CPUs: the status says so, and the summary warns."""
+    from workbench.tune import TuneSummary
+    plot = ConvergencePlot("load")
+    plot.on_batch(_event(1, [1e-3], [None], 1e-3, load=1.5))      # 1.5 on 2 CPUs: fine
+    assert "busy" not in plot.status.value
+    plot.on_batch(_event(2, [2e-3], [None], 1e-3, load=3.7))
+    assert "machine busy" in plot.status.value and "3.7" in plot.status.value
+    assert "machine busy: load up to 3.7 during 1 batch(es)" in plot.text()
+    plot.on_end(TuneSummary(measured=2, load=3.7, cores=2, busy_records=1))
+    assert "the machine was busy" in plot.status.value
 
 
 def test_a_real_tune_feeds_the_plot(gmm, ip):

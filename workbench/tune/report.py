@@ -31,6 +31,19 @@ class BatchEvent:
     search_seconds: float           # spent proposing this batch
     measure_seconds: float          # spent building and running it
     flops: Optional[int] = None     # per run of the task, when known
+    load: Optional[float] = None    # highest 1-minute load average read while measuring it
+    cores: int = 1                  # CPUs the tuner may use
+
+    @property
+    def busy(self) -> bool:
+        """Other work competed for our CPUs while this batch was measured."""
+        from .runner import machine_busy
+        return machine_busy(self.load, self.cores)
+
+    @property
+    def noisy(self) -> int:
+        """Candidates whose repeats disagreed even when measured again."""
+        return sum(r.noisy for r in self.results)
 
     @property
     def latencies(self) -> list[float]:
@@ -82,6 +95,29 @@ class TuneSummary:
     tasks: list[TaskSummary] = field(default_factory=list)
     seconds: float = 0.0
     measured: int = 0                 # trials measured in this session
+    load: Optional[float] = None      # highest 1-minute load average read while measuring
+    cores: int = 1                    # CPUs the tuner could use
+    busy_records: int = 0             # records measured while the machine was busy
+    noisy_records: int = 0            # records whose repeats disagreed even when re-measured
+
+    @property
+    def busy(self) -> bool:
+        """Other work competed for our CPUs during measurement: the timings are suspect."""
+        return self.busy_records > 0
+
+    def warnings(self) -> list[str]:
+        """What makes this session's timings suspect, one sentence each (none: trust them)."""
+        out = []
+        if self.busy:
+            out.append(f"the machine was busy: 1-minute load average up to {self.load:.1f} on "
+                       f"{self.cores} CPU(s) while {self.busy_records} of the records were "
+                       f"measured (flagged 'busy' in the database); their timings include "
+                       f"waiting for other work — tune again on a quiet machine")
+        if self.noisy_records:
+            out.append(f"{self.noisy_records} record(s) were noisy: their repeats still "
+                       f"differed by more than the runner's max_spread (max / min) when "
+                       f"measured again (flagged 'noisy')")
+        return out
 
     def __str__(self) -> str:
         head = (f"{'task':<18} {'trials':>6} {'failed':>6} {'best ms':>10} {'GFLOP/s':>8} "
@@ -93,6 +129,7 @@ class TuneSummary:
                          f"{_num(t.speedup, '.2f'):>9} {_num(t.vs_numpy, '.2f'):>8}")
         per = f", {self.seconds / self.measured:.2f} s per trial" if self.measured else ""
         lines.append(f"{self.measured} trials measured in {self.seconds:.1f} s{per}")
+        lines += [f"warning: {w}" for w in self.warnings()]
         return "\n".join(lines)
 
     def _repr_pretty_(self, p, cycle) -> None:
@@ -141,8 +178,9 @@ class ProgressBar:
         ok = sum(r.status == "ok" for r in e.results)
         rate = f" {e.flops / e.best / 1e9:.1f} GFLOP/s" if e.flops and math.isfinite(e.best) \
             else ""
+        busy = f", machine busy: load {e.load:.1f} > {e.cores} CPUs" if e.busy else ""
         text = (f"[{bar}] {done}/{e.budget} {e.task}: best {_ms(e.best)} ms{rate} "
-                f"({ok}/{len(e.results)} ok, {e.elapsed:.0f} s)")
+                f"({ok}/{len(e.results)} ok, {e.elapsed:.0f} s{busy})")
         if self.lines:
             print(text, file=self.stream, flush=True)
         else:

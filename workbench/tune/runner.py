@@ -19,6 +19,18 @@ A crash (the worker's socket closes: a segfault, an abort) or a deadline passed 
 killed) fails that candidate with the reason; the worker is replaced before the next job, and
 kernels that died with it are rebuilt. Statuses: ``ok``, ``build_error``, ``run_error``,
 ``timeout``, ``wrong_result``.
+
+Measuring on a machine shared with other work:
+
+* workers bound libgomp's spin-waiting (:func:`workbench.codegen.llvm.runtime.bound_spinning`,
+  set in their environment before libgomp loads) and run parallel regions on at most the CPUs
+  this process may use: a spinning thread must not hold a core the other threads of its own
+  region are waiting for;
+* a candidate whose repeats disagree by more than ``max_spread`` (max / min) is measured once
+  more; if it is still that noisy its result says so (``noisy``), and the database keeps the
+  flag with the record;
+* each result carries the 1-minute load average read after it ran (``load``): above the CPUs
+  available (:func:`machine_busy`), other work was competing for them and the tuner says so.
 """
 from __future__ import annotations
 
@@ -37,6 +49,8 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from ..codegen.llvm.runtime import bound_spinning
+from ..codegen.timing import spread_of
 from ..ir.func import PrimFunc
 from .database.base import target_str
 
@@ -103,12 +117,59 @@ class MeasureResult:
     error: str = ""
     build_seconds: float = 0.0
     run_seconds: float = 0.0
+    noisy: bool = False               # repeats still more than max_spread apart when re-measured
+    load: Optional[float] = None      # 1-minute load average right after it ran (None: unknown)
 
     @property
     def latency(self) -> float:
         """Median of the repeats (as :attr:`Record.latency`); inf unless ok."""
         return float(np.median(self.latencies)) if self.status == "ok" and self.latencies \
             else float("inf")
+
+    @property
+    def spread(self) -> float:
+        """``max / min`` of the repeats (1.0 without any)."""
+        return spread_of(self.latencies)
+
+
+def load_average() -> Optional[float]:
+    """The machine's 1-minute load average (None where the OS does not tell)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def available_cores() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def machine_busy(load: Optional[float], cores: Optional[int] = None) -> bool:
+    """Whether a load average says other work competed for our CPUs: more runnable threads,
+    on average over the last minute, than the CPUs this process may use. (Tuning itself keeps
+    at most that many busy: workers build in parallel, one measures at a time.)"""
+    return load is not None and load > (cores or available_cores())
+
+
+def remeasure_if_noisy(first: MeasureResult, again: Callable[[], MeasureResult],
+                       max_spread: float) -> MeasureResult:
+    """``first``, or when its repeats are more than ``max_spread`` apart (max / min), the
+    result of measuring once more (``again()``), flagged ``noisy`` if it is still that spread.
+    A failed second measurement leaves the first one, flagged."""
+    if first.status != "ok" or first.spread <= max_spread:
+        return first
+    second = again()
+    if second.status != "ok":
+        first.noisy = True
+        return first
+    second.noisy = second.spread > max_spread
+    second.build_seconds = first.build_seconds
+    second.run_seconds += first.run_seconds
+    return second
 
 
 class Runner:
@@ -161,6 +222,7 @@ class _Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([pkg_root] + [p for p in
                                             env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        bound_spinning(env)  # libgomp reads it when it loads, at the worker's first build
         self.log.seek(0)
         self.log.truncate()
         # a new session: Ctrl-C in the notebook or terminal interrupts the tuner, not the
@@ -220,12 +282,14 @@ class LocalRunner(Runner):
 
     def __init__(self, workers: Optional[int] = None, build_timeout: float = 30.0,
                  run_timeout: float = 20.0, number: int = 3, repeat: int = 3,
-                 min_repeat_ms: float = 25.0, check: bool = True, max_retries: int = 2):
-        self.workers = [_Worker(k) for k in range(workers or max(1, min(os.cpu_count() or 1, 4)))]
+                 min_repeat_ms: float = 25.0, check: bool = True, max_retries: int = 2,
+                 max_spread: float = 2.0):
+        self.workers = [_Worker(k) for k in range(workers or max(1, min(available_cores(), 4)))]
         self.build_timeout, self.run_timeout = build_timeout, run_timeout
         self.timing = {"number": number, "repeat": repeat, "min_repeat_ms": min_repeat_ms}
         self.check = check
         self.max_retries = max_retries
+        self.max_spread = max_spread
         self._jobs = 0
         self._finalizer = weakref.finalize(self, _shutdown, self.workers)
 
@@ -253,7 +317,10 @@ class LocalRunner(Runner):
                     else:
                         todo.append(k)
                     continue
-                results[k] = self._run(worker, job, build_s, timing, run_timeout)
+                first = self._run(worker, job, build_s, timing, run_timeout, self.check)
+                results[k] = remeasure_if_noisy(
+                    first, lambda: self._run(worker, job, build_s, timing, run_timeout, False),
+                    self.max_spread)
         return results  # type: ignore[return-value]
 
     def _ensure(self, worker: _Worker) -> None:
@@ -325,10 +392,19 @@ class LocalRunner(Runner):
         return built
 
     def _run(self, worker: _Worker, job: int, build_s: float, timing: dict,
-             run_timeout: float) -> MeasureResult:
+             run_timeout: float, check: bool) -> MeasureResult:
+        result = self._run_once(worker, job, build_s, timing, run_timeout, check)
+        result.load = load_average()
+        return result
+
+    def _run_once(self, worker: _Worker, job: int, build_s: float, timing: dict,
+                  run_timeout: float, check: bool) -> MeasureResult:
         t0 = time.monotonic()
+        if not worker.alive:  # a re-measurement after the worker died
+            return MeasureResult("run_error", error="worker lost before running",
+                                 build_seconds=build_s)
         try:
-            worker.conn.send(("run", job, timing, self.check))
+            worker.conn.send(("run", job, timing, check))
         except OSError:  # it died after building (killed from outside, out of memory)
             return MeasureResult("run_error", error=f"worker lost before running: "
                                  f"{worker.death()}", build_seconds=build_s)

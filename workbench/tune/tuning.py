@@ -21,7 +21,8 @@ from ..ir.func import PrimFunc
 from .cost_model import CostModel
 from .database.base import Database, Record, target_str
 from .report import BatchEvent, ProgressBar, TaskSummary, TuneSummary, _isatty, dispatch
-from .runner import LocalRunner, MeasureInput, Runner, Task
+from .runner import (LocalRunner, MeasureInput, MeasureResult, Runner, Task, available_cores,
+                     machine_busy)
 from .scheduler import TaskScheduler, TaskState
 from .search import SearchContext, SearchStrategy
 from .task import TuneTask, as_tasks, make_space
@@ -111,6 +112,9 @@ class _Session:
         self.batches = 0
         self.failed = [0] * len(tasks)
         self.measure_tasks = [Task(t.func, target, t.reference, seed=seed) for t in tasks]
+        self.cores = available_cores()
+        self.load: Optional[float] = None      # highest load average read while measuring
+        self.busy_records = self.noisy_records = 0
         self.states = [TaskState(weight=t.weight) for t in tasks]
         self.contexts: list[SearchContext] = []
         self.strategies: list[SearchStrategy] = []
@@ -133,7 +137,6 @@ class _Session:
 
     def _warm_up(self) -> None:
         """Train the cost model on the latest stored records of every task (resuming)."""
-        from .runner import MeasureResult
         cands, results = [], []
         for task in self.tasks:
             for rec in self.db.records(task.func, self.target)[-MAX_WARMUP_RECORDS:]:
@@ -172,8 +175,12 @@ class _Session:
         measure_s = time.monotonic() - t0
         self.db.add([Record.of(task.func, self.target, c.trace, r.latencies, r.status, r.error,
                                predicted=c.predicted, build_seconds=r.build_seconds,
-                               run_seconds=r.run_seconds)
+                               run_seconds=r.run_seconds, **self._warnings(r))
                      for c, r in zip(cands, results)])
+        loads = [r.load for r in results if r.load is not None]
+        batch_load = max(loads) if loads else None
+        if batch_load is not None:
+            self.load = max(batch_load, self.load or 0.0)
         self.model.update([c.sch for c in cands], results)
         self.strategies[k].notify(cands, results)
         state.record(len(cands), [r.latency for r in results])
@@ -185,10 +192,23 @@ class _Session:
             task.name, k, self.batches, cands, results, state.best,
             best.trace if best is not None else None, state.trials,
             sum(s.trials for s in self.states), budget, time.monotonic() - self.t0,
-            search_s, measure_s, task.flops))
+            search_s, measure_s, task.flops, batch_load, self.cores))
+
+    def _warnings(self, result: MeasureResult) -> dict:
+        """The record's ``noisy`` / ``busy`` flags (see :class:`Record`), counted."""
+        flags = {}
+        if result.noisy:
+            flags["noisy"] = round(result.spread, 3)
+            self.noisy_records += 1
+        if result.status == "ok" and machine_busy(result.load, self.cores):
+            flags["busy"] = round(result.load, 2)
+            self.busy_records += 1
+        return flags
 
     def summary(self, baseline: bool) -> TuneSummary:
-        out = TuneSummary(seconds=time.monotonic() - self.t0, measured=self.measured)
+        out = TuneSummary(seconds=time.monotonic() - self.t0, measured=self.measured,
+                          load=self.load, cores=self.cores, busy_records=self.busy_records,
+                          noisy_records=self.noisy_records)
         for k, task in enumerate(self.tasks):
             best = self.db.best(task.func, self.target)
             row = TaskSummary(task.name, self.states[k].trials, self.failed[k],

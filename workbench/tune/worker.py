@@ -10,6 +10,7 @@ without a ``__main__`` guard). It talks over the socket ``FD`` with pickled tupl
                                               worker computes it with the unscheduled func
     ("build", job_id, task_id, func)  -> ("built", job_id, seconds) | ("build_error", job_id, msg)
     ("run", job_id, timing, check)    -> ("ran", job_id, status, latencies, msg, seconds)
+                                         the last job run may be run again (a re-measurement)
     anything that fails outside a candidate -> ("error", kind, msg)
 
 A kernel that crashes the process, or hangs, is the parent's business: it sees the socket close
@@ -32,6 +33,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..codegen.arrays import aligned
+from ..codegen.timing import time_runs
 
 
 class _Task:
@@ -71,37 +73,11 @@ class _Task:
 
 
 def time_entry(entry, args, number: int, repeat: int, min_repeat_ms: float) -> list[float]:
-    """Seconds per run, one value per repeat, the way TVM's time evaluator measures.
-
-    Each repeat runs ``number`` times back to back; when a repeat is shorter than
-    ``min_repeat_ms``, ``number`` grows (and the short repeat is discarded) so that timer
-    resolution and call overhead do not dominate small kernels. One more repeat than asked
-    runs first and is discarded, as a warm-up. A repeat stops early once it has lasted ten
-    times ``min_repeat_ms`` (at least 50 ms): on a loaded machine a parallel kernel can stall
-    for a scheduler tick now and then, and ``number`` was sized on the fast runs.
-    """
-    results: list[float] = []
-    min_s = min_repeat_ms / 1e3
-    cap = max(10 * min_s, 0.05)
-    warm = False
-    clock = time.perf_counter
-    while len(results) < repeat:
-        runs = 0
-        t0 = clock()
-        while runs < number:
-            entry(*args)
-            runs += 1
-            if not runs & 7 and clock() - t0 > cap:
-                break
-        dt = clock() - t0
-        if dt < min_s and number < 1 << 30:
-            per_run = max(dt / runs, 1e-9)
-            number = max(int(number * 1.618) + 1, int(min_s / per_run * 1.1) + 1)
-            continue
-        if warm:
-            results.append(dt / runs)
-        warm = True
-    return results
+    """Seconds per run, one value per repeat, the way TVM's time evaluator measures:
+    ``number`` grows until a repeat lasts ``min_repeat_ms`` (see
+    :func:`workbench.codegen.timing.time_runs`)."""
+    return list(time_runs(entry, args, number=number, repeat=repeat,
+                          min_repeat_ms=min_repeat_ms).samples)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -120,6 +96,7 @@ class Worker:
         self.conn = conn
         self.tasks: dict[Any, _Task] = {}
         self.kernels: dict[Any, tuple[Any, Any]] = {}  # job -> (task_id, kernel)
+        self.last_run: tuple[Any, Any, Any] = (None, None, None)  # (job, task_id, kernel)
 
     def serve(self) -> None:
         while True:
@@ -159,7 +136,11 @@ class Worker:
         return ("built", job_id, time.perf_counter() - t0)
 
     def on_run(self, job_id, timing, check):
-        task_id, kernel = self.kernels.pop(job_id)
+        if job_id in self.kernels:
+            self.last_run = (job_id, *self.kernels.pop(job_id))
+        elif self.last_run[0] != job_id:
+            raise KeyError(f"no kernel of job {job_id}")
+        _, task_id, kernel = self.last_run
         task = self.tasks[task_id]
         t0 = time.perf_counter()
         task.reset()
@@ -187,6 +168,9 @@ def _die_with_parent() -> None:
 
 def main(argv: list[str]) -> None:
     _die_with_parent()
+    from ..codegen.llvm.runtime import set_max_threads
+    from .runner import available_cores
+    set_max_threads(available_cores())  # a "-num-cores=8" kernel on 2 CPUs: 2 threads, no more
     faulthandler.enable()  # a segfault prints the Python stack to the log the parent reads
     sock = socket.socket(fileno=int(argv[0]))
     Worker(Connection(sock.detach())).serve()

@@ -19,6 +19,7 @@ import llvmlite.binding as llvm
 
 from ...errors import BuildError
 from ..target import Target
+from .runtime import bound_spinning
 
 #: shared libraries generated code may call, by the names tried in order
 _LIBRARIES = {"libm": ("libm.so.6", "m"), "libgomp": ("libgomp.so.1", "gomp")}
@@ -30,6 +31,7 @@ def _initialize() -> None:
     llvm.initialize_all_asmprinters()
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+    bound_spinning()  # libgomp reads its wait policy once, when loaded (see runtime.py)
     for lib, names in _LIBRARIES.items():
         for name in names:
             path = name if "." in name else ctypes.util.find_library(name)

@@ -101,6 +101,9 @@ class Record:
     waits a whole scheduler tick for a descheduled thread, and one such repeat must not
     decide the ranking. ``func`` is the workload's function when the record was obtained
     through one (needed by :meth:`schedule`); ``workload`` is the stored workload key.
+    ``meta`` holds the rest as JSON data, among it two warnings the tuner sets: ``"noisy"``
+    (the repeats' max / min, when still above the runner's limit after a re-measurement) and
+    ``"busy"`` (the 1-minute load average, when it was above the CPUs the tuner could use).
     """
 
     trace_json: dict
@@ -137,6 +140,16 @@ class Record:
         return statistics.median(self.latencies) if self.ok else float("inf")
 
     @property
+    def noisy(self) -> bool:
+        """Whether its repeats disagreed even when measured again (``meta["noisy"]``)."""
+        return "noisy" in self.meta
+
+    @property
+    def busy(self) -> bool:
+        """Whether other work competed for the CPUs when it was measured (``meta["busy"]``)."""
+        return "busy" in self.meta
+
+    @property
     def trace(self):
         """The record's ``Trace`` (parsed from JSON; no code is evaluated)."""
         from ...schedule import Trace
@@ -159,6 +172,7 @@ class Record:
 
     def __repr__(self) -> str:
         what = f"{self.latency * 1e3:.4f} ms" if self.ok else f"{self.status}: {self.error[:60]}"
+        what += "".join(f", {flag}" for flag in ("noisy", "busy") if flag in self.meta)
         name = self.workload.name if self.workload else "?"
         return f"<Record {name} on {self.target}: {what}>"
 
