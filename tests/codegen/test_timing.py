@@ -8,7 +8,8 @@ import pytest
 
 import workbench as wb
 from workbench.codegen import Kernel
-from workbench.codegen.timing import TimingResult, format_seconds, time_runs
+from workbench.codegen import TimingResult
+from workbench.codegen.timing import format_seconds, time_runs
 
 
 def test_timing_result_is_its_median_as_a_float():

@@ -4,5 +4,7 @@ from .build import build
 from .kernel import Kernel
 from .lower import lower
 from .target import Target
+from .timing import TimingResult
 
-__all__ = ["build", "lower", "Kernel", "Target", "empty", "zeros", "aligned"]
+__all__ = ["build", "lower", "Kernel", "Target", "empty", "zeros", "aligned",
+           "TimingResult"]

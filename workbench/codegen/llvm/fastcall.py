@@ -187,8 +187,13 @@ def _abi_plausible() -> bool:
 def _layout_matches() -> bool:
     """Read the fields at ``OFFSETS`` of real objects and compare with what Python says."""
     o = OFFSETS
-    i64 = lambda addr: ctypes.c_int64.from_address(addr).value  # noqa: E731
-    i32 = lambda addr: ctypes.c_int32.from_address(addr).value  # noqa: E731
+
+    def i64(address: int) -> int:
+        return ctypes.c_int64.from_address(address).value
+
+    def i32(address: int) -> int:
+        return ctypes.c_int32.from_address(address).value
+
     a = np.zeros((2, 3), np.float32)
     r = np.zeros(6, np.int64)[::2]
     r.flags.writeable = False
@@ -208,6 +213,10 @@ def _layout_matches() -> bool:
     return a.dtype is np.dtype("float32")
 
 
+class _Subclass(np.ndarray):
+    """Not exactly ``numpy.ndarray``: the native checks must refuse it."""
+
+
 def _self_test(fn: FastCall) -> bool:
     """Run the compiled function on good and bad arguments with a recording entry."""
     seen: list = []
@@ -221,7 +230,7 @@ def _self_test(fn: FastCall) -> bool:
     cases = [((a, s), OK), ((a, s), FAILED), ((a,), MISMATCH), ((a, s, s), MISMATCH),
              ((a.T.copy(), s), MISMATCH), ((a.astype(np.float64), s), MISMATCH),
              ((a, frozen), MISMATCH), ((np.zeros((6, 3), np.float32)[::3], s), MISMATCH),
-             ((a.view(np.matrix), s), MISMATCH), ((a, 0), MISMATCH)]
+             ((a.view(_Subclass), s), MISMATCH), ((a, 0), MISMATCH)]
     for args, want in cases:
         if fn(args, spec.address) != want:
             return False
