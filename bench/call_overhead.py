@@ -4,7 +4,7 @@ Run: ``python bench/call_overhead.py [--number N] [--rounds R]``. For trivial LL
 to 4 arrays (4 floats each: the kernel itself takes nanoseconds), prints the time per call of
 
 * ``kernel(*arrays)``: the argument checks and the call in native code
-  (:mod:`workbench.codegen.llvm.fastcall`);
+  (:mod:`workbench.codegen.llvm.pycall`: a builtin function CPython calls directly);
 * ``kernel.entry(*arrays)``: what ``kernel.time`` and the tuner's workers time (no checks);
 * the old path, rebuilt here as it was: ``Kernel.check_args`` in Python, then a ctypes call
   with an array of ``a.ctypes.data`` pointers;

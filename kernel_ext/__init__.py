@@ -10,7 +10,6 @@ The widgets are plain classes usable without the magics: :class:`LoopNestStepper
 :class:`TraceGraph`, :class:`DecisionTree`, :class:`ConvergencePlot`, :class:`PinPanel`.
 This package depends on ``workbench``; the engine never imports it.
 """
-import os
 
 try:
     import IPython  # noqa: F401
@@ -33,11 +32,8 @@ __all__ = ["load_ipython_extension", "unload_ipython_extension", "LoopNestSteppe
 
 def load_ipython_extension(ip) -> None:
     """Called by ``%load_ext kernel_ext``: register the magics and the HTML display."""
-    # libgomp's threads spin between parallel regions by default; inside a Jupyter kernel on a
-    # small machine that made parallel kernels ~1000x slower (15 ms instead of 15 µs for a
-    # 64^3 GMM on 2 cores). Passive waiting must be chosen before libgomp is loaded, which the
-    # LLVM backend does lazily at the first parallel build; tuning workers inherit it.
-    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    # libgomp's waiting is bounded by the LLVM backend itself (workbench.codegen.llvm.runtime:
+    # GOMP_SPINCOUNT=300 unless the user chose a policy), in notebooks as in scripts.
     ip.register_magics(WorkbenchMagics)
     display.register(ip)
 

@@ -6,7 +6,7 @@ import pytest
 import workbench as wb
 import workbench.codegen.llvm as llvm_backend
 from workbench.codegen import build
-from workbench.codegen.llvm.fastcall import MISMATCH, native_caller
+from workbench.codegen.llvm import pycall
 
 
 def add_bias():
@@ -21,7 +21,7 @@ def kernels():
     """The same function built with the fast path and with the Python path only."""
     fast = build(add_bias(), "llvm")
     mp = pytest.MonkeyPatch()
-    mp.setattr(llvm_backend, "native_caller", lambda: None)
+    mp.setattr(pycall, "available", lambda: False)
     try:
         slow = build(add_bias(), "llvm")
     finally:
@@ -36,8 +36,8 @@ def good():
             np.zeros((4, 3), "float32"))
 
 
-def test_native_caller_passes_its_self_test_here():
-    assert native_caller() is not None
+def test_python_entry_passes_its_layout_self_test_here():
+    assert pycall.available()
 
 
 def test_fast_and_python_paths_compute_the_same(kernels):
@@ -107,7 +107,7 @@ class Tagged(np.ndarray):
 def test_what_only_the_python_checks_accept_still_runs(kernels):
     fast, _ = kernels
     a, b, c = good()
-    assert fast._fast((a.view(Tagged), b, c), fast._spec.address) == MISMATCH
+    assert fast._fast.call(a.view(Tagged), b, c) == pycall.MISMATCH
     fast(a.view(Tagged), b, c)
     np.testing.assert_array_equal(c, a + b)
     # an equal dtype that is not numpy's builtin float32 object

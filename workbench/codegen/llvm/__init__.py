@@ -29,8 +29,8 @@ from ...ir.func import PrimFunc
 from ..kernel import Kernel
 from ..target import Target
 from .emitter import KernelEmitter
-from .fastcall import MISMATCH, Spec, native_caller
-from .jit import Compiled, assembly, jit, optimize
+from . import pycall
+from .jit import Compiled, assembly, jit, link, optimize
 from .runtime import before_parallel_call, set_max_threads
 
 __all__ = ["build_llvm", "emit_llvm", "LLVMKernel", "CompileOnlyKernel", "set_max_threads"]
@@ -54,7 +54,8 @@ def build_llvm(func: PrimFunc, target: Union[str, Target] = "llvm") -> "LLVMKern
     if reason is not None:
         return CompileOnlyKernel(func, target, str(optimize(raw, target)), raw, reason)
     compiled = jit(raw, emitter.name + "_packed", target)
-    return LLVMKernel(func, target, compiled, raw, parallel=emitter.n_parallel > 0)
+    return LLVMKernel(func, target, compiled, raw, parallel=emitter.n_parallel > 0,
+                      symbol=emitter.name)
 
 
 def _llvm_target(target: Union[str, Target]) -> Target:
@@ -69,29 +70,30 @@ class LLVMKernel(Kernel):
     ``"llvm-raw"`` (IR as emitted) and ``"asm"`` (generated on first request)."""
 
     def __init__(self, func: PrimFunc, target: Target, compiled: Compiled, raw_ir: str,
-                 parallel: bool = False):
+                 parallel: bool = False, symbol: Optional[str] = None):
         self._compiled = compiled  # owns the machine code: must live as long as the entry
         self._parallel = parallel
         super().__init__(func, target, _entry(compiled, len(func.params), parallel),
                          {"llvm": compiled.optimized_ir, "llvm-raw": raw_ir})
         self._by_pointers = self.entry
-        self._fast = native_caller()    # None where the ABI self-test failed: the Python path only
-        if self._fast is not None:
-            self._spec = Spec(compiled.address, [b.dtype for b in self._params],
-                              [b.shape for b in self._params], self._writes)
-            self.entry = _fast_entry(self._fast, self._spec.address, self._by_pointers,
-                                     parallel)
+        self._fast: Optional[pycall.PythonEntry] = None   # None: the Python path only
+        if pycall.available() and symbol is not None:   # symbol: the kernel's LLVM function
+            name = symbol
+            module = pycall.python_entry_module(name, [b.shape for b in self._params],
+                                                [b.dtype for b in self._params], self._writes)
+            address = link(compiled, str(module), name + "_py", target)
+            self._fast = pycall.PythonEntry(address, name + "_py")
+            self.entry = _fast_entry(self._fast.call, self._by_pointers, parallel)
 
     def __call__(self, *arrays: np.ndarray) -> None:
-        """Run: the arguments are checked in native code (:mod:`.fastcall`); anything it does
+        """Run: the arguments are checked in native code (:mod:`.pycall`); anything it does
         not accept takes the Python path, which raises the precise error (or runs)."""
-        fast = self._fast
-        if fast is None:
+        if self._fast is None:
             return Kernel.__call__(self, *arrays)
         if self._parallel:
             before_parallel_call()
-        code = fast(arrays, self._spec.address)
-        if code == MISMATCH:
+        code = self._fast.call(*arrays)
+        if code == pycall.MISMATCH:
             self.check_args(arrays)
             self._by_pointers(*arrays)  # an ndarray subclass, an equal dtype object, ...
         elif code:
@@ -146,15 +148,16 @@ def _entry(compiled: Compiled, n_args: int, parallel: bool):
     return entry
 
 
-def _fast_entry(fast, spec_address: int, by_pointers, parallel: bool):
-    """``entry(*arrays)`` through :func:`.fastcall.native_caller`; arrays it does not take (already
-    checked by the caller: a subclass, an equal dtype object) go through ``by_pointers``."""
+def _fast_entry(fast, by_pointers, parallel: bool):
+    """``entry(*arrays)`` through the compiled Python entry ``fast``; arrays it does not take
+    (already checked by the caller: a subclass, an equal dtype object) go through
+    ``by_pointers``."""
 
     def entry(*arrays: np.ndarray) -> None:
         if parallel:
             before_parallel_call()
-        code = fast(arrays, spec_address)
-        if code == MISMATCH:
+        code = fast(*arrays)
+        if code == pycall.MISMATCH:
             by_pointers(*arrays)
         elif code:
             raise MemoryError("kernel could not allocate its intermediate buffers")

@@ -118,6 +118,18 @@ def jit(text: str, entry: str, target: Target) -> Compiled:
     return Compiled(engine, address, optimized)
 
 
+def link(compiled: Compiled, text: str, name: str, target: Target) -> int:
+    """Compile module ``text`` (which may call the kernel's functions) into ``compiled``'s engine;
+    the address of its function ``name``. Used for the Python entry (:mod:`.pycall`), kept out
+    of the kernel's own module so the IR shown to users holds no process addresses."""
+    compiled.engine.add_module(optimize(text, target))
+    compiled.engine.finalize_object()
+    address = compiled.engine.get_function_address(name)
+    if not address:
+        raise BuildError(f"llvm: {name!r} missing after compilation (a workbench bug)")
+    return address
+
+
 def assembly(optimized_ir: str, target: Target) -> str:
     """The target assembly of already-optimized IR (parsed again: code generation mutates it)."""
     _initialize()
