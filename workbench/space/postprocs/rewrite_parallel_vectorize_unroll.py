@@ -125,7 +125,9 @@ def _adjust(sch: Schedule, block, loops: list[LoopRV], plan: Plan) -> None:
 
 
 def _fixed(loop: For) -> bool:
-    """A loop that fuse cannot rebuild: bound, already parallel / vectorized, or annotated."""
+    """A loop the plan leaves as it is: bound, or annotated (fuse refuses both), or already
+    parallel / vectorized by an earlier block sharing it (fuse would accept it, as TVM's does,
+    but the block processed first already chose its kind)."""
     return loop.kind != ForKind.SERIAL or bool(loop.thread_tag) or bool(loop.annotations)
 
 
