@@ -332,24 +332,29 @@ class _Planner:
 
         Each index must be affine in the relaxed loop variables (constant extents, each
         variable in one dimension only), with coefficients that leave no gaps: sorted by size,
-        each at most the span of the ones before (``i_0*8 + i_1`` over i_1 < 8 is dense).
+        each at most the span of the ones before (``i_0*8 + i_1`` over i_1 < 8 is dense). A
+        fused loop ``f`` seen only as ``f // c`` and ``f % c`` (``c`` dividing its extent: what
+        fusing two loops and vectorizing them leaves) counts as the two loops it was made of.
         """
         loops = {f.var: f for f in w.path[depth:]}
         for f in loops.values():
             if not isinstance(f.rng.extent, E.IntImm) or f.rng.extent.value < 1 \
                     or free_vars(f.rng.min) & loops.keys():
                 return False
-        seen: set[E.Var] = set()
+        seen: set = set()
+        split_by: dict[E.Var, object] = {}   # loop var -> its divisor, or None: used whole
         for idx in w.indices:
             terms = []
             if idx.dtype not in ("int32", "int64"):
                 return False
             for atom, c in self.sim.lin(idx).terms.items():
-                if type(atom) is E.Var and atom in loops:
-                    if atom in seen:
+                part = _loop_part(atom, loops)
+                if part is not None:
+                    key, var, divisor, extent = part
+                    if key in seen or split_by.setdefault(var, divisor) != divisor:
                         return False
-                    seen.add(atom)
-                    terms.append((abs(c), loops[atom].rng.extent.value))
+                    seen.add(key)
+                    terms.append((abs(c), extent))
                 elif free_vars(atom) & loops.keys():
                     return False
             span = 1
@@ -379,6 +384,21 @@ class _Planner:
             (reduce_vars if iv.iter_type == REDUCE else spatial_vars).update(free_vars(v))
         below = {f.var for f in r.path[site:]}
         return not reduce_vars & spatial_vars and reduce_vars <= below
+
+
+def _loop_part(atom: E.Expr, loops: dict) -> Optional[tuple]:
+    """``(key, loop var, divisor, extent)`` when ``atom`` ranges over a whole relaxed loop:
+    the loop variable itself (divisor None), or ``v // c`` / ``v % c`` of one whose extent
+    ``c`` divides (``v // c`` then takes extent / c values, ``v % c`` takes c)."""
+    if type(atom) is E.Var and atom in loops:
+        return atom, atom, None, loops[atom].rng.extent.value
+    if isinstance(atom, (E.FloorDiv, E.FloorMod)) and type(atom.a) is E.Var \
+            and atom.a in loops and isinstance(atom.b, E.IntImm) and atom.b.value > 0:
+        c, extent = atom.b.value, loops[atom.a].rng.extent.value
+        if extent % c == 0:
+            part = extent // c if isinstance(atom, E.FloorDiv) else c
+            return (atom.a, type(atom).__name__), atom.a, c, part
+    return None
 
 
 def _common_depth(a: Sequence[_Loop], b: Sequence[_Loop]) -> int:

@@ -111,26 +111,57 @@ def loop_interval(loop: For, ranges: Mapping[Var, Interval]) -> Interval:
 
 
 def linear_coeff(e: Expr, v: Var) -> Optional[int]:
-    """``c`` if ``e == c * v + (terms free of v)`` syntactically, else None."""
+    """``c`` if ``e == c * v + (terms free of v)``, else None. Sums and constant multiples are
+    read syntactically, plus one identity: ``k*c*(x // c) + k*(x % c) == k*x``, which is what
+    indexing a fused loop's two halves into adjacent dimensions leaves (``A[.., f // 3, f % 3]``
+    walks ``A`` contiguously as ``f`` does)."""
     if not uses_var(e, v):
         return 0
-    if e is v:
-        return 1
-    if isinstance(e, (Add, Sub)):
-        ca, cb = linear_coeff(e.a, v), linear_coeff(e.b, v)
-        if ca is None or cb is None:
+    terms = _linear_terms(e)
+    if terms is None:
+        return None
+    coeff = 0
+    for k, atom in _merge_div_mod(terms):
+        if atom is v:
+            coeff += k
+        elif uses_var(atom, v):
             return None
-        return ca + cb if isinstance(e, Add) else ca - cb
+    return coeff
+
+
+def _linear_terms(e: Expr) -> Optional[list[tuple[int, Expr]]]:
+    """``e`` as a sum of ``coefficient * atom`` (atoms: anything but +, - and * by a constant)."""
+    if isinstance(e, (Add, Sub)):
+        a, b = _linear_terms(e.a), _linear_terms(e.b)
+        if a is None or b is None:
+            return None
+        return a + (b if isinstance(e, Add) else [(-k, x) for k, x in b])
     if isinstance(e, Mul):
         for x, y in ((e.a, e.b), (e.b, e.a)):
             if isinstance(y, IntImm):
-                c = linear_coeff(x, v)
-                return None if c is None else c * y.value
-        return None
+                t = _linear_terms(x)
+                return None if t is None else [(k * y.value, a) for k, a in t]
     if isinstance(e, Cast) and is_int(e.dtype) and is_int(e.value.dtype) \
             and DTYPE_BITS[e.dtype] >= DTYPE_BITS[e.value.dtype]:
-        return linear_coeff(e.value, v)
-    return None
+        return _linear_terms(e.value)
+    if isinstance(e, IntImm):
+        return []
+    return [(1, e)]
+
+
+def _merge_div_mod(terms: list[tuple[int, Expr]]) -> list[tuple[int, Expr]]:
+    """Replace each pair ``k*c * (x // c)``, ``k * (x % c)`` by ``k * x``."""
+    out = list(terms)
+    for i, (kd, d) in enumerate(terms):
+        if not (isinstance(d, FloorDiv) and isinstance(d.b, IntImm) and d.b.value > 0):
+            continue
+        for j, (km, m) in enumerate(out):
+            if (m is not None and isinstance(m, FloorMod) and m.a is d.a
+                    and isinstance(m.b, IntImm) and m.b.value == d.b.value
+                    and kd == km * d.b.value and out[i][1] is d):
+                out[i], out[j] = (km, d.a), (0, None)
+                break
+    return [(k, x) for k, x in out if x is not None]
 
 
 def vector_lanes(loop: For, vector_bits: int) -> Optional[int]:

@@ -22,6 +22,7 @@ from ...ir.buffer import Buffer
 from ...ir.functor import pre_order
 from ...ir.stmt import BufferStore
 from . import intrinsics as K
+from . import vector_math
 from .analysis import DTYPE_BITS, Interval, bounds, flat_offset, in_bounds, linear_coeff
 from .dtypes import (FMF, I64, PTR, cast, const, from_memory, is_float_dtype, is_signed,
                      lanes_of, mem_type, to_memory)
@@ -216,6 +217,9 @@ class ExpressionEmitter:
         args = [self.expr(a) for a in e.args]
         n = max(lanes_of(a) for a in args)
         args = [K.splat(self.b, a, n) for a in args]
+        bits = n > 1 and vector_math.register_bits(self.target, e.op, e.dtype)
+        if bits:  # whole registers through libmvec instead of one libm call per lane
+            return vector_math.call(self.b, e.op, args[0], e.dtype, bits)
         return K.math(self.b, e.op, args, e.dtype)
 
     def _load(self, e: E.BufferLoad) -> ir.Value:

@@ -22,7 +22,10 @@ from ..target import Target
 from .runtime import bound_spinning
 
 #: shared libraries generated code may call, by the names tried in order
-_LIBRARIES = {"libm": ("libm.so.6", "m"), "libgomp": ("libgomp.so.1", "gomp")}
+_LIBRARIES = {"libm": ("libm.so.6", "m"), "libgomp": ("libgomp.so.1", "gomp"),
+              "libmvec": ("libmvec.so.1", "mvec")}
+#: libraries only some code needs: their absence is reported when that code is built
+_OPTIONAL = ("libgomp", "libmvec")
 
 
 @functools.lru_cache(maxsize=None)
@@ -43,7 +46,7 @@ def _initialize() -> None:
             except RuntimeError:
                 continue
         else:
-            if lib == "libgomp":  # only parallel loops need it; report when one is built
+            if lib in _OPTIONAL:  # parallel loops, vector math: checked where they are used
                 continue
             raise BuildError(f"llvm: cannot load {lib} ({', '.join(names)})")
 
@@ -51,8 +54,14 @@ def _initialize() -> None:
 @functools.lru_cache(maxsize=None)
 def has_openmp() -> bool:
     """Whether libgomp could be loaded (parallel loops need it)."""
+    return has_symbol("GOMP_parallel")
+
+
+@functools.lru_cache(maxsize=None)
+def has_symbol(name: str) -> bool:
+    """Whether JIT-compiled code of this process can call the C function ``name``."""
     _initialize()
-    return llvm.address_of_symbol("GOMP_parallel") is not None
+    return llvm.address_of_symbol(name) is not None
 
 
 @functools.lru_cache(maxsize=16)

@@ -1,0 +1,211 @@
+"""Same schedules, two compilers: TVM's tuning records built by TVM and by workbench, timed
+side by side in one run. This isolates code generation from search.
+
+    python bench/same_schedule.py DIR [--top 8] [--rounds 3] [--workloads GMM,NRM]
+    python bench/same_schedule.py bench/out/vs_tvm/<run>/tvm          # what vs_tvm.py tuned
+    python bench/same_schedule.py ../shared/anchors/tvm/records_zen3  # another day's records
+
+DIR holds MetaSchedule JSON databases, one folder per workload (``GMM/``, ...). For each
+workload the ``--top`` records with the lowest run time TVM recorded are taken; each is
+
+* built by TVM (``bench/_tvm_records.py``, run by the TVM virtualenv's Python: the record's
+  trace applied to the anchor's ``te_workload`` function, ``tvm.compile`` for this host);
+* imported into workbench (``workbench.tune.database.tvm``: the trace converted and replayed,
+  as ``workbench import-tvm`` does) and built by ``wb.build``;
+
+then both are timed on the same inputs with the same Python loop of calls
+(``timing.time_calls``), in fresh child processes interleaved over ``--rounds`` rounds, and
+every output is checked against the float64 numpy reference. Printed per workload: the fastest
+record built by each compiler (best of the set), the TVM-best record's time in both, and the
+median over the records of workbench/TVM, under a header with the CPU model. Ratios are between
+figures of this run only.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+import numpy as np
+
+from timing import cpu_model, time_calls  # bench/timing.py (scripts run from bench/)
+from vs_tvm import WORKLOADS, check, find_tvm_python, run_child, write_inputs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dir", nargs="?", help="folder of MetaSchedule databases, one per workload")
+    p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--top", type=int, default=8, help="records per workload (TVM's fastest)")
+    p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--min-repeat-ms", type=float, default=20.0)
+    p.add_argument("--tvm-python", default=None)
+    p.add_argument("--work-dir", default=None)
+    p.add_argument("--_child", help=argparse.SUPPRESS)
+    p.add_argument("--_jobs", help=argparse.SUPPRESS)
+    p.add_argument("--_data", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    args.names = [n.strip().upper() for n in args.workloads.split(",") if n.strip()]
+    return args
+
+
+def select_jobs(root: str, names, top: int) -> list[dict]:
+    """The ``top`` records of each workload with the lowest mean run time TVM recorded."""
+    jobs = []
+    for name in names:
+        path = os.path.join(root, name, "database_tuning_record.json")
+        if not os.path.exists(path):
+            continue
+        recs = []
+        with open(path) as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                _, (trace, run_secs, *_) = json.loads(line)
+                secs = [float(s) for s in run_secs or []]
+                if secs and all(s < 1e9 for s in secs):
+                    recs.append((statistics.fmean(secs), trace))
+        recs.sort(key=lambda r: r[0])
+        for rank, (secs, trace) in enumerate(recs[:top]):
+            jobs.append({"workload": name, "rank": rank, "tvm_tuner_s": secs, "trace": trace})
+    return jobs
+
+
+def child_wb(args) -> dict:
+    """Import each job's trace into workbench, build, check and time it."""
+    import workbench as wb
+    from workbench.tune.database import tvm as tvmdb
+    with open(args._jobs) as f:
+        jobs = json.load(f)
+    with open(os.path.join(args._data, "manifest.json")) as f:
+        manifest = json.load(f)
+    target = f"llvm -num-cores={args.threads}"
+    out = {"results": []}
+    for k, job in enumerate(jobs):
+        name, entry = job["workload"], manifest[job["workload"]]
+        arrays = [wb.aligned(np.load(os.path.join(args._data, p))) for p in entry["params"]]
+        for o in entry["outputs"]:
+            arrays[o].fill(np.nan)
+        try:
+            sch = tvmdb.replay(tvmdb.convert_trace(job["trace"]), wb.workloads.get(name))
+            kernel = wb.build(sch, target)
+            kernel(*arrays)
+        except Exception as exc:  # report it, go on with the next record
+            out["results"].append({"error": f"{type(exc).__name__}: {exc}"[:300]})
+            continue
+        for j, o in enumerate(entry["outputs"]):
+            np.save(os.path.join(args._data, f"{name}.wb{k}.out{j}.npy"), arrays[o])
+        entry_fn = kernel.entry
+        out["results"].append({"samples": time_calls(lambda: entry_fn(*arrays), args.repeat,
+                                                     args.min_repeat_ms)})
+    return out
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args._child == "wb":
+        print(json.dumps(child_wb(args)))
+        return 0
+    if not args.dir or not os.path.isdir(args.dir):
+        print(f"same_schedule.py: {args.dir!r} is not a folder of MetaSchedule databases",
+              file=sys.stderr)
+        return 2
+    tvm_py = find_tvm_python(args.tvm_python)  # prints how to install TVM and exits 2 if none
+    work = args.work_dir or os.path.join(HERE, "out", "same_schedule")
+    data = os.path.join(work, "data")
+    os.makedirs(data, exist_ok=True)
+    jobs = select_jobs(args.dir, args.names, args.top)
+    names = sorted({j["workload"] for j in jobs}, key=args.names.index)
+    if not jobs:
+        print(f"same_schedule.py: no tuning records for {args.names} under {args.dir}",
+              file=sys.stderr)
+        return 2
+    jobs_path = os.path.join(work, "jobs.json")
+    with open(jobs_path, "w") as f:
+        json.dump(jobs, f)
+    refs = write_inputs(names, data, seed=0)
+    env = dict(os.environ, TVM_NUM_THREADS=str(args.threads),
+               OPENBLAS_NUM_THREADS=str(args.threads))
+    common = ["--repeat", str(args.repeat), "--min-repeat-ms", str(args.min_repeat_ms),
+              "--threads", str(args.threads)]
+    cmds = {"tvm": [tvm_py, os.path.join(HERE, "_tvm_records.py"), jobs_path, data] + common,
+            "wb": [sys.executable, os.path.abspath(__file__), "--_child", "wb", "--_jobs",
+                   jobs_path, "--_data", data] + common}
+    samples = {kind: [[] for _ in jobs] for kind in cmds}
+    errors = {kind: [None] * len(jobs) for kind in cmds}
+    print(f"# {cpu_model()}, {args.threads} threads; {len(jobs)} TVM records "
+          f"({args.top} per workload) from {args.dir}", flush=True)
+    for rd in range(args.rounds):
+        print(f"  round {rd + 1}/{args.rounds}: TVM builds, workbench builds", flush=True)
+        for kind, cmd in cmds.items():
+            out = run_child(cmd, env)
+            if "error" in out:
+                print(f"    {kind} child failed: {out['error'][-300:]}", flush=True)
+                continue
+            for k, r in enumerate(out["results"]):
+                if "error" in r:
+                    errors[kind][k] = r["error"]
+                else:
+                    samples[kind][k] += r["samples"]
+    report(args, jobs, names, samples, errors, data, refs, work)
+    return 0
+
+
+def report(args, jobs, names, samples, errors, data, refs, work) -> None:
+    med = {kind: [statistics.median(s) * 1e3 if s else None for s in samples[kind]]
+           for kind in samples}
+    ok = {kind: [check(data, j["workload"], f"{kind}{k}", refs[j["workload"]])["ok"]
+                 if med[kind][k] is not None else False for k, j in enumerate(jobs)]
+          for kind in samples}
+    print(f"\n{'WL':4s} {'recs':>4s} {'wb ok':>5s} {'tvm ok':>6s} {'best wb ms':>10s} "
+          f"{'best TVM ms':>11s} {'best wb/TVM':>11s} {'#0 wb ms':>9s} {'#0 TVM ms':>9s} "
+          f"{'#0 wb/TVM':>9s} {'median wb/TVM':>13s}")
+    table = {}
+    for name in names:
+        ks = [k for k, j in enumerate(jobs) if j["workload"] == name]
+        both = [k for k in ks if med["wb"][k] and med["tvm"][k] and ok["wb"][k] and ok["tvm"][k]]
+        best_wb = min((med["wb"][k] for k in ks if med["wb"][k] and ok["wb"][k]), default=None)
+        best_tvm = min((med["tvm"][k] for k in ks if med["tvm"][k] and ok["tvm"][k]),
+                       default=None)
+        first = ks[0]
+        ratios = [med["wb"][k] / med["tvm"][k] for k in both]
+        row = {"records": len(ks), "wb_ok": sum(ok["wb"][k] for k in ks),
+               "tvm_ok": sum(ok["tvm"][k] for k in ks), "best_wb_ms": best_wb,
+               "best_tvm_ms": best_tvm,
+               "best_ratio": best_wb / best_tvm if best_wb and best_tvm else None,
+               "first_wb_ms": med["wb"][first], "first_tvm_ms": med["tvm"][first],
+               "first_ratio": (med["wb"][first] / med["tvm"][first]
+                               if first in both else None),
+               "median_ratio": statistics.median(ratios) if ratios else None,
+               "errors": {kind: [errors[kind][k] for k in ks if errors[kind][k]]
+                          for kind in errors}}
+        table[name] = row
+
+        def f(x, spec=".4f"):
+            return "-" if x is None else format(x, spec)
+        print(f"{name:4s} {row['records']:4d} {row['wb_ok']:5d} {row['tvm_ok']:6d} "
+              f"{f(best_wb):>10s} {f(best_tvm):>11s} {f(row['best_ratio'], '.2f'):>11s} "
+              f"{f(row['first_wb_ms']):>9s} {f(row['first_tvm_ms']):>9s} "
+              f"{f(row['first_ratio'], '.2f'):>9s} {f(row['median_ratio'], '.2f'):>13s}")
+        for kind, errs in row["errors"].items():
+            if errs:
+                print(f"     {kind} failed on {len(errs)}: {errs[0]}")
+    best = [r["best_ratio"] for r in table.values() if r["best_ratio"]]
+    if best:
+        geo = float(np.exp(np.mean(np.log(best))))
+        print(f"best-of-set wb/TVM: geometric mean {geo:.3f} over {len(best)} workloads, "
+              f"max {max(best):.3f}")
+    with open(os.path.join(work, "results.json"), "w") as fh:
+        json.dump({"cpu": cpu_model(), "threads": args.threads, "dir": args.dir,
+                   "workloads": table}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
