@@ -30,6 +30,7 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--min-repeat-ms", type=float, default=20.0)
     p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    p.add_argument("--mcpu", default="", help="LLVM CPU (default: the host's)")
     args = p.parse_args(argv)
 
     import tvm
@@ -41,7 +42,7 @@ def main(argv=None):
     with open(os.path.join(args.data, "manifest.json")) as f:
         manifest = json.load(f)
     target = tvm.target.Target({"kind": "llvm", "num-cores": args.threads,
-                                "mcpu": tvm.target.codegen.llvm_get_system_cpu()})
+                                "mcpu": args.mcpu or tvm.target.codegen.llvm_get_system_cpu()})
     dev = tvm.cpu()
     funcs, results = {}, []
     for k, job in enumerate(jobs):

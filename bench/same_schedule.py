@@ -43,6 +43,7 @@ def parse_args(argv=None):
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--top", type=int, default=8, help="records per workload (TVM's fastest)")
     p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    p.add_argument("--mcpu", default="", help="LLVM CPU both compile for (default: the host's)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--min-repeat-ms", type=float, default=20.0)
@@ -86,7 +87,7 @@ def child_wb(args) -> dict:
         jobs = json.load(f)
     with open(os.path.join(args._data, "manifest.json")) as f:
         manifest = json.load(f)
-    target = f"llvm -num-cores={args.threads}"
+    target = f"llvm -num-cores={args.threads}" + (f" -mcpu={args.mcpu}" if args.mcpu else "")
     out = {"results": []}
     for k, job in enumerate(jobs):
         name, entry = job["workload"], manifest[job["workload"]]
@@ -134,13 +135,14 @@ def main(argv=None):
     env = dict(os.environ, TVM_NUM_THREADS=str(args.threads),
                OPENBLAS_NUM_THREADS=str(args.threads))
     common = ["--repeat", str(args.repeat), "--min-repeat-ms", str(args.min_repeat_ms),
-              "--threads", str(args.threads)]
+              "--threads", str(args.threads)] + (["--mcpu", args.mcpu] if args.mcpu else [])
     cmds = {"tvm": [tvm_py, os.path.join(HERE, "_tvm_records.py"), jobs_path, data] + common,
             "wb": [sys.executable, os.path.abspath(__file__), "--_child", "wb", "--_jobs",
                    jobs_path, "--_data", data] + common}
     samples = {kind: [[] for _ in jobs] for kind in cmds}
     errors = {kind: [None] * len(jobs) for kind in cmds}
-    print(f"# {cpu_model()}, {args.threads} threads; {len(jobs)} TVM records "
+    print(f"# {cpu_model()}, {args.threads} threads, code for "
+          f"{args.mcpu or 'the host CPU'}; {len(jobs)} TVM records "
           f"({args.top} per workload) from {args.dir}", flush=True)
     for rd in range(args.rounds):
         print(f"  round {rd + 1}/{args.rounds}: TVM builds, workbench builds", flush=True)

@@ -80,6 +80,9 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                    help="threads of every framework (default: all cores)")
     p.add_argument("--seed", type=int, default=1, help="search seed of both tuners")
+    p.add_argument("--mcpu", default="",
+                   help="LLVM CPU both compilers generate code for (default: the host's); e.g. "
+                        "znver3 on an AVX-512 host compares them at AVX2 width")
     p.add_argument("--rounds", type=int, default=5, help="timing rounds (TVM, workbench, numpy)")
     p.add_argument("--repeat", type=int, default=10, help="timing repeats per child and workload")
     p.add_argument("--min-repeat-ms", type=float, default=40.0, help="least duration of a repeat")
@@ -182,7 +185,7 @@ def find_tvm_python(explicit):
     sys.exit(2)
 
 
-def host_info(threads: int) -> dict:
+def host_info(threads: int, target: str) -> dict:
     import llvmlite
     import llvmlite.binding as llvm
     info = {"cpu_model": "?", "llvm_cpu": llvm.get_host_cpu_name(),
@@ -197,6 +200,12 @@ def host_info(threads: int) -> dict:
                                  if x.startswith("model name"))
         flags = set(next(x.split(":", 1)[1].split() for x in lines if x.startswith("flags")))
         info["isa"] = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"
+        from workbench.codegen.target import Target
+        t = Target(target)
+        if "mcpu" in t.options:  # code for another CPU than the host's: report its width
+            info["llvm_cpu"] = t.mcpu
+            info["isa"] = {512: "AVX-512", 256: "AVX2"}.get(t.vector_width_bits, "SSE")
+            info["isa"] += f" (code for -mcpu={t.mcpu} on a {llvm.get_host_cpu_name()} host)"
     except (OSError, StopIteration):
         info["isa"] = "?"
     import workbench as wb
@@ -210,6 +219,8 @@ def tune_tvm(py, args, tvm_dir, env) -> None:
            "--trials-per-iter", str(args.per_iter), "--threads", str(args.threads),
            "--seed", str(args.seed), "--no-torch", "--no-peak", "--rounds", "0",
            "--work-dir", tvm_dir, "--out", os.path.join(tvm_dir, "results.json")]
+    if args.mcpu:
+        cmd += ["--mcpu", args.mcpu]
     log_path = os.path.join(tvm_dir, "bench.log")
     with open(log_path, "w") as log:
         log.write(" ".join(cmd) + "\n")
@@ -483,9 +494,10 @@ def main(argv=None):
     data_dir = os.path.join(work, "data")
     os.makedirs(data_dir, exist_ok=True)
     # workbench's parallel loops use the target's core count (the host's if not given)
-    target = ("llvm" if args.threads == len(os.sched_getaffinity(0))
-              else f"llvm -num-cores={args.threads}")
-    host = host_info(args.threads)
+    target = " ".join(["llvm"] + ([f"-mcpu={args.mcpu}"] if args.mcpu else [])
+                      + ([f"-num-cores={args.threads}"]
+                         if args.threads != len(os.sched_getaffinity(0)) else []))
+    host = host_info(args.threads, target)
     print(f"# {host['cpu_model']} ({host['llvm_cpu']}, {host['isa']}), {args.threads} threads, "
           f"{', '.join(args.names)}; work dir {work}", flush=True)
 
@@ -496,7 +508,8 @@ def main(argv=None):
     print(f"[3/4] timing rounds, {args.threads} threads", flush=True)
     t0 = time.monotonic()
     from peak import FMAPeak  # bench/peak.py
-    peak = FMAPeak()
+    from workbench.codegen.target import Target
+    peak = FMAPeak(Target(target).vector_width_bits)
     refs = write_inputs(args.names, data_dir, seed=0)
     rounds, errors, versions, peak_gflops = time_rounds(args, tvm_py, tvm_dir, db_path, target,
                                                         data_dir, env, peak)
