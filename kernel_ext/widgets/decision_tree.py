@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import itertools
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional
 
@@ -66,16 +67,35 @@ def latency_color(latency: float, best: float, worst: float) -> str:
     return f"#{r:02x}{g:02x}50"
 
 
+def _is_record(item: Any) -> bool:
+    return hasattr(item, "trace_json") and hasattr(item, "latency")
+
+
+def _is_pair(item: Any) -> bool:
+    """``(trace, latency)``: a trace and a number of seconds (None: failed)."""
+    return (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], wb.Trace)
+            and (item[1] is None or isinstance(item[1], numbers.Real)))
+
+
 class DecisionTree:
     """The decisions of many traces as a tree whose leaves are measured programs.
 
-    ``items``: database records, ``(trace, latency_seconds)`` pairs, or bare traces. Traces
+    ``items``: database records, ``(trace, latency_seconds)`` pairs, bare traces or schedules
+    (not measured), or one of those alone (``DecisionTree(sch.trace)``: one program). Traces
     with different instruction sequences (different design spaces) get separate subtrees;
-    chains of single branches are drawn as one edge.
+    chains of single branches are drawn as one edge. Levels are named after what they decide
+    (``tile j``) when the function is known: ``func``, or the one that a schedule, a record or
+    a schedule's trace carries (``trace.base_func``); otherwise after the variables (``v5, v6``).
     """
 
-    def __init__(self, items: Iterable[Any], title: str = "decisions",
+    def __init__(self, items: Any, title: str = "decisions",
                  func: Optional["wb.PrimFunc"] = None):
+        if isinstance(items, (wb.Trace, wb.Schedule)) or _is_record(items) or _is_pair(items):
+            items = [items]
+        elif not isinstance(items, Iterable) or isinstance(items, (str, bytes)):
+            raise TypeError(f"DecisionTree expects a trace, a schedule, a database record or a "
+                            f"(trace, latency) pair, or a list of them; got "
+                            f"{type(items).__name__}")
         self.title = title
         self.root = _Node()
         self.latencies: list[float] = []
@@ -105,8 +125,9 @@ class DecisionTree:
                     node = node.children.setdefault(f"{names[lv]} = {path[lv]}", _Node())
                 node.latencies.append(latency)
                 self.latencies.append(latency)
-        if len(self.root.children) == 1:   # one design space: no need for that level
-            self.root = next(iter(self.root.children.values()))
+        only = list(self.root.children.values())
+        if len(only) == 1 and only[0].children:   # one design space: no need for that level
+            self.root = only[0]     # (kept when all programs share every decision: the leaf)
         self.digraph = self._build()
 
     @classmethod
@@ -119,15 +140,26 @@ class DecisionTree:
     @staticmethod
     def _unpack(item: Any) -> tuple["wb.Trace", float, Optional["wb.PrimFunc"]]:
         if isinstance(item, wb.Trace):
-            return item, math.nan, None
-        if isinstance(item, tuple):
+            return item, math.nan, item.base_func
+        if isinstance(item, wb.Schedule):
+            return item.trace, math.nan, item.history[0][1]
+        if _is_pair(item):
             trace, latency = item
-            return trace, math.inf if latency is None else float(latency), None
-        return item.trace, item.latency, item.func     # a database record
+            return trace, math.inf if latency is None else float(latency), trace.base_func
+        if _is_record(item):
+            return item.trace, item.latency, item.func
+        what = (f"an instruction ({item.kind.name}): pass the trace itself, not its "
+                f"instructions" if isinstance(item, wb.Instruction) else type(item).__name__)
+        raise TypeError(f"DecisionTree: each item must be a trace, a schedule, a database record "
+                        f"or a (trace, latency) pair; got {what}")
 
     @property
     def leaves(self) -> int:
         return len(self.latencies)
+
+    def _measured(self) -> bool:
+        """Whether some program has a latency (bare traces and schedules have none)."""
+        return any(math.isfinite(x) for x in self.latencies)
 
     def _range(self) -> tuple[float, float]:
         ok = [x for x in self.latencies if math.isfinite(x)]
@@ -203,7 +235,7 @@ class DecisionTree:
                   f'= measured latency, <span style="background: {latency_color(best, best, worst)}'
                   f'">{fmt_seconds(best)} (best)</span> to <span style="background: '
                   f'{latency_color(worst, best, worst)}">{fmt_seconds(worst)}</span>, grey: '
-                  f'failed</div>') if self.leaves else ""
+                  f'failed</div>') if self._measured() else ""
         legend += "".join(
             f'<div style="color: #555; font-size: 12px;">the same in every program'
             f'{" of " + html.escape(space) if len(self.fixed) > 1 else ""}: '

@@ -16,6 +16,7 @@ from typing import Any, Optional, Union
 import ipywidgets as widgets
 
 import workbench as wb
+from workbench.space import without_postproc
 
 from ..choices import Choice, decision_text, describe_sampling, sampling_choices, space_size
 from ..highlight import changed_lines, code_html, error_html, note_html
@@ -68,24 +69,38 @@ class PinPanel(WorkbenchWidget):
 
     Parameters
     ----------
-    space : a ``Schedule`` (one of ``wb.generate_design_space(...)``), or a ``Trace`` with
-        ``func``.
-    func : the function the trace applies to (taken from the schedule when one is given).
+    space : a ``Schedule`` (one of ``wb.generate_design_space(...)``), a ``Trace``, or a
+        database record (``db.best(func)``: its design-space part, postprocessing dropped).
+    func : the function the trace applies to; by default the schedule's, the record's, or the
+        one the trace knows (``trace.base_func``: a schedule's trace knows it, a trace read from
+        JSON does not).
     target, database, trials, seed : what the Tune button passes to ``wb.tune``.
     """
 
-    def __init__(self, space: Union["wb.Schedule", "wb.Trace"], func: Optional["wb.PrimFunc"] = None,
-                 target: str = "llvm", database: Any = None, trials: int = 16, seed: int = 0):
+    def __init__(self, space: Union["wb.Schedule", "wb.Trace", Any],
+                 func: Optional["wb.PrimFunc"] = None, target: str = "llvm",
+                 database: Any = None, trials: int = 16, seed: int = 0):
         if isinstance(space, wb.Schedule):
             func = space.history[0][1] if func is None else func
             trace = space.trace
         elif isinstance(space, wb.Trace):
+            func = space.base_func if func is None else func
             if func is None:
-                raise TypeError("PinPanel(trace) needs the function it applies to: "
-                                "PinPanel(trace, func=...)")
+                raise TypeError("PinPanel(trace): this trace does not know the function it "
+                                "schedules (it was read from JSON or built by hand); pass it, "
+                                "PinPanel(trace, func=func), or pass the schedule the trace "
+                                "came from, PinPanel(sch)")
             trace = space
+        elif hasattr(space, "trace_json"):          # a database record
+            func = space.func if func is None else func
+            if func is None:
+                raise TypeError("PinPanel(record): this record was read without its function; "
+                                "pass it, PinPanel(record, func=func) (records from "
+                                "db.records(func) or db.best(func) carry it)")
+            trace = without_postproc(space.trace)   # the design space: postprocs redo the rest
         else:
-            raise TypeError(f"PinPanel expects a Schedule or a Trace, got {type(space).__name__}"
+            raise TypeError(f"PinPanel expects a Schedule, a Trace or a database record, got "
+                            f"{type(space).__name__}"
                             + ("; pick one design space: PinPanel(spaces[0])"
                                if isinstance(space, (list, tuple)) else ""))
         self.func = func
@@ -150,8 +165,9 @@ class PinPanel(WorkbenchWidget):
         return which
 
     def steps(self, kind: Optional[str] = None) -> list[int]:
-        """The sampling steps (of one kind, e.g. ``"sample_categorical"``), in trace order."""
-        return [k for k in self.sampling if kind is None or self.trace[k].kind.name == kind]
+        """The sampling steps (of one kind, e.g. ``"sample_categorical"`` or TVM's
+        ``"SampleCategorical"``), in trace order."""
+        return [k for k in self.sampling if kind is None or self.trace[k].kind.matches(kind)]
 
     def tile_of(self, loop: str) -> int:
         """The ``sample_perfect_tile`` step that tiles the loop named ``loop`` (``"j"``)."""

@@ -79,18 +79,25 @@ def _shown(choices: list[Choice], decision: Any) -> tuple[list[Choice], int]:
 
 class TraceGraph:
     """A trace as a graph. Give a ``Schedule`` (candidates are listed from its history), or a
-    ``Trace`` with the ``func`` it applies to (it is replayed), or a bare ``Trace`` (then
-    only the decisions are known)."""
+    ``Trace`` with the ``func`` it applies to (it is replayed; by default the function the
+    trace knows, ``trace.base_func``), or a bare ``Trace`` read from JSON (then only the decisions
+    are known)."""
 
     def __init__(self, trace_or_schedule: Union["wb.Schedule", "wb.Trace"],
                  func: Optional["wb.PrimFunc"] = None):
+        self.schedule: Optional[wb.Schedule] = None
         if isinstance(trace_or_schedule, wb.Schedule):
-            self.schedule: Optional[wb.Schedule] = trace_or_schedule
+            self.schedule = trace_or_schedule
         elif func is not None:
             self.schedule = wb.Schedule(func)
             trace_or_schedule.apply_to_schedule(self.schedule)
-        else:
-            self.schedule = None
+        elif trace_or_schedule.base_func is not None:
+            try:        # the trace's own function: show candidates when it still replays
+                sch = wb.Schedule(trace_or_schedule.base_func)
+                trace_or_schedule.apply_to_schedule(sch)
+                self.schedule = sch
+            except (wb.ScheduleError, ValueError):
+                pass
         self.trace = self.schedule.trace if self.schedule is not None else trace_or_schedule
         names = self.trace.rv_names()
         self.lines = [compact_line(inst, names) for inst in self.trace]

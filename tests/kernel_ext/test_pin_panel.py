@@ -103,3 +103,26 @@ def test_static_fallback_lists_every_decision(space):
     html_ = panel._repr_html_()
     assert html_.count("<tr>") == len(panel.sampling) + 1 and "pinned" in html_
     assert "pinned" in panel.text().splitlines()[0]
+
+
+def test_a_trace_alone_is_enough_when_it_knows_its_function(space, gmm):
+    panel = PinPanel(space.trace)                    # a schedule's trace knows its function
+    assert panel.func is gmm and panel.sampling == PinPanel(space).sampling
+    assert str(panel.sch.func) == str(space.func)
+    assert panel.steps("SampleCategorical") == panel.steps("sample_categorical") != []
+    read_back = wb.Trace.from_json(space.trace.as_json())
+    with pytest.raises(TypeError, match=r"does not know the function.*"
+                                        r"PinPanel\(trace, func=func\).*PinPanel\(sch\)"):
+        PinPanel(read_back)
+    assert str(PinPanel(read_back, func=gmm).sch.func) == str(space.func)
+
+
+def test_a_database_record_brings_its_function(space, gmm):
+    from workbench.tune import Record
+    record = Record.of(gmm, "llvm", space.trace, [1e-4])
+    panel = PinPanel(record)
+    assert panel.func is gmm and str(panel.sch.func) == str(space.func)
+    bare = Record(record.trace_json, [1e-4])         # read without its function
+    with pytest.raises(TypeError, match=r"PinPanel\(record, func=func\)"):
+        PinPanel(bare)
+    assert PinPanel(bare, func=gmm).sampling == panel.sampling

@@ -33,9 +33,11 @@ def test_sampling_nodes_list_candidates_with_the_choice_highlighted(space):
 
 
 def test_trace_with_func_is_replayed_for_candidates(space, gmm):
-    graph = TraceGraph(wb.Trace.from_json(space.trace.as_json()), func=gmm)
+    read_back = wb.Trace.from_json(space.trace.as_json())
+    graph = TraceGraph(read_back, func=gmm)
     assert all(graph.choices.values())
-    bare = TraceGraph(space.trace)
+    assert all(TraceGraph(space.trace).choices.values())   # a schedule's trace knows its func
+    bare = TraceGraph(read_back)
     assert all(c == [] for c in bare.choices.values())
     assert "decision" in bare.text()
 
@@ -57,7 +59,7 @@ def test_decision_tree_groups_shared_prefixes_and_colours_leaves(gmm, monkeypatc
     assert tree.leaves == 9
     assert tree.root.count() == 9
     first = {label for label in tree.root.children}
-    assert all(label.startswith("v5, v6 = [") for label in first)
+    assert all(label.startswith("tile i = [") for label in first)   # the traces know gmm
     assert len(first) <= 4                                 # 16 = 2 * 8, 4 * 4, 8 * 2, 16 * 1
     text = tree.text()
     assert "100 µs" in text and "300 µs" in text
@@ -83,3 +85,28 @@ def test_levels_are_named_after_loops_and_constant_levels_are_set_aside(gmm):
     (fixed,) = tree.fixed.values()              # the other two decisions agree everywhere
     assert [name for name, _v in fixed] == ["tile i_1", "unroll_explicit"]
     assert "the same in every program: tile i_1 = " in tree.text()
+
+
+def test_decision_tree_takes_a_trace_a_schedule_a_record_or_lists_of_them(space, gmm):
+    """``DecisionTree(trace)`` used to iterate the trace's instructions as records."""
+    from workbench.tune import Record
+    one = DecisionTree(space.trace)
+    assert one.leaves == 1 and math.isnan(one.latencies[0])
+    (fixed,) = one.fixed.values()               # a single program: every decision is fixed
+    assert [name for name, _v in fixed] == ["tile i", "tile i_1", "unroll_explicit"]
+    assert "not measured" in one.text() and "leaf colour" not in one._repr_html_()
+    assert DecisionTree(space).fixed == one.fixed
+    traces = [tiled(gmm, seed).trace for seed in range(4)]
+    assert DecisionTree(traces).leaves == DecisionTree(tuple(traces)).leaves == 4
+    assert DecisionTree([tiled(gmm, seed) for seed in range(4)]).leaves == 4
+    record = Record.of(gmm, "llvm", space.trace, [2e-4])
+    for tree in (DecisionTree(record), DecisionTree([record]), DecisionTree((space.trace, 2e-4))):
+        assert tree.leaves == 1 and tree.latencies == [pytest.approx(2e-4)]
+        assert "200 µs" in tree.text()
+    read_back = DecisionTree(wb.Trace.from_json(space.trace.as_json()))   # no function known
+    (fixed,) = read_back.fixed.values()
+    assert fixed[0][0] == "v5, v6"
+    with pytest.raises(TypeError, match=r"an instruction \(get_block\): pass the trace itself"):
+        DecisionTree(list(space.trace))
+    with pytest.raises(TypeError, match="DecisionTree expects a trace"):
+        DecisionTree(3)

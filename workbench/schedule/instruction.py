@@ -45,7 +45,9 @@ class Instruction:
 
     ``args`` maps every parameter (defaults included, in signature order) to its value, with
     random variables referenced by identity; ``multi`` tells a list result from a single one.
-    ``pinned``: the search must keep this sampling decision.
+    ``pinned``: the search must keep this sampling decision. ``kind.name`` is workbench's
+    spelling (``"split"``); ``kind.matches("Split")`` also accepts TVM's, ``kind.tvm_name``
+    gives it.
     """
 
     kind: "InstructionKind"
@@ -155,6 +157,21 @@ class InstructionKind:
     def __repr__(self) -> str:
         return f"<InstructionKind {self.name}>"
 
+    # names ---------------------------------------------------------------------------------
+    @functools.cached_property
+    def tvm_name(self) -> str:
+        """TVM's name of this kind: ``split`` -> ``"Split"``, ``sample_perfect_tile`` ->
+        ``"SamplePerfectTile"``, ``rfactor`` -> ``"RFactor"``, ``get_block`` -> ``"GetSBlock"``
+        (TVM 0.27's; older TVM wrote ``GetBlock``). ``name`` stays workbench's spelling."""
+        return _TVM_SPELLING.get(self.name) or "".join(p.capitalize() for p in
+                                                        self.name.split("_"))
+
+    def matches(self, name: str) -> bool:
+        """Whether ``name`` names this kind, in workbench's spelling or TVM's:
+        ``kind.matches("split")``, ``kind.matches("Split")``; ``get_block`` also matches
+        older TVM's ``"GetBlock"``. What a mutator ported from TVM compares with."""
+        return name in (self.name, self.tvm_name, *_TVM_ALIASES.get(self.name, ()))
+
     # arguments -----------------------------------------------------------------------------
     def bind(self, args: tuple, kwargs: dict) -> tuple[dict[str, Any], Any]:
         """(arguments in signature order with defaults, decision) from a call's args."""
@@ -258,6 +275,12 @@ class InstructionKind:
         if inst.multi:
             return f"{', '.join(outs)}{',' if len(outs) == 1 else ''} = {call}"
         return f"{outs[0]} = {call}"
+
+
+#: TVM names that are not the CamelCase of workbench's (``tune/database/tvm.py`` maps them all)
+_TVM_SPELLING = {"rfactor": "RFactor", "reindex": "ReIndex", "get_block": "GetSBlock"}
+#: other TVM names of a kind (older releases)
+_TVM_ALIASES = {"get_block": ("GetBlock",)}
 
 
 def _names(classes: tuple[type, ...]) -> str:

@@ -40,7 +40,7 @@ class Schedule:
         self.func: PrimFunc = func
         #: random variable -> block name (BlockRV) / loop variable (LoopRV) / int (ExprRV)
         self.symbols: dict[RV, Any] = {}
-        self.trace = Trace()
+        self.trace = Trace(base_func=func)
         #: (instruction or None for the start, function after it), one entry per step
         self.history: list[tuple[Optional[Instruction], PrimFunc]] = [(None, func)]
         self.rng = random.Random(seed)

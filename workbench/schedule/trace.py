@@ -28,13 +28,51 @@ def resample(inst: Instruction, decision: Any) -> None:
     return None
 
 
+class Decisions(dict):
+    """``trace.decisions``: a read-only snapshot, sampling instruction -> decision.
+
+    A new decision makes a new trace (``trace.with_decision(inst, value)``); writing into this
+    mapping would change nothing, so it raises instead. Looking up an instruction that samples
+    nothing (a ``split``) names the sampling instruction whose decision to change instead.
+    """
+
+    def __init__(self, trace: "Trace"):
+        super().__init__((i, i.decision) for i in trace.insts if i.kind.is_sampling)
+        self._trace = trace
+
+    def __missing__(self, inst: Any) -> Any:
+        raise NoDecision(self._trace._why_no_decision(inst))
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("trace.decisions is a read-only snapshot: trace.with_decision(inst, "
+                        "value) returns a new trace with that decision (TVM's spelling: "
+                        "trace.with_decision(inst, value, remove_postproc=True))")
+
+    __setitem__ = __delitem__ = __ior__ = update = setdefault = pop = popitem = clear = _read_only
+
+
+class NoDecision(KeyError):
+    """Looking up the decision of an instruction that has none (a ``KeyError``)."""
+
+    def __str__(self) -> str:        # KeyError would print the message's repr
+        return str(self.args[0])
+
+
 class Trace:
-    """A list of :class:`Instruction` (instructions are immutable; decisions live on them)."""
+    """A list of :class:`Instruction` (instructions are immutable; decisions live on them).
+
+    ``base_func``: the function the trace applies to, when known. A schedule's trace knows it
+    (the function the schedule started from) and copies, edits and simplifications keep it; a
+    trace read from JSON does not. It is not part of the trace's data: JSON and Python
+    renderings leave it out. (Not ``func``: ``build(x)`` and friends take ``x.func`` as the
+    *scheduled* function, which a trace does not hold.)
+    """
 
     resample = staticmethod(resample)
 
-    def __init__(self, insts: Iterable[Instruction] = ()):
+    def __init__(self, insts: Iterable[Instruction] = (), base_func: Any = None):
         self.insts: list[Instruction] = list(insts)
+        self.base_func = base_func
 
     # container --------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -50,12 +88,27 @@ class Trace:
         self.insts.append(inst)
 
     def copy(self) -> "Trace":
-        return Trace(self.insts)
+        return Trace(self.insts, self.base_func)
 
     @property
-    def decisions(self) -> dict[Instruction, Any]:
-        """Sampling instruction -> its decision, in trace order."""
-        return {i: i.decision for i in self.insts if i.kind.is_sampling}
+    def decisions(self) -> Decisions:
+        """Sampling instruction -> its decision, in trace order (a read-only snapshot: change a
+        decision with :meth:`with_decision`)."""
+        return Decisions(self)
+
+    def _why_no_decision(self, inst: Any) -> str:
+        """Why ``inst`` has no entry in :attr:`decisions`, and what to look up instead."""
+        if not isinstance(inst, Instruction) or not any(cur is inst for cur in self.insts):
+            return f"{inst!r} is not an instruction of this trace"
+        names = self.rv_names()
+        feeding = [cur for cur in self.insts if cur.kind.is_sampling
+                   and any(rv in inst.inputs for rv in cur.outputs)]
+        hint = "; its inputs come from " + ", ".join(
+            f"{cur.kind.name} ({', '.join(names[rv] for rv in cur.outputs)})"
+            for cur in feeding) + ": change that decision" if feeding else ""
+        return (f"{inst.kind.name} samples nothing, so it has no decision: only sampling "
+                f"instructions (sample_perfect_tile, sample_categorical, "
+                f"sample_compute_location) do{hint}")
 
     @property
     def pinned(self) -> set[Instruction]:
@@ -205,10 +258,22 @@ class Trace:
         return k
 
     def with_decision(self, inst: Union[Instruction, RV, int], value: Any,
-                      pinned: Optional[bool] = None) -> "Trace":
-        """A new trace where ``inst`` has decision ``value`` (and ``pinned``, when given)."""
+                      remove_postproc: bool = False, *, pinned: Optional[bool] = None
+                      ) -> "Trace":
+        """A new trace where ``inst`` has decision ``value`` (and ``pinned``, when given).
+
+        ``remove_postproc`` (TVM's argument, what a mutator wants): the new trace stops before
+        ``enter_postproc``, so the postprocessors run again when it is replayed.
+        """
         k = self._sampling_at(inst)
         out = self.copy()
+        if remove_postproc:
+            cut = next((n for n, cur in enumerate(out.insts)
+                        if cur.kind.name == "enter_postproc"), len(out.insts))
+            if k >= cut:
+                raise ValueError(f"instruction {k} ({out.insts[k].kind.name}) belongs to the "
+                                 f"postprocessing part that remove_postproc drops")
+            del out.insts[cut:]
         cur = out.insts[k]
         out.insts[k] = dataclasses.replace(cur, decision=value,
                                            pinned=cur.pinned if pinned is None else pinned)
@@ -236,7 +301,7 @@ class Trace:
             keep.append(inst)
             used.update(inst.inputs)
         keep.reverse()
-        return Trace(keep)
+        return Trace(keep, self.base_func)
 
 
 def _to_json(value: Any, names: dict[RV, str]) -> Any:

@@ -5,7 +5,7 @@
 >>> print(spaces[0].trace)
 >>> cand, reason = sample(func, spaces[0], Postproc.create("llvm"), seed=1)
 """
-from . import analysis
+from . import analysis, mutators
 from .candidate import replay, sample
 from .generator import (PostOrderApply, ScheduleFn, SpaceGenerator, SpaceUnion, as_space,
                         generate_design_space, post_order_blocks)
@@ -17,6 +17,13 @@ from .postprocs import (DisallowDynamicLoop, Postproc, Rejected, RewriteParallel
 from .rules import (AddRFactor, AutoInline, MultiLevelTiling, MultiLevelTilingWithIntrin,
                     ParallelizeVectorizeUnroll,
                     RandomComputeLocation, ReuseType, ScheduleRule, default_rules, fork)
+
+
+def __getattr__(name: str):
+    if name.startswith("Mutate"):     # MutateAutoInline and typos: say which mutators exist
+        return getattr(mutators, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "generate_design_space", "SpaceGenerator", "PostOrderApply", "ScheduleFn", "SpaceUnion",

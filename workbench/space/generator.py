@@ -94,8 +94,10 @@ class PostOrderApply(SpaceGenerator):
     For each rule the blocks are visited from the last in post-order (the root) to the first,
     i.e. consumers before producers; a block a previous step removed (inlined) is skipped. A
     rule returning several schedules forks the space: the remaining blocks are visited in
-    each. ``rules``: instances or registered names, None for the target's defaults;
-    ``block_filter(block) -> bool`` restricts the blocks visited.
+    each; a rule returning none (``[]``) is an error, since it would empty the space: a rule
+    leaves a block it does not handle unchanged by returning ``[sch]``. ``rules``: instances
+    or registered names, None for the target's defaults; ``block_filter(block) -> bool``
+    restricts the blocks visited.
     """
 
     def __init__(self, rules: Optional[Sequence[RuleSpec]] = None,
@@ -142,6 +144,15 @@ def _apply_everywhere(rule: ScheduleRule, sch: Schedule, blocks: list[BlockRV]) 
                                                           for p in produced):
                 raise TypeError(f"{type(rule).__name__}.apply must return a list of Schedules, "
                                 f"got {produced!r}")
+            if not produced:
+                # TVM drops such a branch silently; one rule doing it for one block (the root,
+                # say) would empty the whole design space with no hint why
+                name = s.symbols[block]
+                root = " (the root block: rules see it too)" \
+                    if name == s.func.body.block.name else ""
+                raise ValueError(f"schedule rule {type(rule).__name__} returned no schedule for "
+                                 f"block {name!r}{root}; return [sch] to leave a block "
+                                 f"unchanged")
             following.extend(produced)
         current = following
     return current

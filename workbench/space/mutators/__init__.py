@@ -1,5 +1,6 @@
 """Mutators and the default mutator probabilities of each target kind."""
-from .base import Mutator, annotated_with, free_sampling
+from .base import (Mutator, NoSuchMutator, annotated_with, builtin_mutators, free_sampling,
+                   not_a_mutator)
 from .mutate_compute_location import MutateComputeLocation
 from .mutate_parallel import MutateParallel
 from .mutate_tile_size import MutateTileSize
@@ -12,6 +13,18 @@ def default_mutators(kind: str = "llvm") -> dict[Mutator, float]:
         return {MutateTileSize(): 0.9, MutateComputeLocation(): 0.05, MutateUnroll(): 0.03,
                 MutateParallel(max_jobs_per_core=16): 0.02}
     raise ValueError(f"no default mutators for target kind {kind!r} (known: llvm)")
+
+
+def __getattr__(name: str):
+    """A mutator name that does not exist (``MutateAutoInline``, which course material lists)
+    is answered with the mutators that do."""
+    why = not_a_mutator(name)
+    if why is not None:
+        raise NoSuchMutator(why, name=name)
+    if name.startswith("Mutate"):
+        raise AttributeError(f"no mutator {name}; workbench's mutators: "
+                             f"{', '.join(builtin_mutators())}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["Mutator", "MutateTileSize", "MutateUnroll", "MutateParallel", "MutateComputeLocation",

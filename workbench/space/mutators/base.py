@@ -9,9 +9,13 @@ postprocessing part of the trace (the postprocessors run again on the replayed c
         def apply(self, trace, rng):
             for inst in trace.insts:
                 if inst.kind.name == "sample_perfect_tile" and not inst.pinned:
-                    ...  # build a new decision
-                    return without_postproc(trace).with_decision(inst, new)
+                    new = ...  # from trace.decisions[inst], a list of factors
+                    return trace.with_decision(inst, new, remove_postproc=True)
             return None
+
+Kinds may be named in TVM's spelling too: ``inst.kind.matches("SamplePerfectTile")``. Only
+sampling instructions have decisions (a ``split``'s factors are the random variables of the
+``sample_perfect_tile`` before it), and ``trace.decisions`` is a read-only snapshot.
 """
 from __future__ import annotations
 
@@ -44,6 +48,15 @@ class Mutator(Pluggable):
         from . import default_mutators
         return default_mutators(target_kind(kind))
 
+    @classmethod
+    def named(cls, name: str, **kwargs: Any) -> "Mutator":
+        """An instance of the registered mutator ``name`` (``"mutate_tile_size"``,
+        ``"MutateTileSize"``); a name TVM does not have either says so."""
+        why = not_a_mutator(name)
+        if why is not None:
+            raise KeyError(why)
+        return super().named(name, **kwargs)
+
     def _need_func(self) -> PrimFunc:
         if self.func is None:
             raise RuntimeError(f"{type(self).__name__} replays traces: call "
@@ -51,12 +64,42 @@ class Mutator(Pluggable):
         return self.func
 
 
+#: mutators that course material names but TVM MetaSchedule does not have, and why
+_NOT_IN_TVM = {
+    "mutateautoinline": "TVM MetaSchedule has no MutateAutoInline: whether a block is inlined "
+                        "is decided by the AutoInline schedule rule when the design space is "
+                        "generated, not by a decision the search mutates (TVM's mutators: "
+                        "MutateTileSize, MutateParallel, MutateUnroll, MutateComputeLocation, "
+                        "MutateThreadBinding)",
+}
+
+
+class NoSuchMutator(ImportError):
+    """A mutator that TVM does not have either (``MutateAutoInline``). An ``ImportError``, so
+    that ``from workbench.space import MutateAutoInline`` shows this message too: Python
+    replaces an ``AttributeError`` there by its generic "cannot import name"."""
+
+
+def builtin_mutators() -> list[str]:
+    """The class names of workbench's own mutators."""
+    return sorted(c.__name__ for c in Mutator._registry.values()
+                  if c.__module__.startswith(__package__ + "."))
+
+
+def not_a_mutator(name: str) -> Optional[str]:
+    """For a mutator name TVM does not have: why, and the mutators that exist; else None."""
+    why = _NOT_IN_TVM.get(name.replace("_", "").lower())
+    return None if why is None else f"{why}. workbench's mutators: {', '.join(builtin_mutators())}"
+
+
 def free_sampling(trace: Trace, kind: str) -> Iterator[Instruction]:
-    """The unpinned sampling instructions of ``kind`` in the design-space part of ``trace``."""
+    """The unpinned sampling instructions of ``kind`` (workbench's or TVM's spelling:
+    ``"sample_perfect_tile"`` or ``"SamplePerfectTile"``) in the design-space part of
+    ``trace``."""
     for inst in trace.insts:
         if inst.kind.name == "enter_postproc":
             return
-        if inst.kind.name == kind and not inst.pinned:
+        if inst.kind.matches(kind) and not inst.pinned:
             yield inst
 
 

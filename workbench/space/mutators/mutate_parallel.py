@@ -51,7 +51,7 @@ class MutateParallel(Mutator):
         limit = plans[rng.choice(sorted(plans))]
         insts = list(trace.insts)
         insts[k] = dataclasses.replace(inst, args={**inst.args, "ann_val": limit})
-        return Trace(insts)
+        return Trace(insts, trace.base_func)
 
 
 def parallel_prefix_products(sch: Schedule, limit: int) -> list[list[int]]:

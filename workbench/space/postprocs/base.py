@@ -71,5 +71,5 @@ def without_postproc(trace: Trace) -> Trace:
     """The design-space part of ``trace``: the instructions before ``enter_postproc``."""
     for k, inst in enumerate(trace.insts):
         if inst.kind.name == "enter_postproc":
-            return Trace(trace.insts[:k])
+            return Trace(trace.insts[:k], trace.base_func)
     return trace.copy()

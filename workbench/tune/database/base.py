@@ -151,9 +151,12 @@ class Record:
 
     @property
     def trace(self):
-        """The record's ``Trace`` (parsed from JSON; no code is evaluated)."""
+        """The record's ``Trace`` (parsed from JSON; no code is evaluated); its ``base_func``
+        is the record's function when the record was read through one."""
         from ...schedule import Trace
-        return Trace.from_json(self.trace_json)
+        trace = Trace.from_json(self.trace_json)
+        trace.base_func = self.func
+        return trace
 
     @property
     def trace_hash(self) -> str:
