@@ -34,6 +34,11 @@ def _initialize() -> None:
     llvm.initialize_all_asmprinters()
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+    # LLVM 22's loop-idiom recognition never finishes on some loop nests MetaSchedule produces
+    # (softmax with an exp row recomputed inside the normalisation loop: 6 of TVM's 192 SFM
+    # records compiled for 100-340 s, a second without it). What it adds here is turning
+    # zero-fill and copy loops into memset/memcpy calls, which vectorized stores already do.
+    llvm.set_option("", "-disable-loop-idiom-all")
     bound_spinning()  # libgomp reads its wait policy once, when loaded (see runtime.py)
     for lib, names in _LIBRARIES.items():
         for name in names:
