@@ -28,7 +28,9 @@ def time_calls(fn, repeat: int = 10, min_repeat_ms: float = 40.0, warmup: int = 
 
     The number of calls per repeat comes from a calibration batch (at least 5 ms), so that
     every repeat lasts ``min_repeat_ms`` or more; a repeat that still falls short (the machine
-    was faster than during calibration) is run again with more calls, not kept.
+    was faster than during calibration) is run again with more calls, not kept. (Not
+    ``workbench.codegen.timing.time_runs``: the TVM children run this file in TVM's virtualenv,
+    where workbench is not installed; one loop must time all three frameworks alike.)
     """
     for _ in range(warmup):
         fn()

@@ -119,7 +119,7 @@ def _tune(db_path, **kw):
 
 
 def test_busy_tuning_is_reported_and_its_records_flagged(db_path, load):
-    cores = runner_mod.available_cores()
+    cores = runner_mod.host_cores()
     load(cores + 1.5)
     task, db, text = _tune(db_path)
     records = db.records(task.func, "llvm")
@@ -152,7 +152,7 @@ def test_noisy_records_are_flagged_and_counted(db_path, load):
 
 def test_cli_tune_says_the_machine_was_busy(tmp_path, capsys, load):
     from workbench.cli import main
-    load(runner_mod.available_cores() + 4.0)
+    load(runner_mod.host_cores() + 4.0)
     assert main(["tune", "GMM", "--small", "--trials", "2", "--per-iter", "2", "--db",
                  str(tmp_path / "cli.sqlite"), "--strategy", "replay_trace",
                  "--cost-model", "random"]) == 0

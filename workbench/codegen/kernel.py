@@ -70,10 +70,8 @@ class Kernel:
         if number is not None and number < 1:
             raise ValueError(f"time: number must be >= 1 or None, got {number}")
         self.check_args(arrays)
-        if number is None:
-            return time_runs(self.entry, arrays, number=1, repeat=repeat,
-                             min_repeat_ms=min_repeat_ms, warmup=warmup)
-        return time_runs(self.entry, arrays, number=number, repeat=repeat, warmup=warmup)
+        return time_runs(self.entry, arrays, number=number or 1, repeat=repeat, warmup=warmup,
+                         min_repeat_ms=min_repeat_ms if number is None else 0.0)
 
     def check_args(self, arrays: tuple) -> None:
         """Raise ``TypeError`` / ``ValueError`` naming the first bad argument."""

@@ -138,7 +138,8 @@ def _host_features() -> str:
     return llvm.get_host_cpu_features().flatten()
 
 
-def _host_cores() -> int:
+def host_cores() -> int:
+    """CPUs this process may run on (its affinity mask; all of them where the OS has none)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -269,7 +270,7 @@ class Target:
     @cached_property
     def num_cores(self) -> int:
         """Threads a parallel loop uses (``-num-cores``, else the cores this process may use)."""
-        return int(self.options.get("num-cores", 0)) or _host_cores()
+        return int(self.options.get("num-cores", 0)) or host_cores()
 
     @property
     def triple(self) -> str:

@@ -61,7 +61,7 @@ class TimingResult(float):
     @property
     def spread(self) -> float:
         """``max / min`` of the repeats (inf when the fastest took no measurable time)."""
-        return self.max / self.min if self.min > 0 else (1.0 if self.max == 0 else math.inf)
+        return spread_of(self.samples)
 
     @property
     def deviation(self) -> float:
@@ -139,8 +139,12 @@ def time_runs(fn: Callable[..., Any], args: Sequence[Any] = (), *, number: int =
 
 
 def spread_of(samples: Sequence[float]) -> float:
-    """``max / min`` of ``samples`` (see :attr:`TimingResult.spread`)."""
-    return TimingResult(samples, 1).spread if samples else 1.0
+    """``max / min`` of ``samples``: 1.0 when they agree (or there are none), inf when the
+    fastest took no measurable time."""
+    if not samples:
+        return 1.0
+    lo, hi = min(samples), max(samples)
+    return hi / lo if lo > 0 else (1.0 if hi == 0 else math.inf)
 
 
 __all__ = ["TimingResult", "time_runs", "format_seconds", "spread_of", "MIN_REPEAT_MS"]

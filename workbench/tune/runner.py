@@ -50,6 +50,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from ..codegen.llvm.runtime import bound_spinning
+from ..codegen.target import host_cores
 from ..codegen.timing import spread_of
 from ..ir.func import PrimFunc
 from .database.base import target_str
@@ -140,19 +141,11 @@ def load_average() -> Optional[float]:
         return None
 
 
-def available_cores() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def machine_busy(load: Optional[float], cores: Optional[int] = None) -> bool:
     """Whether a load average says other work competed for our CPUs: more runnable threads,
     on average over the last minute, than the CPUs this process may use. (Tuning itself keeps
     at most that many busy: workers build in parallel, one measures at a time.)"""
-    return load is not None and load > (cores or available_cores())
+    return load is not None and load > (cores or host_cores())
 
 
 def remeasure_if_noisy(first: MeasureResult, again: Callable[[], MeasureResult],
@@ -284,7 +277,7 @@ class LocalRunner(Runner):
                  run_timeout: float = 20.0, number: int = 3, repeat: int = 3,
                  min_repeat_ms: float = 25.0, check: bool = True, max_retries: int = 2,
                  max_spread: float = 2.0):
-        self.workers = [_Worker(k) for k in range(workers or max(1, min(available_cores(), 4)))]
+        self.workers = [_Worker(k) for k in range(workers or max(1, min(host_cores(), 4)))]
         self.build_timeout, self.run_timeout = build_timeout, run_timeout
         self.timing = {"number": number, "repeat": repeat, "min_repeat_ms": min_repeat_ms}
         self.check = check

@@ -17,12 +17,12 @@ import sys
 import time
 from typing import Any, Optional, Sequence, Union
 
+from ..codegen.target import host_cores
 from ..ir.func import PrimFunc
 from .cost_model import CostModel
 from .database.base import Database, Record, target_str
 from .report import BatchEvent, ProgressBar, TaskSummary, TuneSummary, _isatty, dispatch
-from .runner import (LocalRunner, MeasureInput, MeasureResult, Runner, Task, available_cores,
-                     machine_busy)
+from .runner import LocalRunner, MeasureInput, MeasureResult, Runner, Task, machine_busy
 from .scheduler import TaskScheduler, TaskState
 from .search import SearchContext, SearchStrategy
 from .task import TuneTask, as_tasks, make_space
@@ -112,7 +112,7 @@ class _Session:
         self.batches = 0
         self.failed = [0] * len(tasks)
         self.measure_tasks = [Task(t.func, target, t.reference, seed=seed) for t in tasks]
-        self.cores = available_cores()
+        self.cores = host_cores()
         self.load: Optional[float] = None      # highest load average read while measuring
         self.busy_records = self.noisy_records = 0
         self.states = [TaskState(weight=t.weight) for t in tasks]

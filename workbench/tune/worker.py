@@ -169,8 +169,8 @@ def _die_with_parent() -> None:
 def main(argv: list[str]) -> None:
     _die_with_parent()
     from ..codegen.llvm.runtime import set_max_threads
-    from .runner import available_cores
-    set_max_threads(available_cores())  # a "-num-cores=8" kernel on 2 CPUs: 2 threads, no more
+    from ..codegen.target import host_cores
+    set_max_threads(host_cores())  # a "-num-cores=8" kernel on 2 CPUs: 2 threads, no more
     faulthandler.enable()  # a segfault prints the Python stack to the log the parent reads
     sock = socket.socket(fileno=int(argv[0]))
     Worker(Connection(sock.detach())).serve()

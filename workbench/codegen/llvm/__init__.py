@@ -75,29 +75,28 @@ class LLVMKernel(Kernel):
         self._parallel = parallel
         super().__init__(func, target, _entry(compiled, len(func.params), parallel),
                          {"llvm": compiled.optimized_ir, "llvm-raw": raw_ir})
-        self._by_pointers = self.entry
+        by_pointers = self.entry
+
+        def checked(*arrays: np.ndarray) -> None:  # the Python path: full checks, ctypes call
+            self.check_args(arrays)
+            by_pointers(*arrays)
+
+        self._checked = checked
         self._fast: Optional[pycall.PythonEntry] = None   # None: the Python path only
         if pycall.available() and symbol is not None:   # symbol: the kernel's LLVM function
-            name = symbol
-            module = pycall.python_entry_module(name, [b.shape for b in self._params],
+            module = pycall.python_entry_module(symbol, [b.shape for b in self._params],
                                                 [b.dtype for b in self._params], self._writes)
-            address = link(compiled, str(module), name + "_py", target)
-            self._fast = pycall.PythonEntry(address, name + "_py")
-            self.entry = _fast_entry(self._fast.call, self._by_pointers, parallel)
+            fast = self._fast = pycall.PythonEntry(
+                link(compiled, str(module), symbol + "_py", target), symbol + "_py")
+            # arguments the native checks do not take (an ndarray subclass, an equal dtype
+            # object, ...) go to the Python path: checked for __call__, as they are for entry
+            self._checked = _fast_entry(fast, checked, parallel)
+            self.entry = _fast_entry(fast, by_pointers, parallel)
 
     def __call__(self, *arrays: np.ndarray) -> None:
         """Run: the arguments are checked in native code (:mod:`.pycall`); anything it does
         not accept takes the Python path, which raises the precise error (or runs)."""
-        if self._fast is None:
-            return Kernel.__call__(self, *arrays)
-        if self._parallel:
-            before_parallel_call()
-        code = self._fast.call(*arrays)
-        if code == pycall.MISMATCH:
-            self.check_args(arrays)
-            self._by_pointers(*arrays)  # an ndarray subclass, an equal dtype object, ...
-        elif code:
-            raise MemoryError("kernel could not allocate its intermediate buffers")
+        self._checked(*arrays)
 
     def source(self, kind: Optional[str] = None) -> str:
         if kind == "asm" and "asm" not in self._sources:
@@ -148,17 +147,17 @@ def _entry(compiled: Compiled, n_args: int, parallel: bool):
     return entry
 
 
-def _fast_entry(fast, by_pointers, parallel: bool):
+def _fast_entry(fast: pycall.PythonEntry, fallback, parallel: bool):
     """``entry(*arrays)`` through the compiled Python entry ``fast``; arrays it does not take
-    (already checked by the caller: a subclass, an equal dtype object) go through
-    ``by_pointers``."""
+    go to ``fallback(*arrays)``."""
+    call = fast.call
 
     def entry(*arrays: np.ndarray) -> None:
         if parallel:
             before_parallel_call()
-        code = fast(*arrays)
+        code = call(*arrays)
         if code == pycall.MISMATCH:
-            by_pointers(*arrays)
+            fallback(*arrays)
         elif code:
             raise MemoryError("kernel could not allocate its intermediate buffers")
 

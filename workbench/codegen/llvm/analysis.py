@@ -151,14 +151,14 @@ def _linear_terms(e: Expr) -> Optional[list[tuple[int, Expr]]]:
 
 def _merge_div_mod(terms: list[tuple[int, Expr]]) -> list[tuple[int, Expr]]:
     """Replace each pair ``k*c * (x // c)``, ``k * (x % c)`` by ``k * x``."""
-    out = list(terms)
-    for i, (kd, d) in enumerate(terms):
+    out: list = list(terms)
+    for i, (kd, d) in enumerate(out):
         if not (isinstance(d, FloorDiv) and isinstance(d.b, IntImm) and d.b.value > 0):
             continue
+        c = d.b.value
         for j, (km, m) in enumerate(out):
-            if (m is not None and isinstance(m, FloorMod) and m.a is d.a
-                    and isinstance(m.b, IntImm) and m.b.value == d.b.value
-                    and kd == km * d.b.value and out[i][1] is d):
+            if (isinstance(m, FloorMod) and m.a is d.a and isinstance(m.b, IntImm)
+                    and m.b.value == c and kd == km * c):
                 out[i], out[j] = (km, d.a), (0, None)
                 break
     return [(k, x) for k, x in out if x is not None]

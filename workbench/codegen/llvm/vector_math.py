@@ -64,30 +64,15 @@ def call(b: ir.IRBuilder, op: str, x: ir.Value, dtype: str, bits: int) -> ir.Val
     reg_t = ir.VectorType(x.type.element, lanes)
     fn = declare(b.module, _symbol(op, dtype, bits), reg_t, [reg_t])
     undef = ir.Constant(x.type, ir.Undefined)
-    pieces = []
+    out = undef
     for start in range(0, n, lanes):
         # lanes past the end of x read lane 0 (a valid input) rather than undef
         picks = [start + k if start + k < n else 0 for k in range(lanes)]
         piece = b.shuffle_vector(x, undef, ir.Constant(ir.VectorType(I32, lanes), picks))
-        pieces.append(b.call(fn, [piece]))
-    if len(pieces) == 1 and n == lanes:
-        return pieces[0]
-    # concatenate the pieces, then keep the first n lanes
-    while len(pieces) > 1:
-        merged = []
-        for k in range(0, len(pieces) - 1, 2):
-            a, c = pieces[k], pieces[k + 1]
-            width = a.type.count
-            merged.append(b.shuffle_vector(
-                a, c, ir.Constant(ir.VectorType(I32, 2 * width), list(range(2 * width)))))
-        if len(pieces) % 2:
-            last = pieces[-1]  # pad the odd one out to the others' width with its own lanes
-            width = merged[0].type.count
-            merged.append(b.shuffle_vector(
-                last, ir.Constant(last.type, ir.Undefined),
-                ir.Constant(ir.VectorType(I32, width),
-                            [k if k < last.type.count else 0 for k in range(width)])))
-        pieces = merged
-    whole = pieces[0]
-    return b.shuffle_vector(whole, ir.Constant(whole.type, ir.Undefined),
-                            ir.Constant(ir.VectorType(I32, n), list(range(n))))
+        result = b.call(fn, [piece])
+        if n == lanes:
+            return result
+        for k in range(min(lanes, n - start)):  # LLVM folds these into shuffles
+            out = b.insert_element(out, b.extract_element(result, ir.Constant(I32, k)),
+                                   ir.Constant(I32, start + k))
+    return out
