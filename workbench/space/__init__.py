@@ -9,13 +9,14 @@ from . import analysis, mutators
 from .candidate import replay, sample
 from .generator import (PostOrderApply, ScheduleFn, SpaceGenerator, SpaceUnion, as_space,
                         generate_design_space, post_order_blocks)
-from .mutators import (MutateComputeLocation, MutateParallel, MutateTileSize, MutateUnroll,
-                       Mutator, default_mutators, free_sampling)
+from .mutators import (MutateComputeLocation, MutateParallel, MutateThreadBinding,
+                       MutateTileSize, MutateUnroll, Mutator, default_mutators, free_sampling)
 from .postprocs import (DisallowDynamicLoop, Postproc, Rejected, RewriteParallelVectorizeUnroll,
-                        RewriteReductionBlock, RewriteTensorize, VerifyGPUCode, default_postprocs, run_postprocs,
+                        RewriteCooperativeFetch, RewriteReductionBlock, RewriteTensorize,
+                        RewriteUnboundBlock, VerifyGPUCode, default_postprocs, run_postprocs,
                         without_postproc)
-from .rules import (AddRFactor, AutoInline, MultiLevelTiling, MultiLevelTilingWithIntrin,
-                    ParallelizeVectorizeUnroll,
+from .rules import (AddRFactor, AutoBind, AutoInline, CrossThreadReduction, MultiLevelTiling,
+                    MultiLevelTilingWithIntrin, ParallelizeVectorizeUnroll,
                     RandomComputeLocation, ReuseType, ScheduleRule, default_rules, fork)
 
 
@@ -28,12 +29,13 @@ def __getattr__(name: str):
 __all__ = [
     "generate_design_space", "SpaceGenerator", "PostOrderApply", "ScheduleFn", "SpaceUnion",
     "as_space", "post_order_blocks", "replay", "sample",
-    "ScheduleRule", "fork", "AutoInline", "MultiLevelTiling", "MultiLevelTilingWithIntrin",
+    "ScheduleRule", "fork", "AutoInline", "AutoBind", "CrossThreadReduction", "MultiLevelTiling", "MultiLevelTilingWithIntrin",
     "ReuseType",
     "ParallelizeVectorizeUnroll", "RandomComputeLocation", "AddRFactor", "default_rules",
     "Postproc", "Rejected", "run_postprocs", "without_postproc", "DisallowDynamicLoop",
     "RewriteParallelVectorizeUnroll", "RewriteReductionBlock", "RewriteTensorize", "VerifyGPUCode",
+    "RewriteCooperativeFetch", "RewriteUnboundBlock",
     "default_postprocs",
     "Mutator", "MutateTileSize", "MutateUnroll", "MutateParallel", "MutateComputeLocation",
-    "default_mutators", "free_sampling", "analysis",
+    "MutateThreadBinding", "default_mutators", "free_sampling", "analysis",
 ]

@@ -122,9 +122,11 @@ def space_and_reduce_length(idx: FuncIndex, block: Block) -> tuple[int, int]:
     return space, reduce
 
 
-def needs_rfactor(idx: FuncIndex, block: Block, max_parallel_extent: int) -> bool:
+def needs_rfactor(idx: FuncIndex, block: Block, max_parallel_extent: int,
+                  max_parallel_basic: int = 1) -> bool:
     """A reduction worth an rfactor / cross-thread reduction: its spatial loops offer less
-    parallelism than its reduction (TVM's NeedsRFactorOrCrossThreadReduction)."""
+    parallelism than its reduction (TVM's NeedsRFactorOrCrossThreadReduction; on GPU
+    ``max_parallel_basic`` is the warp size: shorter reductions stay in one thread)."""
     if not block.writes or block.init is None or has_been_tiled(block):
         return False
     if not is_trivial_binding(idx, block) or idx.scope(block) is None:
@@ -143,7 +145,7 @@ def needs_rfactor(idx: FuncIndex, block: Block, max_parallel_extent: int) -> boo
         return False
     if needs_multi_level_tiling(idx, block):
         return not (space >= reduce or space > max_parallel_extent)
-    return reduce > 1
+    return reduce > max_parallel_basic
 
 
 def _var_with_shift(e: Expr) -> Optional[tuple[Var, bool]]:

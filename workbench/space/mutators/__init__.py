@@ -3,6 +3,7 @@ from .base import (Mutator, NoSuchMutator, annotated_with, builtin_mutators, fre
                    not_a_mutator)
 from .mutate_compute_location import MutateComputeLocation
 from .mutate_parallel import MutateParallel
+from .mutate_thread_binding import MutateThreadBinding
 from .mutate_tile_size import MutateTileSize
 from .mutate_unroll import MutateUnroll
 
@@ -12,7 +13,9 @@ def default_mutators(kind: str = "llvm") -> dict[Mutator, float]:
     if kind == "llvm":
         return {MutateTileSize(): 0.9, MutateComputeLocation(): 0.05, MutateUnroll(): 0.03,
                 MutateParallel(max_jobs_per_core=16): 0.02}
-    raise ValueError(f"no default mutators for target kind {kind!r} (known: llvm)")
+    if kind == "cuda":
+        return {MutateTileSize(): 0.9, MutateUnroll(): 0.08, MutateThreadBinding(): 0.02}
+    raise ValueError(f"no default mutators for target kind {kind!r} (known: llvm, cuda)")
 
 
 def __getattr__(name: str):
@@ -28,4 +31,4 @@ def __getattr__(name: str):
 
 
 __all__ = ["Mutator", "MutateTileSize", "MutateUnroll", "MutateParallel", "MutateComputeLocation",
-           "default_mutators", "free_sampling", "annotated_with"]
+           "MutateThreadBinding", "default_mutators", "free_sampling", "annotated_with"]

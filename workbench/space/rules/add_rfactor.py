@@ -61,5 +61,6 @@ def reorder_and_fuse_reduction_loops(sch: Schedule, block: BlockRV):
     kinds = [loop_iter_type(idx, sch.get(l)) for l in loops]
     spatial = [l for l, k in zip(loops, kinds) if k == SPATIAL]
     reduce = [l for l, k in zip(loops, kinds) if k != SPATIAL]
-    sch.reorder(*spatial, *reduce)
-    return sch.fuse(*reduce), len(spatial)
+    if spatial + reduce != loops:  # only when needed: loops above may hold other statements
+        sch.reorder(*spatial, *reduce)
+    return (sch.fuse(*reduce) if len(reduce) > 1 else reduce[0]), len(spatial)
