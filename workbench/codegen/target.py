@@ -3,7 +3,8 @@
     >>> Target("llvm")                                   # the host CPU, all its cores
     >>> Target("llvm -mcpu=skylake-avx512 -num-cores=2")
     >>> Target("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1")   # compile only, here
-    >>> Target("cuda -arch=sm_80")
+    >>> Target("cuda -arch=sm_80")                       # limits: max_threads_per_block, ...
+    >>> Target("cuda-emulate")                           # CUDA semantics, run on the CPU
 
 A target is a *kind* plus ``-key=value`` options. ``str(target)`` is canonical (the kind, then the
 options given, sorted), so it can key a tuning database: ``"llvm"`` and ``"llvm -num-cores=4"``
@@ -30,9 +31,12 @@ from typing import Any, Mapping, Optional, Union
 #: Options each target kind accepts (``-key=value``).
 KIND_OPTIONS: Mapping[str, tuple[str, ...]] = {
     "llvm": ("mcpu", "mattr", "mtriple", "num-cores"),
-    "cuda": ("arch", "max-threads-per-block", "max-shared-memory-per-block", "thread-warp-size"),
+    "cuda": ("arch", "max-threads-per-block", "max-shared-memory-per-block", "thread-warp-size",
+             "registers-per-block"),
     "python": (),
 }
+#: the emulator runs CUDA kernels on the CPU with the limits of the GPU it stands for
+KIND_OPTIONS = {**KIND_OPTIONS, "cuda-emulate": KIND_OPTIONS["cuda"]}
 
 #: Instruction-set extensions LLVM may use in code generated from plain IR: the ones
 #: :meth:`Target.cannot_run` requires of the host. SSE/SSE2 are part of x86-64 itself; AES,
@@ -95,6 +99,9 @@ _IMPLIES: Mapping[str, tuple[str, ...]] = {
     "avx512fp16": ("avx512bw", "avx512dq", "avx512vl"), "avx10.1": ("avx512fp16",),
     "avx10.2": ("avx10.1",),
 }
+
+#: GPU architecture of a ``cuda`` target without ``-arch``
+DEFAULT_CUDA_ARCH = "sm_80"
 
 _X86 = ("x86_64", "i386", "i486", "i586", "i686", "x86")
 _ARCH_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
@@ -169,6 +176,14 @@ class Target:
                 raise ValueError(f"target {spec!r}: unknown option -{key} for {kind}; "
                                  f"known: {known}")
             options[key] = value
+        for key in ("max-threads-per-block", "max-shared-memory-per-block", "thread-warp-size",
+                    "registers-per-block"):
+            if key in options and (not options[key].isdigit() or int(options[key]) < 1):
+                raise ValueError(f"target {spec!r}: -{key} must be a positive integer, "
+                                 f"got {options[key]!r}")
+        if "arch" in options and not re.fullmatch(r"sm_\d+[a-z]?", options["arch"]):
+            raise ValueError(f"target {spec!r}: -arch must look like sm_80, "
+                             f"got {options['arch']!r}")
         if "num-cores" in options:
             n = options["num-cores"]
             if not n.isdigit() or int(n) < 1:
@@ -285,6 +300,38 @@ class Target:
         import llvmlite.binding as llvm
         return "mtriple" not in self.options or \
             _arch_os(self.options["mtriple"]) == _arch_os(llvm.get_process_triple())
+
+    # GPU properties (kind "cuda"; defaults are those of every GPU from sm_75 on) -------------
+    @property
+    def cuda_arch(self) -> str:
+        """The GPU architecture code is compiled for: ``-arch`` (default ``sm_80``; CUDA 13
+        compiles for sm_75 and newer)."""
+        return self.options.get("arch", DEFAULT_CUDA_ARCH)
+
+    @property
+    def max_threads_per_block(self) -> int:
+        """Threads one block may have (``-max-threads-per-block``, default 1024)."""
+        return int(self.options.get("max-threads-per-block", 1024))
+
+    @property
+    def max_shared_memory_per_block(self) -> int:
+        """Bytes of shared memory one block may use (``-max-shared-memory-per-block``; default
+        48 KiB, what a kernel gets without opting in to more)."""
+        return int(self.options.get("max-shared-memory-per-block", 48 * 1024))
+
+    @property
+    def thread_warp_size(self) -> int:
+        """Threads of a warp (``-thread-warp-size``, 32 on every NVIDIA GPU)."""
+        return int(self.options.get("thread-warp-size", 32))
+
+    @property
+    def registers_per_block(self) -> int:
+        """32-bit registers one block may use (``-registers-per-block``, default 65536)."""
+        return int(self.options.get("registers-per-block", 65536))
+
+    #: largest extent of threadIdx.x / .y / .z and of blockIdx.x / .y / .z
+    max_thread_dims = (1024, 1024, 64)
+    max_grid_dims = (2 ** 31 - 1, 65535, 65535)
 
     # running ----------------------------------------------------------------------------------
     def cannot_run(self, host: Optional["Target"] = None) -> Optional[str]:
