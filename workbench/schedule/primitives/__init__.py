@@ -5,5 +5,5 @@ themselves the same way from their own modules.
 """
 from . import annotation, for_kind, loops, query, sampling  # noqa: F401  (registration)
 from . import compute_location, inline  # noqa: F401  (registration)
-from . import cache, layout  # noqa: F401  (registration)
+from . import cache, layout, read_write_at  # noqa: F401  (registration)
 from . import reduction, blockize  # noqa: F401  (registration)

@@ -5,15 +5,32 @@ a fresh schedule recreates the variables the later instructions use.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from ...errors import ScheduleError
 from ...ir.stmt import Block
-from ..instruction import schedule_primitive
+from ..instruction import py_value, schedule_primitive
 from ..rv import BlockRV, LoopRV
 
 
-@schedule_primitive("get_block", pure=True)
-def get_block(sch, name: str) -> BlockRV:
-    """The block called ``name`` (block names are unique in a function; ``"root"`` included)."""
+def _render_get_block(inst, names) -> str:
+    """TVM's text; ``func_name`` only where it was given (older traces never had it)."""
+    parts = [f"name={py_value(inst.args['name'], names)}"]
+    if inst.args.get("func_name") is not None:
+        parts.append(f"func_name={py_value(inst.args['func_name'], names)}")
+    return f"{names[inst.outputs[0]]} = sch.get_block({', '.join(parts)})"
+
+
+@schedule_primitive("get_block", pure=True, as_python=_render_get_block)
+def get_block(sch, name: str, func_name: Optional[str] = None) -> BlockRV:
+    """The block called ``name`` (block names are unique in a function; ``"root"`` included).
+
+    ``func_name``: TVM's traces name the function of an IRModule (``"main"``); a schedule here
+    has one function, so ``"main"`` and that function's own name are accepted."""
+    if func_name not in (None, "main", sch.func.name):
+        raise ScheduleError("get_block", f"no function named {func_name!r}: this schedule has "
+                            f"one function, {sch.func.name!r} (also called 'main')",
+                            argument="func_name")
     if not isinstance(name, str):
         raise ScheduleError("get_block", f"expected a block name, got {name!r}", argument="name")
     if name not in sch.index.realizes:
