@@ -68,13 +68,7 @@ def target_kind(target: Union[str, Target, None]) -> str:
     return "cuda" if kind.startswith("cuda") else "llvm"
 
 
-#: GPU limits assumed where the target does not give them (TVM's defaults for ``cuda``)
-GPU_DEFAULTS = {"max-threads-per-block": 1024, "max-shared-memory-per-block": 48 * 1024,
-                "thread-warp-size": 32}
-
-
 def gpu_limit(target: Union[str, Target, None], key: str) -> int:
-    """The target's ``-key=value`` GPU limit (``"max-threads-per-block"``, ...), else TVM's
-    default for ``cuda``."""
-    opts = Target.of(target).options if target is not None else {}
-    return int(opts.get(key, GPU_DEFAULTS[key]))
+    """A GPU limit of the target (``"max-threads-per-block"``, ``"thread-warp-size"``, ...):
+    its ``-key=value`` option, else the default of :class:`Target` for ``cuda``."""
+    return getattr(Target.of(target if target is not None else "cuda"), key.replace("-", "_"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from ...codegen.target import Target
 from ...ir.expr import IntImm
 from ...ir.functor import pre_order
 from ...ir.stmt import Block, For, SeqStmt
@@ -19,7 +20,6 @@ from ...schedule import Schedule
 from ..analysis import THREAD_EXTENT_HIGH, THREAD_EXTENT_LOW
 from .base import Postproc, Rejected
 
-_AXIS_LIMIT = {"threadIdx.x": 1024, "threadIdx.y": 1024, "threadIdx.z": 64}
 MAX_VTHREAD = 8
 
 
@@ -27,9 +27,11 @@ class VerifyGPUCode(Postproc):
     """Check thread and shared-memory limits of every kernel against the target's."""
 
     def apply(self, sch: Schedule) -> bool:
-        opts = self.target.options if self.target is not None else {}
-        max_threads = int(opts.get("max-threads-per-block", 1024))
-        max_shared = int(opts.get("max-shared-memory-per-block", 48 * 1024))
+        target = Target.of(self.target if self.target is not None else "cuda")
+        max_threads = target.max_threads_per_block
+        max_shared = target.max_shared_memory_per_block
+        axis_limit = dict(zip(("threadIdx.x", "threadIdx.y", "threadIdx.z"),
+                              target.max_thread_dims))
         body = sch.func.root.body
         for kernel in (body.seq if isinstance(body, SeqStmt) else (body,)):
             extents: dict[str, int] = {}
@@ -45,7 +47,7 @@ class VerifyGPUCode(Postproc):
             shared = sum(shared_bufs.values())
             threads = math.prod(v for k, v in extents.items() if k.startswith("threadIdx"))
             vthreads = math.prod(v for k, v in extents.items() if k.startswith("vthread"))
-            for axis, limit in _AXIS_LIMIT.items():
+            for axis, limit in axis_limit.items():
                 if extents.get(axis, 1) > limit:
                     raise Rejected(f"{axis} extent {extents[axis]} exceeds {limit}")
             if threads > max_threads:

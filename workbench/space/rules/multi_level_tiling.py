@@ -101,9 +101,8 @@ class MultiLevelTiling(ScheduleRule):
     def initialize_with_target(self, target) -> None:
         super().initialize_with_target(target)
         if target_kind(self.target) == "cuda":
-            opts = self.target.options
-            self.max_threads_per_block = int(opts.get("max-threads-per-block", 1024))
-            self.thread_warp_size = int(opts.get("thread-warp-size", 32))
+            self.max_threads_per_block = self.target.max_threads_per_block
+            self.thread_warp_size = self.target.thread_warp_size
 
     # entry ----------------------------------------------------------------------------------
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
