@@ -12,6 +12,7 @@ from .database import (STATUSES, Database, JSONDatabase, Record, SQLiteDatabase,
                        trace_hash)
 from .report import BatchEvent, ProgressBar, TaskSummary, TuneSummary
 from .runner import LocalRunner, MeasureInput, MeasureResult, Runner, Task
+from .dask_runner import DaskRunner
 from .scheduler import GradientBased, RoundRobin, TaskScheduler, TaskState
 from .search import (Candidate, EvolutionarySearch, ReplayFunc, ReplayTrace, SearchContext,
                      SearchStats, SearchStrategy)
@@ -22,7 +23,7 @@ from . import features
 __all__ = ["tune", "Database", "SQLiteDatabase", "JSONDatabase", "Record",
            "WorkloadEntry", "STATUSES", "trace_hash", "CostModel", "FeatureModel",
            "RandomModel", "RidgeModel", "XGBModel", "has_xgboost", "features", "Runner",
-           "LocalRunner", "Task", "MeasureInput", "MeasureResult", "SearchStrategy",
+           "LocalRunner", "DaskRunner", "Task", "MeasureInput", "MeasureResult", "SearchStrategy",
            "SearchContext", "SearchStats", "Candidate", "ReplayTrace", "ReplayFunc",
            "EvolutionarySearch", "TaskScheduler", "TaskState", "RoundRobin", "GradientBased",
            "TuneTask", "TraceSpace", "as_tasks", "make_space", "BatchEvent", "ProgressBar",
