@@ -52,8 +52,9 @@ class ConvergencePlot(WorkbenchWidget):
     """Best latency vs trials, every candidate, predicted vs measured — updated live.
 
     >>> plot = ConvergencePlot()
-    >>> display(plot)
-    >>> db = wb.tune(func, trials=32, callbacks=[plot])
+    >>> display(plot)                   # in a script: its text form
+    <ConvergencePlot>
+    >>> db = wb.tune(func, trials=32, callbacks=[plot])   # doctest: +SKIP
     """
 
     def __init__(self, title: str = "tuning"):

@@ -64,8 +64,9 @@ class Kernel:
         kernels are not timed at the clock's resolution. The result is a float (the median)
         that also holds the repeats (:class:`~workbench.codegen.timing.TimingResult`)::
 
-            >>> t = kernel.time(a, b, c)
-            >>> t * 1e3, t.spread, t       # ms; max / min; 0.0321 ms ± 2% (median of 5 × 312 runs)
+            >>> t = kernel.time(a, b, c)  # its repr: 0.0321 ms ± 2% (median of 5 × 312 runs)
+            >>> t > 0, len(t.samples), t.spread >= 1.0     # seconds; 5 repeats; max / min
+            (True, 5, True)
         """
         if number is not None and number < 1:
             raise ValueError(f"time: number must be >= 1 or None, got {number}")

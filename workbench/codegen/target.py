@@ -1,10 +1,15 @@
 """``Target``: what a function is compiled for, parsed from a string such as ``"llvm"``.
 
     >>> Target("llvm")                                   # the host CPU, all its cores
+    Target('llvm')
     >>> Target("llvm -mcpu=skylake-avx512 -num-cores=2")
+    Target('llvm -mcpu=skylake-avx512 -num-cores=2')
     >>> Target("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1")   # compile only, here
+    Target('llvm -mcpu=neoverse-n1 -mtriple=aarch64-linux-gnu')
     >>> Target("cuda -arch=sm_80")                       # limits: max_threads_per_block, ...
+    Target('cuda -arch=sm_80')
     >>> Target("cuda-emulate")                           # CUDA semantics, run on the CPU
+    Target('cuda-emulate')
 
 A target is a *kind* plus ``-key=value`` options. ``str(target)`` is canonical (the kind, then the
 options given, sorted), so it can key a tuning database: ``"llvm"`` and ``"llvm -num-cores=4"``

@@ -30,6 +30,9 @@ class Schedule:
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
     >>> io, ii = sch.split(i, factors=[None, 16])
     >>> print(sch.trace)
+    b0 = sch.get_block(name="C")
+    l1, l2, l3 = sch.get_loops(block=b0)
+    l4, l5 = sch.split(loop=l1, factors=[None, 16], preserve_unit_iters=True)
     """
 
     def __init__(self, func: PrimFunc, seed: Optional[int] = None):

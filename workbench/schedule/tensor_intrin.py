@@ -10,8 +10,12 @@ in the same order):
   accumulators, nested blocks), which ``tensorize`` inserts with each parameter bound to the tile
   of the real buffer that the description matched.
 
-    >>> TensorIntrin.register("my_gemm_4x16x4", desc_func, impl_func)
-    >>> sch.tensorize(loop, "my_gemm_4x16x4")
+    >>> builtin = TensorIntrin.get("avx2_f32_gemm_4x16x4")
+    >>> TensorIntrin.register("my_gemm_4x16x4", builtin.desc, builtin.impl)   # your desc, impl
+    <TensorIntrin my_gemm_4x16x4>
+
+Then ``sch.tensorize(loop, "my_gemm_4x16x4")`` replaces the subtree under ``loop`` (a 4x16x4
+tile of a matmul) with the implementation.
 
 The built-in intrinsics (:mod:`workbench.schedule.intrinsics`) are registered on first lookup.
 """

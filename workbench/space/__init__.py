@@ -3,6 +3,8 @@
 
 >>> spaces = generate_design_space(func, target="llvm", seed=0)   # one schedule per sketch
 >>> print(spaces[0].trace)
+b0 = sch.get_block(name="C")
+...
 >>> cand, reason = sample(func, spaces[0], Postproc.create("llvm"), seed=1)
 """
 from . import analysis, mutators

@@ -234,6 +234,8 @@ def generate_design_space(func: PrimFunc, target: Union[str, Target] = "llvm", s
 
     >>> spaces = generate_design_space(func, target="llvm", seed=0)
     >>> print(spaces[0].trace)
+    b0 = sch.get_block(name="C")
+    ...
     """
     gen = as_space(space)
     gen.initialize_with_target(target)

@@ -322,14 +322,20 @@ def compute_at(sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = Fa
     """Move producer ``block`` under ``loop``, computing per iteration only what the consumers
     under ``loop`` read in that iteration.
 
-    Rules: ``block`` is a complete or reduction block that writes no function parameter; a
-    reduction's loops visit each point of its reduce domains once (bindings as split and fuse
-    leave them); the loop is in the same block scope and is not one of the block's own loops;
-    every consumer of ``block`` is under ``loop``, after every producer of it there. ``index``: where among the
-    loop body's statements the block goes (-1: just before the first consumer, -2: just after
-    the last producer). New loops are named after the block's iterators; a unit loop is kept
-    only with ``preserve_unit_loops``. A loop from ``sample_compute_location`` may also be the
-    location "root" (nothing happens) or "inline" (``compute_inline``).
+    Preconditions (otherwise ``ScheduleError`` naming ``compute_at``, the argument and the
+    loops or blocks involved, and the schedule is left as it was):
+
+    * ``block`` is a complete or reduction block and writes no function parameter;
+    * a reduction block's loops visit each point of its reduce domains once (bindings as
+      ``split`` and ``fuse`` leave them);
+    * ``loop`` is in the same block scope as ``block`` and is not one of ``block``'s own loops;
+    * every consumer of ``block`` is under ``loop``, after every producer of it there.
+
+    ``index``: where among the loop body's statements the block goes (-1: just before the first
+    consumer, -2: just after the last producer). New loops are named after the block's
+    iterators; a unit loop is kept only with ``preserve_unit_loops``. A loop from
+    ``sample_compute_location`` may also be the location "root" (nothing happens) or "inline"
+    (``compute_inline``).
 
     Before / after ``compute_at(B, i)`` (``i`` is C's loop; B's new loop is named after its
     iterator ``vj``)::
@@ -341,6 +347,41 @@ def compute_at(sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = Fa
           block C: vi, vj = i, j                for j in range(8):
             C[vi, vj] = B[vi, vj] + 1             block C: vi, vj = i, j
                                                     C[vi, vj] = B[vi, vj] + 1
+
+    Example (run by the tests):
+
+    >>> import workbench as wb
+    >>> A = wb.placeholder((4, 8), "float32", name="A")
+    >>> B = wb.compute((4, 8), lambda i, j: A[i, j] * 2.0, name="B")
+    >>> C = wb.compute((4, 8), lambda i, j: B[i, j] + 1.0, name="C")
+    >>> sch = wb.Schedule(wb.create_func([A, C], name="f"))
+    >>> i, j = sch.get_loops(sch.get_block("C"))
+    >>> sch.compute_at(sch.get_block("B"), i)
+    >>> print(sch.func)
+    @T.prim_func
+    def f(A: T.Buffer((4, 8), "float32"), C: T.Buffer((4, 8), "float32")):
+        # with T.block("root"):
+        B = T.alloc_buffer((4, 8), "float32")
+        for i in range(4):
+            for j in range(8):
+                with T.block("B"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    T.reads(A[vi, vj])
+                    T.writes(B[vi, vj])
+                    B[vi, vj] = A[vi, vj] * T.float32(2)
+            for j_1 in range(8):
+                with T.block("C"):
+                    vi_1, vj_1 = T.axis.remap("SS", [i, j_1])
+                    T.reads(B[vi_1, vj_1])
+                    T.writes(C[vi_1, vj_1])
+                    C[vi_1, vj_1] = B[vi_1, vj_1] + T.float32(1)
+
+    A loop of the block itself is refused:
+
+    >>> sch.compute_at(sch.get_block("C"), i)
+    Traceback (most recent call last):
+    workbench.errors.ScheduleError: compute_at (argument 'loop'): loop 'i' encloses block 'C': \
+the target loop must not be one of the block's own loops
     """
     target = sch.get(loop)
     if isinstance(target, str):     # a location mark drawn by sample_compute_location

@@ -1,0 +1,91 @@
+"""Sphinx configuration: ``sphinx-build -W --keep-going -b html docs docs/_build/html``.
+
+The reference is generated from the docstrings (autodoc; their reStructuredText is the
+source of truth), the Markdown pages and the notebooks are read by MyST-NB without executing
+anything. Why Sphinx: docs/design.md ("Documentation").
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import sys
+from pathlib import Path
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import nested_parse_with_titles
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+sys.path.insert(0, str(ROOT))          # document the tree being built, not an installed copy
+
+import workbench  # noqa: E402  (after the path is set)
+
+project = "workbench"
+author = "the workbench authors"
+copyright = "the workbench authors, Apache-2.0"
+release = version = importlib.metadata.version("workbench")
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",       # the few NumPy-style "Parameters" sections
+    "sphinx.ext.viewcode",
+    "myst_nb",                   # Markdown pages and notebooks (never executed here)
+]
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
+exclude_patterns = ["_build", "**/.ipynb_checkpoints", "**/__pycache__", "**/*.sqlite*",
+                    "tutorials/**/solutions/**"]
+
+# lessons and notebooks live at the top of the repository; docs/ reaches them by symlinks
+# (committed), so a new lesson is in the site as soon as it is in its folder.
+for folder in ("tutorials", "notebooks"):
+    link = DOCS / folder
+    if not link.exists() and not link.is_symlink():
+        os.symlink(os.path.join("..", folder), link)
+
+nb_execution_mode = "off"        # notebooks are executed by the tests, not by the docs build
+myst_enable_extensions = ["colon_fence", "deflist"]
+myst_heading_anchors = 3
+suppress_warnings = ["myst.header"]   # a notebook may start at "##" (its title is in markdown)
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "signature"
+autodoc_default_options = {"show-inheritance": True}
+napoleon_google_docstring = False
+default_role = "code"            # `x` in a docstring reads as code, as it does in Markdown
+
+html_theme = "furo"
+html_title = f"workbench {release}"
+html_static_path: list[str] = []
+
+
+class PrimitiveReference(SphinxDirective):
+    """``.. workbench-primitives::`` — every registered instruction kind as a ``Schedule``
+    method, grouped by the module (primitive family) that registers it, in registration order.
+    Generated from the registry, so a new primitive is documented the moment it exists."""
+
+    def run(self) -> list[nodes.Node]:
+        from workbench.schedule import REGISTRY
+
+        families: dict[str, list[str]] = {}
+        for name, kind in REGISTRY.items():
+            families.setdefault(kind.fn.__module__, []).append(name)
+        lines: list[str] = []
+        for module, names in families.items():
+            summary = (sys.modules[module].__doc__ or module).strip().splitlines()[0]
+            title = module.rsplit(".", 1)[-1].replace("_", " ")
+            lines += [title.capitalize(), "-" * len(title), "", summary, "",
+                      f"*Module* ``{module}``", ""]
+            for name in names:
+                lines += [f".. automethod:: workbench.Schedule.{name}", ""]
+        content = StringList(lines, source="workbench-primitives")
+        section = nodes.section()
+        section.document = self.state.document
+        nested_parse_with_titles(self.state, content, section)
+        return list(section.children)
+
+
+def setup(app):
+    app.add_directive("workbench-primitives", PrimitiveReference)
+    return {"parallel_read_safe": True}
