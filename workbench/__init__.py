@@ -2,11 +2,13 @@
 
 The public API (``DESIGN.md``) is re-exported here; see the README for a tour.
 """
-from .errors import BuildError, InternalError, IRVerifyError, ScheduleError, WorkbenchError
+from .errors import (BuildError, InternalError, IRVerifyError, ScheduleError, TVMScriptError,
+                     WorkbenchError)
 from .ir import Buffer, PrimFunc
 from .codegen import Kernel, Target, aligned, build, empty, lower, zeros
 from .ir.structural import assert_structural_equal, structural_equal, structural_hash
 from .ir.verify import verify
+from .ir.parser import from_tvmscript, parse
 from .ir.dsl import (Tensor, cast, compute, create_func, erf, exp, fabs, if_then_else, log,
                      max, maximum, min, minimum, placeholder, pow, reduce_axis, rsqrt, sigmoid,
                      sqrt, sum, tanh, all_of, any_of)

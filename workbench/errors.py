@@ -28,6 +28,21 @@ class BuildError(WorkbenchError):
     """A function that cannot be compiled for the requested target."""
 
 
+class TVMScriptError(WorkbenchError):
+    """TVMScript text that cannot be read: ``line`` and ``col`` (1-based) point at the cause.
+
+    ``str(err)`` is ``"line 7, col 12: <message>"`` followed by that line of the text and a caret.
+    """
+
+    def __init__(self, message: str, line: int, col: int, text: str = ""):
+        self.message, self.line, self.col = message, line, col
+        lines = text.splitlines()
+        source = lines[line - 1] if 0 < line <= len(lines) else ""
+        self.source_line = source
+        where = f"\n    {source}\n    {' ' * (col - 1)}^" if source.strip() else ""
+        super().__init__(f"line {line}, col {col}: {message}{where}")
+
+
 class InternalError(Exception):
     """A bug in workbench itself (never the user's fault): please report it."""
 

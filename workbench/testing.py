@@ -1,5 +1,5 @@
-"""Helpers for tests of schedules: numeric checks against the numpy references, and trace
-round-trips through JSON and Python (DESIGN decisions 4 and 5)."""
+"""Helpers for tests of schedules: numeric checks against the numpy references, trace
+round-trips through JSON and Python (DESIGN decisions 4 and 5), and the printed text parsed back."""
 from __future__ import annotations
 
 import json
@@ -61,6 +61,16 @@ def check_trace_roundtrip(sch: Any, func: Optional[PrimFunc] = None) -> None:
     exec(compile(text, "<trace>", "exec"), {"sch": via_python})
     assert_structural_equal(via_python.func, sch.func)
     assert via_python.trace.as_python() == text, "Python replay renders a different trace"
+    check_text_roundtrip(sch.func)
+
+
+def check_text_roundtrip(func: Any) -> None:
+    """The printed function parses back to a structurally equal one (the printer is the file
+    format: ``wb.parse(str(f))`` is ``f``)."""
+    from .ir.parser import parse
+    from .ir.structural import assert_structural_equal
+    func = getattr(func, "func", func)
+    assert_structural_equal(parse(str(func)), func)
 
 
 def small_schedule(name: str, seed: int = 0) -> Any:

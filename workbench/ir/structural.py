@@ -59,9 +59,12 @@ def structural_equal(a: Any, b: Any, map_free_vars: bool = True) -> bool:
     return _Serializer(map_free_vars).run(a) == _Serializer(map_free_vars).run(b)
 
 
-def structural_hash(node: Any) -> str:
-    """A stable hex digest: equal for structurally equal trees, in every process."""
-    tokens = _Serializer(map_free_vars=True).run(node)
+def structural_hash(node: Any, buffer_names: bool = True) -> str:
+    """A stable hex digest: equal for structurally equal trees, in every process.
+
+    ``buffer_names=False``: parameter names are left out too (what the tuning database keys a
+    workload by: a matmul over ``X, Y`` is the workload of a matmul over ``A, B``)."""
+    tokens = _Serializer(map_free_vars=True, buffer_names=buffer_names).run(node)
     return hashlib.sha256(repr(tokens).encode()).hexdigest()
 
 

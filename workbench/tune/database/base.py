@@ -1,6 +1,7 @@
 """The tuning database: measured records of schedules, keyed by workload and target.
 
-A *workload* is a function up to structure (its :func:`structural_hash`) compiled for one target
+A *workload* is a function up to structure (its :func:`structural_hash`, names of buffers and
+variables ignored, as TVM's structural equality ignores them) compiled for one target
 string: ``"llvm"`` and ``"llvm -num-cores=4"`` are different workloads. A *record* is one
 measured trace of that workload: the trace as JSON data (never pickled code, so loading a
 database runs nothing), the latencies of its repeats in seconds, a status, the error if any,
@@ -34,10 +35,11 @@ _HASHES: "weakref.WeakKeyDictionary[PrimFunc, str]" = weakref.WeakKeyDictionary(
 
 
 def func_hash(func: PrimFunc) -> str:
-    """The structural hash of ``func``, cached per function object (functions are immutable)."""
+    """The structural hash of ``func`` without buffer names (a workload's key), cached per
+    function object (functions are immutable)."""
     h = _HASHES.get(func)
     if h is None:
-        h = _HASHES[func] = structural_hash(func)
+        h = _HASHES[func] = structural_hash(func, buffer_names=False)
     return h
 
 

@@ -1,0 +1,851 @@
+"""TVMScript in: text -> :class:`PrimFunc`, read with Python's ``ast`` and never executed.
+
+Accepts what :mod:`workbench.ir.printer` writes and what TVM writes: both spellings TVM has used,
+``T.block`` / ``T.alloc_buffer`` / ``from tvm.script import tir as T`` (TVM <= 0.20, the MLC
+course) and ``T.sblock`` / ``T.sblock_alloc_buffer`` / ``@T.prim_func(s_tir=True)`` /
+``from tvm.script import tirx as T`` (TVM 0.27's ``mod.script()``)::
+
+    @T.prim_func
+    def relu(A: T.Buffer((128,), "float32"), B: T.Buffer((128,), "float32")):
+        for i in range(128):
+            with T.block("B"):
+                vi = T.axis.spatial(128, i)
+                B[vi] = T.max(A[vi], T.float32(0))
+
+Safety: the text is only ever walked as a syntax tree. Only the names ``T.*`` (and ``I.*``,
+``range``) are understood; a name with a double underscore anywhere in the text is rejected
+before anything else is looked at, so ``__import__('os').system(...)`` never runs.
+
+Every error is a :class:`~workbench.errors.TVMScriptError` with the line and column (1-based)
+of the text it is about. ``T.reads`` / ``T.writes`` are optional: when absent they are inferred
+by :func:`~workbench.ir.region.infer_access_regions`, the rule the compute DSL uses.
+"""
+from __future__ import annotations
+
+import ast
+import math
+from typing import Any, Callable, Optional, Sequence
+
+from ..errors import TVMScriptError
+from .buffer import Buffer
+from .expr import (DTYPES, INTRINSICS, Add, And, Div, EQ, Expr, FloorDiv, FloorMod, FloatImm, GE,
+                   GT, IntImm, LE, LT, Max, Min, Mul, NE, Not, Or, Sub, Var, call, cast, const,
+                   convert, if_then_else, is_float)
+from .func import PrimFunc
+from .region import infer_access_regions
+from .stmt import (OPAQUE, REDUCE, SPATIAL, TRUE, Block, BlockRealize, BufferRegion, BufferStore,
+                   Evaluate, For, ForKind, IfThenElse, IterVar, Range, Stmt, seq)
+from .structural import structural_equal
+
+__all__ = ["parse", "from_tvmscript"]
+
+#: spellings of the same construct in TVM <= 0.20 and TVM 0.27 (s_tir)
+_BLOCK = ("block", "sblock")
+_ALLOC = ("alloc_buffer", "sblock_alloc_buffer")
+_BLOCK_ATTR = ("block_attr", "sblock_attr")
+_LOOPS = {"serial": ForKind.SERIAL, "parallel": ForKind.PARALLEL,
+          "vectorized": ForKind.VECTORIZED, "unroll": ForKind.UNROLLED,
+          "thread_binding": ForKind.THREAD_BINDING}
+_AXES = {"spatial": SPATIAL, "S": SPATIAL, "reduce": REDUCE, "R": REDUCE, "opaque": OPAQUE}
+_BINOPS: dict[type, Callable[[Any, Any], Expr]] = {
+    ast.Add: Add.make, ast.Sub: Sub.make, ast.Mult: Mul.make, ast.Div: Div.make,
+    ast.FloorDiv: FloorDiv.make, ast.Mod: FloorMod.make}
+_CMPOPS = {ast.Lt: LT.make, ast.LtE: LE.make, ast.Gt: GT.make, ast.GtE: GE.make,
+           ast.Eq: EQ.make, ast.NotEq: NE.make}
+_FUNCS2 = {"max": Max.make, "min": Min.make, "floordiv": FloorDiv.make,
+           "floormod": FloorMod.make, "truncdiv": Div.make}
+#: function attributes that mean nothing here: every function is its own symbol, and
+#: workbench buffers never alias
+_DROPPED_ATTRS = ("global_symbol", "tir.noalias", "tirx.noalias")
+_MODULES = ("tvm.script", "tvm.script.tir", "tvm.script.tirx", "tvm.script.ir",
+            "tvm.script.ir_builder")
+
+
+def parse(text: str) -> PrimFunc:
+    """The function a TVMScript text defines (one ``@T.prim_func``, or an ``@I.ir_module``
+    holding one). Raises :class:`~workbench.errors.TVMScriptError` naming line and column."""
+    if not isinstance(text, str):
+        raise TypeError(f"parse expects TVMScript text (a str), got {type(text).__name__}")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise TVMScriptError(f"not valid Python syntax: {exc.msg}", exc.lineno or 1,
+                             exc.offset or 1, text) from None
+    _reject_dunders(tree, text)
+    return _Parser(text).module(tree)
+
+
+from_tvmscript = parse
+
+
+def _reject_dunders(tree: ast.AST, text: str) -> None:
+    """No TVMScript name has a double underscore; Python's escape hatches all do."""
+    for node in ast.walk(tree):
+        name = (node.id if isinstance(node, ast.Name) else
+                node.attr if isinstance(node, ast.Attribute) else
+                node.name if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else
+                node.arg if isinstance(node, (ast.arg, ast.keyword)) else None)
+        if name and "__" in name:
+            raise TVMScriptError(f"`{name}` is not TVMScript (the parser never runs code)",
+                                 node.lineno, node.col_offset + 1, text)
+
+
+class _Block:
+    """What a block (or the root) collects while its body is read."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.allocs: list[Buffer] = []
+        self.attrs: dict[str, Any] = {}
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.T, self.I = {"T"}, {"I"}     # aliases the imports give the two modules
+        self.scopes: list[dict[str, Any]] = [{}]
+        self.loops: dict[Var, tuple[Expr, Expr]] = {}   # enclosing loop var -> (min, extent)
+        self.block_names: set[str] = set()
+
+    # errors and names -----------------------------------------------------------------
+    def error(self, node: ast.AST, message: str) -> TVMScriptError:
+        return TVMScriptError(message, getattr(node, "lineno", 1),
+                              getattr(node, "col_offset", 0) + 1, self.text)
+
+    def lookup(self, name: str) -> Any:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def define(self, name: str, value: Any) -> None:
+        self.scopes[-1][name] = value
+
+    def t_name(self, node: ast.AST) -> Optional[str]:
+        """``"grid"`` for ``T.grid``, ``"axis.remap"`` for ``T.axis.remap``, else None."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id in self.T and parts:
+            return ".".join(reversed(parts))
+        return None
+
+    def call_name(self, node: ast.AST) -> Optional[str]:
+        return self.t_name(node.func) if isinstance(node, ast.Call) else None
+
+    # the module -----------------------------------------------------------------------
+    def module(self, tree: ast.Module) -> PrimFunc:
+        funcs = []
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.imports(node)
+            elif isinstance(node, ast.FunctionDef):
+                funcs.append(node)
+            elif isinstance(node, ast.ClassDef):
+                funcs.extend(self.ir_module(node))
+            elif not _is_docstring(node):
+                raise self.error(node, "expected one @T.prim_func (and imports of tvm.script), "
+                                       f"found a {_what(node)}")
+        if len(funcs) != 1:
+            where = funcs[1] if funcs else tree
+            raise self.error(where, f"expected exactly one @T.prim_func, found {len(funcs)}")
+        return self.prim_func(funcs[0])
+
+    def imports(self, node: ast.stmt) -> None:
+        if isinstance(node, ast.ImportFrom) and node.module in _MODULES:
+            for alias in node.names:
+                if alias.name in ("tir", "tirx"):
+                    self.T.add(alias.asname or alias.name)
+                elif alias.name == "ir":
+                    self.I.add(alias.asname or alias.name)
+            return
+        if isinstance(node, ast.Import) and all(a.name.split(".")[0] == "tvm" for a in node.names):
+            return
+        raise self.error(node, "only `from tvm.script import tir as T` (or tirx, ir as I) may "
+                               "be imported")
+
+    def ir_module(self, node: ast.ClassDef) -> list[ast.FunctionDef]:
+        if not any(self._deco_name(d, self.I) == "ir_module" for d in node.decorator_list):
+            raise self.error(node, f"class {node.name} is not an @I.ir_module")
+        funcs = [f for f in node.body if isinstance(f, ast.FunctionDef)]
+        for f in node.body:
+            if not isinstance(f, ast.FunctionDef) and not _is_docstring(f):
+                raise self.error(f, f"an @I.ir_module holds functions only, found a {_what(f)}")
+        if len(funcs) != 1:
+            raise self.error(node, f"@I.ir_module {node.name} has {len(funcs)} functions; "
+                                   "workbench reads a module with one (main)")
+        return funcs
+
+    @staticmethod
+    def _deco_name(d: ast.expr, modules: set[str]) -> Optional[str]:
+        d = d.func if isinstance(d, ast.Call) else d
+        if isinstance(d, ast.Attribute) and isinstance(d.value, ast.Name) and d.value.id in modules:
+            return d.attr
+        return None
+
+    # the function ---------------------------------------------------------------------
+    def prim_func(self, node: ast.FunctionDef) -> PrimFunc:
+        if not any(self._deco_name(d, self.T) == "prim_func" for d in node.decorator_list):
+            raise self.error(node, f"function {node.name} needs the decorator @T.prim_func")
+        a = node.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
+            raise self.error(node, f"{node.name}: parameters are plain `name: T.Buffer(...)`")
+        params: list[Any] = []               # a Buffer, or an ast.arg waiting for match_buffer
+        for arg in a.args:
+            if arg.annotation is None:
+                raise self.error(arg, f"parameter {arg.arg} needs a type: "
+                                      f'`{arg.arg}: T.Buffer((..), "float32")`')
+            if self.t_name(arg.annotation) == "handle":
+                params.append(arg)
+                continue
+            buf = self.buffer_type(arg.annotation, arg.arg)
+            self.define(arg.arg, buf)
+            params.append(buf)
+        attrs: dict[str, Any] = {}
+        body = list(node.body)
+        if body and _is_docstring(body[0]):
+            body = body[1:]
+        rest = []
+        for stmt in body:   # the function-level statements that are not part of the body
+            name = self.call_name(stmt.value) if isinstance(stmt, (ast.Expr, ast.Assign)) else None
+            if isinstance(stmt, ast.Expr) and name == "func_attr":
+                attrs.update(self.literal(_one_arg(self, stmt.value, "T.func_attr")))
+            elif isinstance(stmt, ast.Assign) and name == "match_buffer":
+                self.match_buffer(stmt, params)
+            else:
+                rest.append(stmt)
+        for p in params:
+            if isinstance(p, ast.arg):
+                raise self.error(p, f"parameter {p.arg} is a T.handle that no T.match_buffer "
+                                    "gives a buffer")
+        root_with = rest[0] if len(rest) == 1 and isinstance(rest[0], ast.With) else None
+        if root_with is not None and self._block_name(root_with) == "root":
+            root = self.block(root_with.items[0].context_expr, root_with.body, is_root=True)
+        else:
+            owner = _Block("root")
+            stmts = self.stmts(rest, owner, node)
+            root = BlockRealize((), TRUE, Block("root", (), (), (), stmts,
+                                                alloc_buffers=tuple(owner.allocs),
+                                                annotations=owner.attrs))
+        attrs = {k: v for k, v in attrs.items() if k not in _DROPPED_ATTRS}
+        return PrimFunc(node.name, tuple(params), root, attrs)
+
+    def _block_name(self, w: ast.With) -> Optional[str]:
+        if len(w.items) != 1:
+            return None
+        c = w.items[0].context_expr
+        if self.call_name(c) in _BLOCK and c.args and isinstance(c.args[0], ast.Constant):
+            return c.args[0].value
+        return None
+
+    def buffer_type(self, node: ast.expr, name: str) -> Buffer:
+        """``T.Buffer((16, 16), "float32")`` (or the older ``T.Buffer[(16, 16), "float32"]``)."""
+        if isinstance(node, ast.Subscript) and self.t_name(node.value) == "Buffer":
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            return self.make_buffer(node, name, items, [])
+        if isinstance(node, ast.Call) and self.call_name(node) == "Buffer":
+            return self.make_buffer(node, name, node.args, node.keywords)
+        raise self.error(node, f'parameter {name}: expected T.Buffer((..), "dtype"), '
+                               f"found {ast.unparse(node)}")
+
+    def make_buffer(self, node: ast.AST, name: str, args: Sequence[ast.expr],
+                    keywords: Sequence[ast.keyword], what: str = "T.Buffer") -> Buffer:
+        """A buffer from ``(shape, dtype="float32", scope="global", align=[...])`` arguments."""
+        opts = {"shape": None, "dtype": None, "scope": None, "align": None}
+        if len(args) > 2:
+            raise self.error(args[2], f"{what} takes (shape, dtype) and keywords scope=, align=")
+        for key, value in zip(("shape", "dtype"), args):
+            opts[key] = value
+        for kw in keywords:
+            if kw.arg not in opts or opts[kw.arg] is not None:
+                raise self.error(kw, f"{what}: unexpected argument {kw.arg}=")
+            opts[kw.arg] = kw.value
+        if opts["shape"] is None:
+            raise self.error(node, f"{what} needs a shape")
+        shape_node = opts["shape"]
+        dims = shape_node.elts if isinstance(shape_node, (ast.Tuple, ast.List)) else [shape_node]
+        shape = []
+        for d in dims:
+            value = self.literal(d)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise self.error(d, f"buffer {name}: shapes are non-negative integer constants, "
+                                    f"found {ast.unparse(d)}")
+            shape.append(value)
+        dtype = self.dtype(opts["dtype"]) if opts["dtype"] is not None else "float32"
+        scope = self.string(opts["scope"], "scope") if opts["scope"] is not None else "global"
+        align = ()
+        if opts["align"] is not None:
+            value = self.literal(opts["align"])
+            if not (isinstance(value, (list, tuple)) and all(
+                    isinstance(x, (list, tuple)) and len(x) == 3 and all(isinstance(y, int) for y in x)
+                    for x in value)):
+                raise self.error(opts["align"], f"buffer {name}: align is a list of "
+                                                "(dim, factor, offset) triples")
+            align = tuple(tuple(x) for x in value)
+        try:
+            return Buffer(name, tuple(shape), dtype, scope, align)
+        except ValueError as exc:
+            raise self.error(node, str(exc)) from None
+
+    def match_buffer(self, stmt: ast.Assign, params: list[Any]) -> None:
+        target = stmt.targets[0]
+        call_node = stmt.value
+        if len(stmt.targets) != 1 or not isinstance(target, ast.Name):
+            raise self.error(stmt, "T.match_buffer is assigned to one name: A = T.match_buffer(a, ...)")
+        if not call_node.args or not isinstance(call_node.args[0], ast.Name):
+            raise self.error(call_node, "T.match_buffer(handle, shape, dtype) needs the handle first")
+        handle = call_node.args[0].id
+        k = next((n for n, p in enumerate(params) if isinstance(p, ast.arg) and p.arg == handle), None)
+        if k is None:
+            raise self.error(call_node.args[0], f"{handle} is not a T.handle parameter "
+                                                "(or was matched already)")
+        buf = self.make_buffer(call_node, target.id, call_node.args[1:], call_node.keywords,
+                               "T.match_buffer")
+        params[k] = buf
+        self.define(target.id, buf)
+
+    # statements -----------------------------------------------------------------------
+    def stmts(self, body: Sequence[ast.stmt], owner: _Block, parent: ast.AST) -> Stmt:
+        out = [s for s in (self.stmt(x, owner) for x in body) if s is not None]
+        if not out:
+            raise self.error(parent, f"block {owner.name} has an empty body" if parent is None
+                             else "nothing to do here: the body has no statement")
+        return seq(*out)
+
+    def stmt(self, node: ast.stmt, owner: _Block) -> Optional[Stmt]:
+        if isinstance(node, ast.For):
+            return self.for_loop(node, owner)
+        if isinstance(node, ast.With):
+            if len(node.items) != 1 or node.items[0].optional_vars is not None:
+                raise self.error(node, "`with` takes one T.block(\"name\") here")
+            ctx = node.items[0].context_expr
+            name = self.call_name(ctx)
+            if name in _BLOCK:
+                return self.block(ctx, node.body)
+            if name == "init":
+                raise self.error(node, "`with T.init()` belongs directly inside a reduction "
+                                       "block, before its body")
+            raise self.error(ctx, f"expected `with T.block(\"name\")`, found {ast.unparse(ctx)}")
+        if isinstance(node, ast.Assign):
+            return self.assign(node, owner)
+        if isinstance(node, ast.AugAssign):
+            if not isinstance(node.target, ast.Subscript) or type(node.op) not in _BINOPS:
+                raise self.error(node, "augmented assignment works on buffer elements: A[i] += x")
+            load = self.expr(node.target)
+            return self.store(node.target, node, self.binop(node, node.op, load, self.expr(node.value)))
+        if isinstance(node, ast.If):
+            then = self.stmts(node.body, owner, node)
+            other = self.stmts(node.orelse, owner, node) if node.orelse else None
+            return IfThenElse(self.as_expr(node.test, "bool"), then, other)
+        if isinstance(node, ast.Pass) or _is_docstring(node):
+            return None
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            name = self.call_name(node.value)
+            if name == "evaluate":
+                return Evaluate(self.as_expr(_one_arg(self, node.value, "T.evaluate")))
+            if name in _BLOCK_ATTR:
+                owner.attrs.update(self.literal(_one_arg(self, node.value, f"T.{name}")))
+                return None
+            if name in ("reads", "writes", "where"):
+                raise self.error(node, f"T.{name} belongs directly inside a `with T.block(...)`")
+            if name in ("func_attr", "match_buffer"):
+                raise self.error(node, f"T.{name} belongs at the top of the function body")
+            return Evaluate(self.as_expr(node.value))
+        raise self.error(node, f"a {_what(node)} is not a TVMScript statement")
+
+    def assign(self, node: ast.Assign, owner: _Block) -> Optional[Stmt]:
+        if len(node.targets) != 1:
+            raise self.error(node, "chained assignment (a = b = ...) is not TVMScript")
+        target, value = node.targets[0], node.value
+        name = self.call_name(value)
+        if isinstance(target, ast.Subscript):
+            return self.store(target, node, self.expr(value))
+        if name in _ALLOC:
+            if not isinstance(target, ast.Name):
+                raise self.error(target, f"T.{name} is assigned to one name")
+            buf = self.make_buffer(value, target.id, value.args, value.keywords, f"T.{name}")
+            owner.allocs.append(buf)
+            self.define(target.id, buf)
+            return None
+        if name and name.startswith("axis."):
+            raise self.error(node, f"T.{name} belongs directly inside a `with T.block(...)`, "
+                                   "before its body")
+        if name == "match_buffer":
+            raise self.error(node, "T.match_buffer belongs at the top of the function body")
+        raise self.error(target, "only buffer elements can be assigned (A[i] = ...); "
+                                 f"`{ast.unparse(target)} = ...` would need a local variable, "
+                                 "which TVMScript blocks do not have")
+
+    def store(self, target: ast.Subscript, node: ast.AST, value: Any) -> BufferStore:
+        buf, indices = self.subscript(target)
+        if any(isinstance(i, Range) for i in indices):
+            raise self.error(target, f"cannot store into a slice of {buf.name}; store one element")
+        try:
+            return BufferStore(buf, self.value_for(value, buf.dtype, node), tuple(indices))
+        except TypeError as exc:
+            raise self.error(node, str(exc)) from None
+
+    def value_for(self, value: Any, dtype: str, node: ast.AST) -> Expr:
+        """``value`` as an expression of ``dtype`` (a literal takes the dtype; an expression
+        must already have it: a silent cast would hide a mistake)."""
+        if not isinstance(value, Expr):
+            return convert(value, dtype) if not isinstance(value, bool) else const(value, dtype)
+        if value.dtype != dtype:
+            raise self.error(node, f"a {value.dtype} value stored into a {dtype} buffer; "
+                                   f'write T.Cast("{dtype}", ...) to convert')
+        return value
+
+    def for_loop(self, node: ast.For, owner: _Block) -> Stmt:
+        if node.orelse:
+            raise self.error(node.orelse[0], "for ... else is not TVMScript")
+        targets = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
+        for t in targets:
+            if not isinstance(t, ast.Name):
+                raise self.error(t, "loop variables are plain names")
+        it = node.iter
+        name = self.call_name(it) if isinstance(it, ast.Call) else None
+        is_range = isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+        if name == "grid":
+            if it.keywords:
+                raise self.error(it.keywords[0], "T.grid takes extents only")
+            if len(it.args) != len(targets):
+                raise self.error(it, f"T.grid has {len(it.args)} extents for {len(targets)} "
+                                     "loop variables")
+            loops = [(t, IntImm(0), self.as_expr(e), ForKind.SERIAL, None, {})
+                     for t, e in zip(targets, it.args)]
+        elif name in _LOOPS or is_range:
+            if len(targets) != 1:
+                raise self.error(node.target, f"{ast.unparse(it.func)} gives one loop variable, "
+                                              f"not {len(targets)}")
+            loops = [(targets[0], *self.loop_range(it, "range" if is_range else name))]
+        else:
+            raise self.error(it, "loops run over range(...), T.grid(...), T.serial, T.parallel, "
+                                 "T.vectorized, T.unroll or T.thread_binding; found "
+                                 f"{ast.unparse(it)}")
+        self.scopes.append({})
+        vars_ = []
+        for t, lo, extent, kind, tag, annotations in loops:
+            var = Var(t.id, extent.dtype if extent.dtype != "bool" else "int32")
+            self.define(t.id, var)
+            self.loops[var] = (lo, extent)
+            vars_.append(var)
+        body = self.stmts(node.body, owner, node)
+        self.scopes.pop()
+        for var, (t, lo, extent, kind, tag, annotations) in reversed(list(zip(vars_, loops))):
+            self.loops.pop(var, None)
+            body = For(var, lo, extent, kind, body, thread_tag=tag, annotations=annotations)
+        return body
+
+    def loop_range(self, it: ast.Call, kind: str) -> tuple:
+        what = "range" if kind == "range" else f"T.{kind}"
+        args = list(it.args)
+        tag, annotations = None, {}
+        allowed = {"annotations"} | ({"thread"} if kind == "thread_binding" else set())
+        if kind == "thread_binding" and len(args) == 3:
+            tag = self.string(args.pop(), "thread")
+        for kw in it.keywords:
+            if kw.arg not in allowed or kind == "range":
+                raise self.error(kw, f"{what}: unexpected argument {kw.arg}=")
+            if kw.arg == "thread":
+                tag = self.string(kw.value, "thread")
+            else:
+                annotations = self.literal(kw.value)
+                if not isinstance(annotations, dict):
+                    raise self.error(kw.value, f"{what}: annotations is a dict")
+        if not 1 <= len(args) <= 2:
+            raise self.error(it, f"{what} takes an extent, or a start and a stop")
+        if kind == "thread_binding" and tag is None:
+            raise self.error(it, 'T.thread_binding needs thread="threadIdx.x" (or another tag)')
+        lo, extent = self.span(args)
+        return lo, extent, ForKind.SERIAL if kind == "range" else _LOOPS[kind], tag, annotations
+
+    def span(self, args: Sequence[ast.expr]) -> tuple[Expr, Expr]:
+        """(min, extent) of ``stop`` or ``start, stop``: the extent is read off ``start + n``
+        as the printer writes it, so the tree comes back the same."""
+        if len(args) == 1:
+            return IntImm(0), self.as_expr(args[0])
+        lo, hi = self.as_expr(args[0]), self.as_expr(args[1])
+        return lo, _extent(lo, hi)
+
+    # blocks ---------------------------------------------------------------------------
+    def block(self, ctx: ast.Call, body: Sequence[ast.stmt], is_root: bool = False) -> BlockRealize:
+        what = ast.unparse(ctx.func)
+        if len(ctx.args) != 1 or not isinstance(ctx.args[0], ast.Constant) \
+                or not isinstance(ctx.args[0].value, str) or ctx.keywords:
+            raise self.error(ctx, f'{what} takes the block\'s name: {what}("name")')
+        name = ctx.args[0].value
+        if name in self.block_names:
+            raise self.error(ctx.args[0], f'two blocks are named "{name}"; a block\'s name is '
+                                          "its identity, so names must be unique")
+        self.block_names.add(name)
+        owner = _Block(name)
+        self.scopes.append({})
+        iter_vars: list[IterVar] = []
+        values: list[Expr] = []
+        predicate: Expr = TRUE
+        reads = writes = init = None
+        stmts: list[Stmt] = []
+        for node in body:
+            cname = self.call_name(node.value) if isinstance(node, (ast.Expr, ast.Assign)) else None
+            if isinstance(node, ast.Assign) and cname and cname.startswith("axis."):
+                if stmts:
+                    raise self.error(node, f"block {name}: T.axis lines come before the body")
+                for iv, v in self.axes(node, cname):
+                    iter_vars.append(iv)
+                    values.append(v)
+            elif isinstance(node, ast.Expr) and cname in ("reads", "writes"):
+                regions = self.regions(node.value)
+                if cname == "reads":
+                    reads = regions
+                else:
+                    writes = regions
+            elif isinstance(node, ast.Expr) and cname == "where":
+                predicate = self.as_expr(_one_arg(self, node.value, "T.where"), "bool")
+            elif isinstance(node, ast.With) and len(node.items) == 1 \
+                    and self.call_name(node.items[0].context_expr) == "init":
+                if init is not None:
+                    raise self.error(node, f"block {name} has two `with T.init()`")
+                init = self.stmts(node.body, owner, node)
+            else:
+                s = self.stmt(node, owner)
+                if s is not None:
+                    stmts.append(s)
+        self.scopes.pop()
+        if not stmts:
+            if not is_root:
+                raise self.error(ctx, f"block {name} has no body")
+            stmts = [Evaluate(IntImm(0))]
+        stmt = seq(*stmts)
+        if reads is None or writes is None:
+            ranges = {iv.var: iv.dom for iv in iter_vars}
+            inferred = infer_access_regions(stmt, init, alloc_buffers=owner.allocs, var_ranges=ranges)
+            reads = inferred[0] if reads is None else reads
+            writes = inferred[1] if writes is None else writes
+        block = Block(name, tuple(iter_vars), tuple(reads), tuple(writes), stmt, init,
+                      tuple(owner.allocs), owner.attrs)
+        return BlockRealize(tuple(values), predicate, block)
+
+    def axes(self, node: ast.Assign, kind: str) -> list[tuple[IterVar, Expr]]:
+        """``v = T.axis.spatial(dom, value)`` or ``a, b = T.axis.remap("SR", [i, k])``."""
+        target, call_node = node.targets[0], node.value
+        names = target.elts if isinstance(target, ast.Tuple) else [target]
+        for t in names:
+            if not isinstance(t, ast.Name):
+                raise self.error(t, "block iterators are plain names")
+        out = []
+        if kind == "axis.remap":
+            if len(call_node.args) != 2 or call_node.keywords:
+                raise self.error(call_node, 'T.axis.remap takes ("SR", [loop vars])')
+            kinds, loops = call_node.args
+            if not isinstance(kinds, ast.Constant) or not isinstance(kinds.value, str):
+                raise self.error(kinds, 'T.axis.remap expects its kinds as a string such as "SSR"')
+            if not isinstance(loops, (ast.List, ast.Tuple)):
+                raise self.error(loops, "T.axis.remap expects a list of loop variables")
+            letters = kinds.value
+            if len(letters) != len(names):
+                raise self.error(kinds, "T.axis.remap expects one letter per iterator, got "
+                                        f'"{letters}" for {len(names)}')
+            if len(loops.elts) != len(names):
+                raise self.error(loops, f"T.axis.remap binds {len(names)} iterators to "
+                                        f"{len(loops.elts)} loop variables")
+            for t, letter, lnode in zip(names, letters, loops.elts):
+                if letter not in "SR":
+                    raise self.error(kinds, f'T.axis.remap kinds are "S" (spatial) or "R" '
+                                            f'(reduce), got "{letter}"')
+                var = self.expr(lnode) if isinstance(lnode, ast.Name) else None
+                if not isinstance(var, Var) or var not in self.loops:
+                    raise self.error(lnode, f"T.axis.remap binds to loop variables of enclosing "
+                                            f"loops; {ast.unparse(lnode)} is not one")
+                lo, extent = self.loops[var]
+                out.append((IterVar(Var(t.id, var.dtype), Range(lo, extent), letter), var))
+        else:
+            axis = kind[len("axis."):]
+            if axis not in _AXES:
+                raise self.error(call_node.func, f"unknown iterator kind T.{kind}; expected "
+                                                 "T.axis.spatial, T.axis.reduce, T.axis.opaque or T.axis.remap")
+            if len(names) != 1:
+                raise self.error(target, f"T.{kind} defines one iterator")
+            if len(call_node.args) != 2 or call_node.keywords:
+                raise self.error(call_node, f"T.{kind} takes (domain, value): "
+                                            f"T.{kind}(128, i) or T.{kind}((lo, hi), i)")
+            dom_node, value_node = call_node.args
+            dom_args = dom_node.elts if isinstance(dom_node, ast.Tuple) else [dom_node]
+            if len(dom_args) not in (1, 2):
+                raise self.error(dom_node, f"T.{kind}: the domain is an extent or (lo, hi)")
+            lo, extent = self.span(dom_args)
+            value = self.as_expr(value_node)
+            out.append((IterVar(Var(names[0].id, value.dtype), Range(lo, extent), _AXES[axis]), value))
+        for t, (iv, _) in zip(names, out):
+            self.define(t.id, iv.var)
+        return out
+
+    def regions(self, node: ast.Call) -> list[BufferRegion]:
+        items: list[ast.expr] = []
+        for a in node.args:   # T.reads(A[..], B[..]) or the older T.reads([A[..], B[..]])
+            items.extend(a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])
+        out = []
+        for item in items:
+            if isinstance(item, ast.Name) and isinstance(self.lookup(item.id), Buffer):
+                out.append(BufferRegion.full(self.lookup(item.id)))
+                continue
+            if not isinstance(item, ast.Subscript):
+                raise self.error(item, f"{ast.unparse(node.func)} lists buffer regions such as "
+                                       f"A[vi, 0:16], found {ast.unparse(item)}")
+            buf, indices = self.subscript(item, slices=True)
+            out.append(BufferRegion(buf, tuple(
+                i if isinstance(i, Range) else Range(i, IntImm(1, i.dtype)) for i in indices)))
+        return out
+
+    def subscript(self, node: ast.Subscript, slices: bool = False) -> tuple[Buffer, list]:
+        if not isinstance(node.value, ast.Name):
+            raise self.error(node.value, f"only buffers can be indexed, found {ast.unparse(node.value)}")
+        buf = self.lookup(node.value.id)
+        if not isinstance(buf, Buffer):
+            raise self.error(node.value, f"{node.value.id} is not a buffer" if buf is not None
+                             else f"unknown buffer {node.value.id}")
+        sl = node.slice
+        items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        if len(items) != buf.ndim:
+            raise self.error(node, f"buffer {buf.name} has {buf.ndim} dimensions, indexed with "
+                                   f"{len(items)}")
+        out = []
+        for it in items:
+            if isinstance(it, ast.Slice):
+                if not slices:
+                    raise self.error(it, "slices (lo:hi) are only allowed in T.reads / T.writes")
+                if it.lower is None or it.upper is None or it.step is not None:
+                    raise self.error(it, "a region slice is lo:hi, both given, no step")
+                out.append(Range(*self.span([it.lower, it.upper])))
+            else:
+                out.append(self.as_expr(it))
+        return buf, out
+
+    # expressions ----------------------------------------------------------------------
+    def as_expr(self, node: ast.expr, dtype: Optional[str] = None) -> Expr:
+        value = self.expr(node)
+        try:
+            return convert(value, dtype) if not isinstance(value, Expr) else value
+        except TypeError as exc:
+            raise self.error(node, str(exc)) from None
+
+    def expr(self, node: ast.expr) -> Any:
+        """An ``Expr``, or a Python number for a literal (it takes its dtype from the other
+        operand, as in TVMScript: ``A[i] * 2`` on float32 is a float32 multiply)."""
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool):
+                return const(node.value, "bool")
+            if isinstance(node.value, (int, float)):
+                return node.value
+            raise self.error(node, f"a {type(node.value).__name__} constant is not an expression")
+        if isinstance(node, ast.Name):
+            found = self.lookup(node.id)
+            if isinstance(found, Expr):
+                return found
+            if isinstance(found, Buffer):
+                raise self.error(node, f"buffer {node.id} used as a value; index it: "
+                                       f"{node.id}[...]")
+            raise self.error(node, f"unknown name {node.id}")
+        if isinstance(node, ast.BinOp):
+            if type(node.op) not in _BINOPS:
+                raise self.error(node, f"operator {_OP_TEXT.get(type(node.op), '?')} is not "
+                                       "supported in TVMScript expressions")
+            return self.binop(node, node.op, self.expr(node.left), self.expr(node.right))
+        if isinstance(node, ast.UnaryOp):
+            value = self.expr(node.operand)
+            if isinstance(node.op, ast.USub):
+                return -value
+            if isinstance(node.op, ast.UAdd):
+                return value
+            if isinstance(node.op, ast.Not):
+                return Not(self.bool_expr(node.operand, value))
+            raise self.error(node, "operator ~ is not supported in TVMScript expressions")
+        if isinstance(node, ast.BoolOp):
+            parts = [self.bool_expr(v, self.expr(v)) for v in node.values]
+            out = parts[0]
+            for p in parts[1:]:
+                out = And(out, p) if isinstance(node.op, ast.And) else Or(out, p)
+            return out
+        if isinstance(node, ast.Compare):
+            left = self.expr(node.left)
+            out = None
+            for op, right_node in zip(node.ops, node.comparators):
+                if type(op) not in _CMPOPS:
+                    raise self.error(node, f"comparison `{_OP_TEXT.get(type(op), '?')}` is not "
+                                           "supported in TVMScript expressions")
+                right = self.expr(right_node)
+                c = self.binop(node, op, left, right, _CMPOPS)
+                out = c if out is None else And(out, c)
+                left = right
+            return out
+        if isinstance(node, ast.IfExp):
+            return self.checked(node, if_then_else, self.expr(node.test), self.expr(node.body),
+                                self.expr(node.orelse))
+        if isinstance(node, ast.Subscript):
+            buf, indices = self.subscript(node)
+            return buf[tuple(indices)]
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        raise self.error(node, f"a {_what(node)} is not a TVMScript expression")
+
+    def bool_expr(self, node: ast.expr, value: Any) -> Expr:
+        if isinstance(value, Expr) and value.dtype != "bool":
+            raise self.error(node, f"expected a condition, found a {value.dtype} expression "
+                                   f"{ast.unparse(node)}")
+        return convert(value, "bool")
+
+    def binop(self, node: ast.AST, op: ast.AST, a: Any, b: Any, table=_BINOPS) -> Any:
+        if not isinstance(a, Expr) and not isinstance(b, Expr):
+            a = convert(a)   # two literals: a constant expression, as TVM folds it later
+        return self.checked(node, table[type(op)], a, b)
+
+    def checked(self, node: ast.AST, fn: Callable, *args: Any) -> Any:
+        """Build an IR node; a dtype clash becomes an error at ``node``."""
+        try:
+            return fn(*args)
+        except (TypeError, ValueError) as exc:
+            raise self.error(node, str(exc)) from None
+
+    def call(self, node: ast.Call) -> Any:
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "astype" \
+                and self.t_name(node.func) is None:
+            dtype = self.dtype(_one_arg(self, node, "astype"))
+            return self.checked(node, cast, dtype, self.expr(node.func.value))
+        name = self.t_name(node.func)
+        if name is None:
+            raise self.error(node.func, f"unknown function {ast.unparse(node.func)}: TVMScript "
+                                        "expressions call T.* functions only")
+        if node.keywords:
+            raise self.error(node.keywords[0], f"T.{name}: unexpected argument {node.keywords[0].arg}=")
+        args = node.args
+        if name in DTYPES:                          # T.float32(0), T.int64(4), T.float32(x)
+            arg = _one_arg(self, node, f"T.{name}")
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                try:
+                    return const(float(arg.value), name)
+                except ValueError:
+                    raise self.error(arg, f'T.{name}("{arg.value}"): not a number') from None
+            value = self.expr(arg)
+            if isinstance(value, Expr) and not isinstance(value, (IntImm, FloatImm)):
+                return self.checked(node, cast, name, value)
+            value = value.value if isinstance(value, (IntImm, FloatImm)) else value
+            return self.checked(node, const, value, name)
+        if name in ("Cast", "cast"):
+            if len(args) != 2:
+                raise self.error(node, f"T.{name} takes (dtype, value)" if name == "Cast"
+                                 else "T.cast takes (value, dtype)")
+            dtype_node, value_node = args if name == "Cast" else args[::-1]
+            dtype = self.dtype(dtype_node)
+            value = self.as_expr(value_node)
+            return value if value.dtype == dtype and name == "cast" else \
+                self.checked(node, _Cast, dtype, value)
+        if name in ("max_value", "min_value"):
+            dtype = self.dtype(_one_arg(self, node, f"T.{name}"))
+            return const(_limit(dtype, name == "max_value"), dtype)
+        values = [self.expr(a) for a in args]
+        if name in _FUNCS2:
+            if len(values) != 2:
+                raise self.error(node, f"T.{name} takes two arguments, got {len(values)}")
+            a, b = values
+            if not isinstance(a, Expr) and not isinstance(b, Expr):
+                a = convert(a)
+            return self.checked(node, _FUNCS2[name], a, b)
+        if name in ("if_then_else", "Select"):
+            if len(values) != 3:
+                raise self.error(node, f"T.{name} takes (condition, then, else)")
+            return self.checked(node, if_then_else, *values)
+        if name in INTRINSICS:
+            want = 2 if name == "pow" else 1
+            if len(values) != want:
+                raise self.error(node, f"T.{name} takes {want} argument{'s' * (want > 1)}, "
+                                       f"got {len(values)}")
+            return self.checked(node, call, name, *values)
+        raise self.error(node.func, f"unknown TVMScript function T.{name}")
+
+    # literals -------------------------------------------------------------------------
+    def literal(self, node: ast.expr) -> Any:
+        """A Python value (attribute / annotation values): dicts, lists, tuples, constants; IR
+        expressions inside (``T.int64(4)``, a loop variable) are read as expressions."""
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Dict):
+            if any(k is None for k in node.keys):
+                raise self.error(node, "** in a dict is not TVMScript")
+            return {self.literal(k): self.literal(v) for k, v in zip(node.keys, node.values)}
+        if isinstance(node, ast.List):
+            return [self.literal(x) for x in node.elts]
+        if isinstance(node, ast.Tuple):
+            return tuple(self.literal(x) for x in node.elts)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
+                and isinstance(node.operand, ast.Constant) \
+                and isinstance(node.operand.value, (int, float)):
+            return -node.operand.value
+        if isinstance(node, ast.Name) and isinstance(self.lookup(node.id), Buffer):
+            return self.lookup(node.id)
+        return self.as_expr(node)
+
+    def string(self, node: ast.expr, what: str) -> str:
+        if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+            raise self.error(node, f"{what} is a string, found {ast.unparse(node)}")
+        return node.value
+
+    def dtype(self, node: ast.expr) -> str:
+        value = self.string(node, "a dtype")
+        if value not in DTYPES:
+            raise self.error(node, f'unknown dtype "{value}"; expected one of {", ".join(DTYPES)}')
+        return value
+
+
+def _Cast(dtype: str, value: Expr) -> Expr:
+    from .expr import Cast
+    return Cast(dtype, value)
+
+
+def _extent(lo: Expr, hi: Expr) -> Expr:
+    if isinstance(lo, IntImm) and isinstance(hi, IntImm):
+        return IntImm(hi.value - lo.value, lo.dtype)
+    if isinstance(hi, Add) and structural_equal(hi.a, lo, map_free_vars=False):
+        return hi.b
+    from .arith.simplifier import Simplifier
+    return Simplifier({}).simplify(Sub.make(hi, lo))
+
+
+def _limit(dtype: str, largest: bool) -> Any:
+    import numpy as np
+    if is_float(dtype):
+        info = np.finfo(dtype)
+        return float(info.max if largest else info.min)
+    if dtype == "bool":
+        return largest
+    info = np.iinfo(dtype)
+    return int(info.max if largest else info.min)
+
+
+def _one_arg(p: _Parser, node: ast.Call, what: str) -> ast.expr:
+    if len(node.args) != 1 or node.keywords:
+        raise p.error(node, f"{what} takes one argument, got {len(node.args) + len(node.keywords)}")
+    return node.args[0]
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
+        and isinstance(node.value.value, str)
+
+
+def _what(node: ast.AST) -> str:
+    """A readable name of a syntax node's kind ("while loop", "lambda" ...)."""
+    return _KIND_TEXT.get(type(node), type(node).__name__.lower() + " " +
+                          ("statement" if isinstance(node, ast.stmt) else "expression"))
+
+
+_KIND_TEXT = {ast.While: "while loop", ast.Lambda: "lambda", ast.ListComp: "list comprehension",
+              ast.FunctionDef: "nested function", ast.Return: "return statement",
+              ast.Import: "import", ast.ImportFrom: "import", ast.Try: "try statement",
+              ast.Global: "global statement", ast.Delete: "del statement",
+              ast.Attribute: "attribute", ast.Starred: "starred expression",
+              ast.Dict: "dict", ast.List: "list", ast.Tuple: "tuple", ast.Assign: "assignment",
+              ast.ClassDef: "class", ast.Expr: "expression statement", ast.Lambda: "lambda",
+              ast.JoinedStr: "f-string", ast.Await: "await", ast.Yield: "yield"}
+_OP_TEXT = {ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<",
+            ast.RShift: ">>", ast.MatMult: "@", ast.Is: "is", ast.IsNot: "is not", ast.In: "in",
+            ast.NotIn: "not in"}
