@@ -178,6 +178,11 @@ class WorkbenchMagics(Magics):
             print(f"%tune: {exc}")
             return None
         extra = {"num_trials_per_iter": opts["per_batch"]} if "per_batch" in opts else {}
-        return tune_with_plot(func, target=opts.get("target", "llvm"),
-                              trials=opts.get("trials", 16), database=opts.get("database"),
-                              seed=opts.get("seed", 0), space=space, **extra)
+        try:
+            return tune_with_plot(func, target=opts.get("target", "llvm"),
+                                  trials=opts.get("trials", 16), database=opts.get("database"),
+                                  seed=opts.get("seed", 0), space=space, **extra)
+        except wb.tune.TuneInterrupted as stop:   # "interrupt kernel": an answer, no traceback
+            stop.resume = f"the same line: %tune {line.strip()}"
+            print(stop)
+            return stop.database

@@ -15,14 +15,46 @@ import sys
 from typing import Sequence
 
 
+class UsageError(Exception):
+    """A command line that cannot be carried out as given: one line on stderr, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line is one line (with where to find the usage)."""
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer above 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
 def _shape_kwargs(pairs: Sequence[str]) -> dict[str, int]:
     out = {}
     for p in pairs or ():
         key, sep, value = p.partition("=")
-        if not sep or not value.lstrip("-").isdigit():
-            raise SystemExit(f"--shape expects key=int pairs, got {p!r}")
+        if not sep or not key or not value.isdigit() or int(value) < 1:
+            raise UsageError(f"--shape expects key=positive-integer pairs such as n=64, "
+                             f"got {p!r}")
         out[key] = int(value)
     return out
+
+
+def _workload_func(name: str, shape: dict):
+    """The workload's function, or a UsageError naming the bad name or shape parameter."""
+    from . import workloads
+    try:
+        return workloads.get(name, **shape)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(str(exc).strip("'\"")) from None
 
 
 def _cmd_workloads(args: argparse.Namespace) -> int:
@@ -33,8 +65,7 @@ def _cmd_workloads(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from . import workloads
-    print(workloads.get(args.name, **_shape_kwargs(args.shape)))
+    print(_workload_func(args.name, _shape_kwargs(args.shape)))
     return 0
 
 
@@ -46,7 +77,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from . import workloads
     from .codegen import build
     kw = _shape_kwargs(args.shape)
-    func = workloads.get(args.name, **kw)
+    func = _workload_func(args.name, kw)
     t0 = time.perf_counter()
     kernel = build(func, target=args.target)
     compile_s = time.perf_counter() - t0
@@ -66,8 +97,33 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="workbench", description=__doc__.splitlines()[0] if __doc__ else None,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    """Run a command; the exit status: 0 done, 1 done but nothing found / some failed, 2 a user
+    error (one line on stderr), 130 interrupted; an internal error prints its traceback."""
+    from .errors import WorkbenchError
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = _parser().parse_args(argv)
+        args.argv = argv
+        return args.fn(args)
+    except (UsageError, WorkbenchError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(first if first.startswith("workbench") else f"workbench: {first}",
+              file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("workbench: interrupted", file=sys.stderr)
+        return 130
+    except Exception:
+        import traceback
+        traceback.print_exc()
+        print("workbench: internal error (a bug in workbench, not in your command): please "
+              "report it with the command line and the traceback above", file=sys.stderr)
+        return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="workbench", description=__doc__.splitlines()[0] if __doc__ else None,
+                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("workloads", help="list workloads").set_defaults(fn=_cmd_workloads)
     p = sub.add_parser("show", help="print a workload's IR")
@@ -78,12 +134,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("name")
     p.add_argument("--target", default="llvm")
     p.add_argument("--shape", nargs="*", metavar="KEY=INT")
-    p.add_argument("--number", type=int, default=3)
+    p.add_argument("--number", type=positive_int, default=3)
     p.set_defaults(fn=_cmd_run)
     from .tune.cli import add_parsers
     add_parsers(sub, _shape_kwargs)
-    args = parser.parse_args(argv)
-    return args.fn(args)
+    return parser
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The live convergence plot: what the search measured, batch by batch.
 
 A :class:`ConvergencePlot` is a ``wb.tune`` callback (``on_start`` / ``on_batch`` /
-``on_end``, fed :class:`workbench.tune.BatchEvent`). It draws, per task, every measured
+``on_end`` / ``on_interrupt``, fed :class:`workbench.tune.BatchEvent`). It draws, per task, every measured
 candidate and the best latency so far against the trial number, and the cost model's
 predicted score against the measured latency (a good model puts the fast candidates on the
 right), and says when the machine was busy with other work while a batch was measured (its
@@ -96,6 +96,12 @@ class ConvergencePlot(WorkbenchWidget):
     def on_end(self, summary: Any) -> None:
         self.summary = summary
         self.status.value = self._status_text("done") + _summary_html(summary)  # warns itself
+
+    def on_interrupt(self, stop: Any) -> None:
+        """Ctrl-C / "interrupt kernel" (``workbench.tune.TuneInterrupted``)."""
+        self.status.value = self._status_text(
+            f"interrupted after {stop.trials} trials; {stop.records} records in "
+            f"{stop.path or 'memory'}") + self._busy_html()
 
     # feeding it -----------------------------------------------------------------------------
     def add_records(self, records: Sequence[Any], task: Optional[str] = None) -> None:

@@ -1,5 +1,6 @@
 """``workbench tune`` and ``workbench best``."""
 from workbench.cli import main
+from workbench.tune import Database
 
 
 def test_tune_then_best(tmp_path, capsys):
@@ -16,5 +17,6 @@ def test_tune_then_best(tmp_path, capsys):
 
 def test_best_without_records(tmp_path, capsys):
     db = str(tmp_path / "empty.sqlite")
+    Database.open(db).close()
     assert main(["best", "GMM", "--shape", "n=8", "m=8", "k=8", "--db", db]) == 1
     assert "no successful record of GMM" in capsys.readouterr().out

@@ -11,18 +11,18 @@ from .cost_model import CostModel, FeatureModel, RandomModel, RidgeModel, XGBMod
 from .database import (STATUSES, Database, JSONDatabase, Record, SQLiteDatabase, WorkloadEntry,
                        trace_hash)
 from .report import BatchEvent, ProgressBar, TaskSummary, TuneSummary
-from .runner import LocalRunner, MeasureInput, MeasureResult, Runner, Task
+from .runner import LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner, Task
 from .dask_runner import DaskRunner
 from .scheduler import GradientBased, RoundRobin, TaskScheduler, TaskState
 from .search import (Candidate, EvolutionarySearch, ReplayFunc, ReplayTrace, SearchContext,
                      SearchStats, SearchStrategy)
 from .task import TraceSpace, TuneTask, as_tasks, make_space
-from .tuning import tune
+from .tuning import TuneInterrupted, tune
 from . import features
 
-__all__ = ["tune", "Database", "SQLiteDatabase", "JSONDatabase", "Record",
-           "WorkloadEntry", "STATUSES", "trace_hash", "CostModel", "FeatureModel",
-           "RandomModel", "RidgeModel", "XGBModel", "has_xgboost", "features", "Runner",
+__all__ = ["tune", "TuneInterrupted", "MeasureInterrupted", "Database", "SQLiteDatabase",
+           "JSONDatabase", "Record", "WorkloadEntry", "STATUSES", "trace_hash", "CostModel",
+           "FeatureModel",           "RandomModel", "RidgeModel", "XGBModel", "has_xgboost", "features", "Runner",
            "LocalRunner", "DaskRunner", "Task", "MeasureInput", "MeasureResult", "SearchStrategy",
            "SearchContext", "SearchStats", "Candidate", "ReplayTrace", "ReplayFunc",
            "EvolutionarySearch", "TaskScheduler", "TaskState", "RoundRobin", "GradientBased",

@@ -15,61 +15,106 @@ import sys
 from typing import Any
 
 
+def target_arg(text: str) -> str:
+    """argparse type: a target string workbench understands (``llvm -num-cores=4``, ``cuda``)."""
+    from ..codegen.target import Target
+    try:
+        return str(Target.of(text))
+    except (ValueError, TypeError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_parsers(sub: Any, shape_kwargs) -> None:
     """Register the subcommands on ``sub`` (``shape_kwargs`` parses ``--shape k=v`` pairs)."""
+    from ..cli import positive_int
     p = sub.add_parser("tune", help="tune a workload (or all) into a database",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("name", help="a workload name, or 'all'")
-    p.add_argument("--trials", type=int, default=64, help="measured trials per workload")
-    p.add_argument("--target", default="llvm")
+    p.add_argument("--trials", type=positive_int, default=64, help="measured trials per workload")
+    p.add_argument("--target", type=target_arg, default="llvm")
     p.add_argument("--db", default="tuning.sqlite", help="database file (.sqlite or .jsonl)")
     p.add_argument("--shape", nargs="*", metavar="KEY=INT", help="shape overrides")
     p.add_argument("--small", action="store_true", help="each workload's small test shape")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--strategy", default="evolutionary",
-                   choices=["evolutionary", "replay_trace", "replay_func"])
+                   choices=["evolutionary", "replay_trace", "replay_func", "learned"])
+    p.add_argument("--model", help="decision model folder for --strategy learned "
+                   "(from `workbench learn`)")
     p.add_argument("--cost-model", default="xgb", choices=["xgb", "random"])
-    p.add_argument("--per-iter", type=int, default=16, help="candidates per measured batch")
-    p.add_argument("--workers", type=int, default=None, help="build/run worker processes")
+    p.add_argument("--per-iter", type=positive_int, default=16,
+                   help="candidates per measured batch")
+    p.add_argument("--workers", type=positive_int, default=None,
+                   help="build/run worker processes")
     p.set_defaults(fn=lambda a: _cmd_tune(a, shape_kwargs))
 
     p = sub.add_parser("best", help="print the best schedule found for a workload")
     p.add_argument("name")
-    p.add_argument("--target", default="llvm")
+    p.add_argument("--target", type=target_arg, default="llvm")
     p.add_argument("--db", default="tuning.sqlite")
     p.add_argument("--shape", nargs="*", metavar="KEY=INT")
     p.add_argument("--small", action="store_true")
     p.set_defaults(fn=lambda a: _cmd_best(a, shape_kwargs))
     add_tvm_parsers(sub, shape_kwargs)
+    from .learned.cli import add_parsers as add_learn_parsers
+    add_learn_parsers(sub)
 
 
 def _tasks(args, shape_kwargs):
     from .. import workloads
+    from ..cli import UsageError
     from .task import TuneTask
-    names = workloads.names() if args.name == "all" else [workloads.lookup(args.name).name]
     shape = shape_kwargs(args.shape)
     if shape and args.name == "all":
-        raise SystemExit("--shape applies to one workload; use --small with 'all'")
-    return [TuneTask.workload(n, **{**(workloads.small(n) if args.small else {}), **shape})
-            for n in names]
+        raise UsageError("--shape applies to one workload; use --small with 'all'")
+    try:
+        names = workloads.names() if args.name == "all" else [workloads.lookup(args.name).name]
+        return [TuneTask.workload(n, **{**(workloads.small(n) if args.small else {}), **shape})
+                for n in names]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(str(exc).strip("'\"")) from None
 
 
 def _cmd_tune(args, shape_kwargs) -> int:
-    from .tuning import tune
+    import shlex
+    import signal
+    import threading
+
+    from .database import Database
+    from .tuning import TuneInterrupted, tune
     tasks = _tasks(args, shape_kwargs)
-    db = tune(tasks, target=args.target, trials=args.trials * len(tasks), database=args.db,
-              seed=args.seed, strategy=args.strategy, cost_model=args.cost_model,
-              num_trials_per_iter=args.per_iter, workers=args.workers, verbose=True,
-              task_scheduler="round_robin" if args.name == "all" else "gradient")
+    strategy = args.strategy
+    if strategy == "learned":
+        from .learned.cli import load_strategy
+        strategy, problem = load_strategy(args.model)
+        if problem:
+            return _user_error(problem)
+    db = Database.open(args.db)      # a damaged or unwritable file: one line, before any work
+    if threading.current_thread() is threading.main_thread():
+        # `kill -INT` stops a tune even when its shell started it with SIGINT ignored (a
+        # background job of a script)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        tune(tasks, target=args.target, trials=args.trials * len(tasks), database=db,
+             seed=args.seed, strategy=strategy, cost_model=args.cost_model,
+             num_trials_per_iter=args.per_iter, workers=args.workers, verbose=True,
+             task_scheduler="round_robin" if args.name == "all" else "gradient")
+    except TuneInterrupted as stop:
+        stop.resume = shlex.join(["workbench", *getattr(args, "argv", ["tune", args.name])])
+        print(f"workbench: {stop}", file=sys.stderr)
+        return 130
     ok = all(db.best(t.func, args.target) is not None for t in tasks)
     print(f"records in {args.db}: {len(db)}")
+    if args.strategy == "learned" and strategy.drawn:
+        print(f"learned sampler: {100 * strategy.rejection_rate:.0f}% of {strategy.drawn} "
+              f"proposals rejected by replay or the postprocessors (and redrawn)")
     return 0 if ok else 1
 
 
 def _cmd_best(args, shape_kwargs) -> int:
-    from .database import Database
     task = _tasks(args, shape_kwargs)[0]
-    db = Database.open(args.db)
+    db, problem = _open_db(args.db, must_exist=True)
+    if problem:
+        return _user_error(problem)
     rec = db.best(task.func, args.target)
     if rec is None:
         n = len(db.records(task.func, args.target))

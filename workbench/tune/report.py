@@ -2,7 +2,8 @@
 bar for terminals, and the summary at the end.
 
 A callback is a function called with each :class:`BatchEvent`, or an object with any of
-``on_start(tasks)``, ``on_batch(event)``, ``on_end(summary)``.
+``on_start(tasks)``, ``on_batch(event)``, ``on_end(summary)`` and ``on_interrupt(stop)`` (Ctrl-C:
+a :class:`~workbench.tune.tuning.TuneInterrupted`, instead of ``on_end``).
 """
 from __future__ import annotations
 
@@ -151,7 +152,7 @@ def dispatch(callbacks: Sequence[Any], hook: str, payload: Any) -> None:
         if method is not None:
             method(payload)
         elif hook == "on_batch" and callable(cb) and not any(
-                hasattr(cb, h) for h in ("on_start", "on_batch", "on_end")):
+                hasattr(cb, h) for h in ("on_start", "on_batch", "on_end", "on_interrupt")):
             cb(payload)
 
 
@@ -190,6 +191,10 @@ class ProgressBar:
         if not self.lines:
             print(file=self.stream)
         print(summary, file=self.stream, flush=True)
+
+    def on_interrupt(self, stop: Any) -> None:
+        if not self.lines:
+            print(file=self.stream, flush=True)   # end the bar's line; the caller says the rest
 
 
 def _isatty(stream: Any) -> bool:

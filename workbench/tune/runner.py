@@ -165,8 +165,24 @@ def remeasure_if_noisy(first: MeasureResult, again: Callable[[], MeasureResult],
     return second
 
 
+class MeasureInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) during :meth:`Runner.measure`: its unfinished candidates were dropped
+    and its workers stopped; ``results`` holds what finished before (None for the others, in
+    input order), so the tuner can commit them. A ``KeyboardInterrupt``: code that knows
+    nothing of it stops as for any interrupt."""
+
+    def __init__(self, results: Sequence[Optional[MeasureResult]]):
+        super().__init__("measurement interrupted")
+        self.results = list(results)
+
+
 class Runner:
-    """Base class: ``measure(inputs) -> results`` in the same order. ``close()`` frees it."""
+    """Base class: ``measure(inputs) -> results`` in the same order. ``close()`` frees it.
+
+    On Ctrl-C a runner stops its unfinished work at once and raises
+    :class:`MeasureInterrupted` with the results that finished (a plain KeyboardInterrupt
+    loses them, nothing more).
+    """
 
     def measure(self, inputs: Sequence[MeasureInput], timing: Optional[dict] = None,
                 run_timeout: Optional[float] = None) -> list[MeasureResult]:
@@ -295,6 +311,17 @@ class LocalRunner(Runner):
         timing = {**self.timing, **(timing or {})}
         run_timeout = self.run_timeout if run_timeout is None else run_timeout
         results: list[Optional[MeasureResult]] = [None] * len(inputs)
+        try:
+            self._measure(inputs, results, timing, run_timeout)
+        except KeyboardInterrupt:
+            # a worker may be deep in a build or a kernel (it ignores SIGINT: own session):
+            # kill them all now; each is started again on the next measure
+            for worker in self.workers:
+                worker.kill()
+            raise MeasureInterrupted(results) from None
+        return results  # type: ignore[return-value]
+
+    def _measure(self, inputs, results, timing, run_timeout) -> None:
         tries = [0] * len(inputs)
         todo = list(range(len(inputs)))
         while todo:
@@ -311,10 +338,10 @@ class LocalRunner(Runner):
                         todo.append(k)
                     continue
                 first = self._run(worker, job, build_s, timing, run_timeout, self.check)
+                results[k] = first   # finished: kept if the re-measurement is interrupted
                 results[k] = remeasure_if_noisy(
                     first, lambda: self._run(worker, job, build_s, timing, run_timeout, False),
                     self.max_spread)
-        return results  # type: ignore[return-value]
 
     def _ensure(self, worker: _Worker) -> None:
         if not worker.alive:

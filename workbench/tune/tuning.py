@@ -11,9 +11,13 @@ measured again, count toward ``trials`` and train the cost model first.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
+import os
+import signal
 import sys
+import threading
 import time
 from typing import Any, Optional, Sequence, Union
 
@@ -22,10 +26,56 @@ from ..ir.func import PrimFunc
 from .cost_model import CostModel
 from .database.base import Database, Record, target_str
 from .report import BatchEvent, ProgressBar, TaskSummary, TuneSummary, _isatty, dispatch
-from .runner import LocalRunner, MeasureInput, MeasureResult, Runner, Task, machine_busy
+from .runner import (LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner, Task,
+                     machine_busy)
 from .scheduler import TaskScheduler, TaskState
 from .search import SearchContext, SearchStrategy
 from .task import TuneTask, as_tasks, make_space
+
+class TuneInterrupted(KeyboardInterrupt):
+    """``tune()`` stopped by Ctrl-C; every finished record is in the database.
+
+    ``trials``: the tasks' records now (resumed ones included) out of ``budget``; ``measured``:
+    those measured by this call; ``records``: every record in the database file ``path``;
+    ``resume``: how to go on (callers such as the CLI set their own command line);
+    ``database``: the :class:`Database` itself.
+    """
+
+    def __init__(self, trials: int, budget: int, measured: int, database: Database,
+                 resume: str = "the same tune() call (its records count toward trials)"):
+        self.trials, self.budget, self.measured = trials, budget, measured
+        self.database, self.resume = database, resume
+        self.records, self.path = len(database), database.path
+        super().__init__()
+
+    def __str__(self) -> str:
+        return (f"interrupted after {self.trials} trials ({self.measured} measured now); "
+                f"{self.records} records in {self.path or 'memory'}; resume with {self.resume}")
+
+
+@contextlib.contextmanager
+def interrupts_deferred():
+    """Hold Ctrl-C back until the block ends (a finished batch is committed, not rolled
+    back). Only the main thread receives KeyboardInterrupt; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is None or previous == signal.SIG_IGN:   # not Python's to defer
+        yield
+        return
+    caught: list = []
+    signal.signal(signal.SIGINT, lambda *sig: caught.append(sig))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            if callable(previous):
+                previous(*caught[0])
+            else:   # SIG_DFL: what it would have done
+                os.kill(os.getpid(), signal.SIGINT)
+
 
 #: records of a task replayed to warm up the cost model when resuming (the most recent ones)
 MAX_WARMUP_RECORDS = 256
@@ -52,12 +102,15 @@ def tune(func_or_list: Union[PrimFunc, str, TuneTask, Sequence[Any]], target: An
     space : the design space (see :func:`workbench.tune.task.make_space`); None: the target's
         default schedule rules.
     callbacks : functions called with each :class:`BatchEvent`, or objects with ``on_start`` /
-        ``on_batch`` / ``on_end``.
+        ``on_batch`` / ``on_end`` / ``on_interrupt``.
     task_scheduler : ``"gradient"`` (Ansor's) or ``"round_robin"``.
     runner : a Runner; None starts a :class:`LocalRunner` with ``workers``, the time limits and
         the timing settings (``number``, ``repeat``, ``min_repeat_ms``), closed at the end.
     verbose : print a progress bar and the summary (None: only on a terminal).
     baseline : the summary also times the unscheduled function and the numpy reference.
+
+    Raises :class:`TuneInterrupted` (a KeyboardInterrupt) on Ctrl-C, after committing every
+    finished record and stopping the runner's workers.
     """
     tasks = as_tasks(func_or_list)
     target = target_str(target)
@@ -72,11 +125,18 @@ def tune(func_or_list: Union[PrimFunc, str, TuneTask, Sequence[Any]], target: An
     runner = runner or LocalRunner(workers=workers, build_timeout=build_timeout,
                                    run_timeout=run_timeout, number=number, repeat=repeat,
                                    min_repeat_ms=min_repeat_ms, check=check)
+    session = None
     try:
-        session = _Session(tasks, target, db, model, runner, seed, strategy, space,
-                           TaskScheduler.create(task_scheduler, seed=seed), callbacks)
-        session.run(trials, num_trials_per_iter)
-        summary = session.summary(baseline)
+        try:
+            session = _Session(tasks, target, db, model, runner, seed, strategy, space,
+                               TaskScheduler.create(task_scheduler, seed=seed), callbacks)
+            session.run(trials, num_trials_per_iter)
+            summary = session.summary(baseline)
+        except KeyboardInterrupt as exc:
+            stop = session.interrupted(exc, trials) if session is not None else \
+                TuneInterrupted(sum(len(db.records(t.func, target)) for t in tasks), trials, 0, db)
+            dispatch(callbacks, "on_interrupt", stop)
+            raise stop from None
         dispatch(callbacks, "on_end", summary)
     finally:
         if own_runner:
@@ -116,6 +176,7 @@ class _Session:
         self.load: Optional[float] = None      # highest load average read while measuring
         self.busy_records = self.noisy_records = 0
         self.states = [TaskState(weight=t.weight) for t in tasks]
+        self.measuring: Optional[tuple[int, list]] = None   # (task, candidates) being measured
         self.contexts: list[SearchContext] = []
         self.strategies: list[SearchStrategy] = []
         for k, task in enumerate(tasks):
@@ -170,22 +231,18 @@ class _Session:
             state.done = True  # the space has no new candidate left
             return
         t0 = time.monotonic()
+        self.measuring = (k, cands)
         results = self.runner.measure([MeasureInput(self.measure_tasks[k], c.func)
                                        for c in cands])
         measure_s = time.monotonic() - t0
-        self.db.add([Record.of(task.func, self.target, c.trace, r.latencies, r.status, r.error,
-                               predicted=c.predicted, build_seconds=r.build_seconds,
-                               run_seconds=r.run_seconds, **self._warnings(r))
-                     for c, r in zip(cands, results)])
+        with interrupts_deferred():   # measured: store it whole, then stop if asked to
+            self._commit(k, cands, results)
         loads = [r.load for r in results if r.load is not None]
         batch_load = max(loads) if loads else None
         if batch_load is not None:
             self.load = max(batch_load, self.load or 0.0)
         self.model.update([c.sch for c in cands], results)
         self.strategies[k].notify(cands, results)
-        state.record(len(cands), [r.latency for r in results])
-        self.failed[k] += sum(r.status != "ok" for r in results)
-        self.measured += len(cands)
         self.batches += 1
         best = self.db.best(task.func, self.target)
         dispatch(self.callbacks, "on_batch", BatchEvent(
@@ -193,6 +250,29 @@ class _Session:
             best.trace if best is not None else None, state.trials,
             sum(s.trials for s in self.states), budget, time.monotonic() - self.t0,
             search_s, measure_s, task.flops, batch_load, self.cores))
+
+    def _commit(self, k: int, cands: list, results: list) -> None:
+        """Store measured candidates of task ``k`` as one batch and count them."""
+        self.measuring = None
+        self.db.add([Record.of(self.tasks[k].func, self.target, c.trace, r.latencies, r.status,
+                               r.error, predicted=c.predicted, build_seconds=r.build_seconds,
+                               run_seconds=r.run_seconds, **self._warnings(r))
+                     for c, r in zip(cands, results)])
+        self.states[k].record(len(cands), [r.latency for r in results])
+        self.failed[k] += sum(r.status != "ok" for r in results)
+        self.measured += len(cands)
+
+    def interrupted(self, exc: KeyboardInterrupt, budget: int) -> TuneInterrupted:
+        """After Ctrl-C: commit what finished of the batch being measured; how far we got.
+        (A second Ctrl-C here stops at once: the commit is one transaction.)"""
+        if self.measuring is not None and isinstance(exc, MeasureInterrupted):
+            k, cands = self.measuring
+            done = [(c, r) for c, r in zip(cands, exc.results) if r is not None]
+            if done:
+                self._commit(k, *map(list, zip(*done)))
+        self.measuring = None
+        return TuneInterrupted(sum(s.trials for s in self.states), budget, self.measured,
+                               self.db)
 
     def _warnings(self, result: MeasureResult) -> dict:
         """The record's ``noisy`` / ``busy`` flags (see :class:`Record`), counted."""

@@ -1,0 +1,154 @@
+"""Ctrl-C (SIGINT) stops a tune at any point: workers gone, finished records kept, resumable.
+
+Each test runs a real tuning process and sends it SIGINT with ``os.kill``. The child marks the
+phase it is in (a file) so the signal lands in the search, the build or the run; in the run a
+candidate hangs, so the worker is in the middle of a kernel when the tuner stops.
+"""
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+import workbench as wb
+from workbench.tune import Database, TuneTask
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CHILD = """
+import os, sys, time
+sys.path.insert(0, {here!r})
+import tunehelpers
+from workbench.space import Postproc, ScheduleFn
+from workbench.tune import LocalRunner, TuneInterrupted, TuneTask, tune
+
+phase, marker, path = sys.argv[1:4]
+batches = []
+
+def mark(name):
+    if name == phase and batches and not os.path.exists(marker):
+        open(marker, "w").close()
+        if name == "search":
+            time.sleep(60)          # stay in the search until interrupted
+
+class Mark(Postproc):
+    def apply(self, sch):
+        mark("search")
+        if phase == "run" and batches:
+            sch.inject_fault(2)     # the kernel hangs: the worker is busy when SIGINT comes
+        return True
+
+class Runner(LocalRunner):
+    def _build_all(self, *args):
+        mark("build")
+        return super()._build_all(*args)
+
+    def _run_once(self, *args):
+        mark("run")
+        return super()._run_once(*args)
+
+task = TuneTask.workload("GMM", b=1, n=32, m=32, k=32)
+space = ScheduleFn(tunehelpers.gmm_space, postprocs=["disallow_dynamic_loop", Mark()])
+try:
+    tune(task, trials=400, database=path, space=space, num_trials_per_iter=4,
+         strategy="replay_trace", cost_model="random", callbacks=[batches.append],
+         runner=Runner(workers=2, run_timeout=60), verbose=False, baseline=False)
+except TuneInterrupted as stop:
+    print(stop)
+    sys.exit(130)
+"""
+
+
+def tagged_processes(tag):
+    """Pids of live processes whose environment holds ``tag`` (the child and its workers)."""
+    pids = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if tag.encode() in f.read():
+                    with open(f"/proc/{pid}/stat") as st:
+                        if st.read().split(")")[-1].split()[0] != "Z":
+                            pids.append(int(pid))
+        except OSError:
+            continue
+    return pids
+
+
+def count(path):
+    try:
+        with sqlite3.connect(path, timeout=5) as conn:
+            return conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+    except sqlite3.OperationalError:   # not created yet
+        return 0
+
+
+def interrupt(cmd, ready, tag, deadline=120.0):
+    """Start ``cmd`` (SIGINT at its default, as from a terminal), wait until ``ready()``, send
+    SIGINT; returns (exit status, stdout + stderr, seconds it took to stop)."""
+    env = {**os.environ, "WB_TEST_TAG": tag}
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env=env, preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                       signal.SIG_DFL))
+    try:
+        end = time.monotonic() + deadline
+        while not ready() and time.monotonic() < end and child.poll() is None:
+            time.sleep(0.02)
+        assert child.poll() is None, child.communicate()[0]
+        assert ready(), "the tuner never reached the phase"
+        t0 = time.monotonic()
+        os.kill(child.pid, signal.SIGINT)
+        out, _ = child.communicate(timeout=30)
+        return child.returncode, out, time.monotonic() - t0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+@pytest.mark.parametrize("phase", ["search", "build", "run"])
+def test_sigint_stops_cleanly_in_every_phase(tmp_path, phase):
+    path, marker = str(tmp_path / "t.sqlite"), str(tmp_path / "marker")
+    tag = uuid.uuid4().hex
+    script = tmp_path / "child.py"
+    script.write_text(CHILD.format(here=HERE))
+    status, out, _ = interrupt([sys.executable, str(script), phase, marker, path],
+                               lambda: os.path.exists(marker), tag)
+    assert status == 130, out
+    assert "Traceback" not in out
+    n = count(path)
+    assert n >= 4                                   # the first batch, at least
+    assert f"interrupted after {n} trials" in out and f"{n} records in {path}" in out
+    assert tagged_processes(tag) == []              # no worker left behind
+    records = Database.open(path).records(TuneTask.workload("GMM", b=1, n=32, m=32, k=32).func)
+    assert len(records) == n and len({r.trace_hash for r in records}) == n
+
+
+def test_cli_sigint_then_resume(tmp_path):
+    """``workbench tune``: SIGINT once a batch is stored -> the message and status 130; the
+    same command resumes up to the budget, keeping every stored record."""
+    path = str(tmp_path / "i.sqlite")
+    cmd = ["workbench", "tune", "GMM", "--shape", "b=1", "n=32", "m=32", "k=32",
+           "--trials", "12", "--per-iter", "4", "--strategy", "replay_trace",
+           "--cost-model", "random", "--workers", "2", "--db", path]
+    tag = uuid.uuid4().hex
+    status, out, _ = interrupt(cmd, lambda: count(path) >= 4, tag)
+    assert status == 130, out
+    n = count(path)
+    assert out.strip().splitlines()[-1] == (
+        f"workbench: interrupted after {n} trials ({n} measured now); {n} records in {path}; "
+        f"resume with {' '.join(cmd)}")
+    assert tagged_processes(tag) == []
+    func = wb.workloads.get("GMM", b=1, n=32, m=32, k=32)
+    before = Database.open(path).records(func)
+    if n < 12:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    after = Database.open(path).records(func)
+    assert len(after) == 12 and len({r.trace_hash for r in after}) == 12
+    assert [r.trace_hash for r in after[:n]] == [r.trace_hash for r in before]
