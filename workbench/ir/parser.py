@@ -166,7 +166,8 @@ class _Parser:
                                "be imported")
 
     def ir_module(self, node: ast.ClassDef) -> list[ast.FunctionDef]:
-        if not any(self._deco_name(d, self.I) == "ir_module" for d in node.decorator_list):
+        if not any(self._deco_name(d, self.I) == "ir_module" or _dotted(d) == "tvm.script.ir_module"
+                   for d in node.decorator_list):
             raise self.error(node, f"class {node.name} is not an @I.ir_module")
         funcs = [f for f in node.body if isinstance(f, ast.FunctionDef)]
         for f in node.body:
@@ -819,6 +820,15 @@ def _limit(dtype: str, largest: bool) -> Any:
         return largest
     info = np.iinfo(dtype)
     return int(info.max if largest else info.min)
+
+
+def _dotted(node: ast.AST) -> str:
+    """``"tvm.script.ir_module"`` for that attribute chain, ``""`` for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
 
 
 def _one_arg(p: _Parser, node: ast.Call, what: str) -> ast.expr:
