@@ -146,7 +146,7 @@ class _Parser:
                 funcs.extend(self.ir_module(node))
             elif not _is_docstring(node):
                 raise self.error(node, "expected one @T.prim_func (and imports of tvm.script), "
-                                       f"found a {_what(node)}")
+                                       f"found {_a(_what(node))}")
         if len(funcs) != 1:
             where = funcs[1] if funcs else tree
             raise self.error(where, f"expected exactly one @T.prim_func, found {len(funcs)}")
@@ -172,7 +172,7 @@ class _Parser:
         funcs = [f for f in node.body if isinstance(f, ast.FunctionDef)]
         for f in node.body:
             if not isinstance(f, ast.FunctionDef) and not _is_docstring(f):
-                raise self.error(f, f"an @I.ir_module holds functions only, found a {_what(f)}")
+                raise self.error(f, f"an @I.ir_module holds functions only, found {_a(_what(f))}")
         if len(funcs) != 1:
             raise self.error(node, f"@I.ir_module {node.name} has {len(funcs)} functions; "
                                    "workbench reads a module with one (main)")
@@ -268,7 +268,7 @@ class _Parser:
         dims = shape_node.elts if isinstance(shape_node, (ast.Tuple, ast.List)) else [shape_node]
         shape = []
         for d in dims:
-            value = self.literal(d)
+            value = d.value if isinstance(d, ast.Constant) else None
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise self.error(d, f"buffer {name}: shapes are non-negative integer constants, "
                                     f"found {ast.unparse(d)}")
@@ -353,7 +353,7 @@ class _Parser:
             if name in ("func_attr", "match_buffer"):
                 raise self.error(node, f"T.{name} belongs at the top of the function body")
             return Evaluate(self.as_expr(node.value))
-        raise self.error(node, f"a {_what(node)} is not a TVMScript statement")
+        raise self.error(node, f"{_a(_what(node))} is not a TVMScript statement")
 
     def assign(self, node: ast.Assign, owner: _Block) -> Optional[Stmt]:
         if len(node.targets) != 1:
@@ -393,7 +393,7 @@ class _Parser:
         if not isinstance(value, Expr):
             return convert(value, dtype) if not isinstance(value, bool) else const(value, dtype)
         if value.dtype != dtype:
-            raise self.error(node, f"a {value.dtype} value stored into a {dtype} buffer; "
+            raise self.error(node, f"{_a(value.dtype)} value stored into a {dtype} buffer; "
                                    f'write T.Cast("{dtype}", ...) to convert')
         return value
 
@@ -411,8 +411,8 @@ class _Parser:
             if it.keywords:
                 raise self.error(it.keywords[0], "T.grid takes extents only")
             if len(it.args) != len(targets):
-                raise self.error(it, f"T.grid has {len(it.args)} extents for {len(targets)} "
-                                     "loop variables")
+                raise self.error(it, f"T.grid has {_n(len(it.args), 'extent')} for "
+                                     f"{_n(len(targets), 'loop variable')}")
             loops = [(t, IntImm(0), self.as_expr(e), ForKind.SERIAL, None, {})
                      for t, e in zip(targets, it.args)]
         elif name in _LOOPS or is_range:
@@ -687,11 +687,11 @@ class _Parser:
             return buf[tuple(indices)]
         if isinstance(node, ast.Call):
             return self.call(node)
-        raise self.error(node, f"a {_what(node)} is not a TVMScript expression")
+        raise self.error(node, f"{_a(_what(node))} is not a TVMScript expression")
 
     def bool_expr(self, node: ast.expr, value: Any) -> Expr:
         if isinstance(value, Expr) and value.dtype != "bool":
-            raise self.error(node, f"expected a condition, found a {value.dtype} expression "
+            raise self.error(node, f"expected a condition, found {_a(value.dtype)} expression "
                                    f"{ast.unparse(node)}")
         return convert(value, "bool")
 
@@ -820,6 +820,14 @@ def _limit(dtype: str, largest: bool) -> Any:
         return largest
     info = np.iinfo(dtype)
     return int(info.max if largest else info.min)
+
+
+def _a(word: str) -> str:
+    return ("an " if word[0] in "aeiou" else "a ") + word
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' * (count != 1)}"
 
 
 def _dotted(node: ast.AST) -> str:
