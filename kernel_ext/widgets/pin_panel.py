@@ -7,9 +7,14 @@ the locations of ``sample_compute_location``) plus "free". Choosing a value *pin
 with the pins on a fresh schedule and re-renders the loop nest, changed lines highlighted;
 free decisions keep their current sample unless it no longer fits (then they are redrawn).
 ``panel.space()`` is the constrained space: a trace whose pinned decisions ``wb.tune`` keeps.
+
+With a learned decision model (``PinPanel(sch, model=DecisionModel.load("model/"))``) each row
+also shows the model's distribution over that decision's values, given the decisions before it,
+beside the uniform one random sampling uses (``panel.distribution(step)``).
 """
 from __future__ import annotations
 
+import dataclasses
 import html
 from typing import Any, Optional, Union
 
@@ -75,11 +80,17 @@ class PinPanel(WorkbenchWidget):
         one the trace knows (``trace.base_func``: a schedule's trace knows it, a trace read from
         JSON does not).
     target, database, trials, seed : what the Tune button passes to ``wb.tune``.
+    model : a ``workbench.tune.learned.DecisionModel`` (or the folder it was saved in): show
+        its distribution of each decision beside the uniform one.
     """
 
     def __init__(self, space: Union["wb.Schedule", "wb.Trace", Any],
                  func: Optional["wb.PrimFunc"] = None, target: str = "llvm",
-                 database: Any = None, trials: int = 16, seed: int = 0):
+                 database: Any = None, trials: int = 16, seed: int = 0, model: Any = None):
+        if isinstance(model, str):
+            from workbench.tune.learned import DecisionModel
+            model = DecisionModel.load(model)
+        self.model = model
         if isinstance(space, wb.Schedule):
             func = space.history[0][1] if func is None else func
             trace = space.trace
@@ -209,6 +220,33 @@ class PinPanel(WorkbenchWidget):
         """About how many programs the free decisions still span (an upper bound)."""
         return space_size([self.choices[k] for k in self.sampling if not self.trace[k].pinned])
 
+    def distribution(self, which: Union[int, str], top: Optional[int] = None
+                     ) -> list[tuple[str, float, float]]:
+        """``(value, model probability, uniform probability)`` of each value the decision may
+        take, the model's likeliest first (``top``: only that many); needs ``model``."""
+        if self.model is None:
+            raise ValueError("PinPanel(..., model=DecisionModel.load(path)) shows a learned "
+                             "distribution; this panel has no model")
+        k = self._step(which)
+        probs = self.model.distribution(self.sch, k, self.target)
+        inst = self.trace[k]
+        weights = {d: 1.0 for d in probs}          # uniform over the valid values...
+        if inst.kind.name == "sample_categorical":  # ...or the categorical's own weights
+            weights = {d: inst.args["probs"][d] for d in probs}
+        total = sum(weights.values()) or 1.0
+        rows = sorted(((decision_text(dataclasses.replace(inst, decision=_as_list(d))), p,
+                        weights[d] / total) for d, p in probs.items()), key=lambda r: -r[1])
+        return rows[:top] if top else rows
+
+    def _distribution_html(self, k: int) -> str:
+        rows = self.distribution(k, top=4)
+        if not rows:
+            return ""
+        bars = " ".join(f'<span title="model {p:.1%}, uniform {u:.1%}">{html.escape(v)} '
+                        f'<b>{p:.0%}</b></span>' for v, p, u in rows)
+        return (f'<br><small style="color:#555">model: {bars} · random sampling: '
+                f'{rows[0][2]:.1%} for {html.escape(rows[0][0])}</small>')
+
     def _apply(self, trace: "wb.Trace", resample_all: bool = False) -> None:
         before = str(self.sch.func)
         self.sch = replay_with_pins(trace, self.func, seed=self.seed, resample_all=resample_all)
@@ -251,8 +289,9 @@ class PinPanel(WorkbenchWidget):
                 dd.value = next((i for i, c in enumerate(self.choices[k])
                                  if c.decision == inst.decision), FREE) if inst.pinned else FREE
                 pin = ' <b style="color: #b26a00;">pinned</b>' if inst.pinned else ""
+                learned = self._distribution_html(k) if self.model is not None else ""
                 self._labels[row].value = (f"<code>{html.escape(describe_sampling(self.sch, k))}"
-                                           f"</code>{pin}")
+                                           f"</code>{pin}{learned}")
         finally:
             self._updating = False
         n_pinned = len(self.pinned)
@@ -278,3 +317,8 @@ class PinPanel(WorkbenchWidget):
 
     def text(self) -> str:
         return self.describe() + "\n" + str(self.sch.func)
+
+
+def _as_list(decision: Any) -> Any:
+    """A model's tiling (a tuple) as the list a trace records."""
+    return list(decision) if isinstance(decision, tuple) else decision

@@ -256,13 +256,18 @@ class EvolutionarySearch(SearchStrategy):
     sizes: compute locations, unroll steps — mutators change those rarely, so the picks would
     otherwise crowd on the first good structure); ``eps_greedy`` of the batch are random
     unmeasured samples (from the space generator, like :class:`ReplayFunc`).
+
+    ``init_sampler``: a strategy with ``candidates(n)`` (``LearnedSampling``) that draws the
+    random part of the initial population instead of the space generator.
     """
 
     def __init__(self, population_size: int = 64, init_measured_ratio: float = 0.2,
                  num_iters: int = 2, mutate_prob: float = 0.85, max_fail_count: int = 4,
                  eps_greedy: float = 0.1, temperature: float = 0.1, cooling: float = 0.5,
                  max_same_structure: float = 0.25, local_share: float = 0.4,
-                 num_elites: int = 4, neighbours_per_elite: int = 12):
+                 num_elites: int = 4, neighbours_per_elite: int = 12,
+                 init_sampler: Optional[SearchStrategy] = None):
+        self.init_sampler = init_sampler
         self.population_size = population_size
         self.init_measured_ratio = init_measured_ratio
         self.local_share = local_share
@@ -276,6 +281,11 @@ class EvolutionarySearch(SearchStrategy):
         self.cooling = cooling
         self.max_same_structure = max_same_structure
 
+    def initialize(self, ctx: SearchContext) -> None:
+        super().initialize(ctx)
+        if self.init_sampler is not None:
+            self.init_sampler.initialize(ctx)
+
     def _initial_population(self) -> list[Candidate]:
         ctx = self.ctx
         n_best = int(self.population_size * self.init_measured_ratio)
@@ -284,7 +294,10 @@ class EvolutionarySearch(SearchStrategy):
             cand = ctx.finish(rec.trace)
             if cand is not None:
                 best.append(cand)
-        return best + ctx.random_candidates(self.population_size - len(best))
+        n_random = self.population_size - len(best)
+        if self.init_sampler is not None:
+            return best + self.init_sampler.candidates(n_random)
+        return best + ctx.random_candidates(n_random)
 
     def _mutate(self, parent: Candidate) -> Optional[Candidate]:
         ctx = self.ctx
