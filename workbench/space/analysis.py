@@ -28,6 +28,10 @@ RANDOM_COMPUTE_PRODUCER = "meta_schedule.random_compute_producer"
 INLINE_RULE = "meta_schedule.inline_rule"
 #: a blockized block whose body RewriteTensorize replaces by this tensor intrinsic
 AUTO_TENSORIZE = "meta_schedule.auto_tensorize"
+#: ... and the intrinsic of its initialization, once RewriteReductionBlock decomposed it
+AUTO_TENSORIZE_INIT = "meta_schedule.auto_tensorize_init"
+#: root annotation of the tensor-core space: each thread is a warp (threadIdx.x = warp size)
+WARP_EXECUTION = "warp_execution"
 #: GPU: cache-read blocks to be fetched cooperatively by the threads, with this vector length
 COOPERATIVE_FETCH = "meta_schedule.cooperative_fetch"
 #: GPU: bounds on the threads of a block, checked by VerifyGPUCode

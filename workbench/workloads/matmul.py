@@ -48,3 +48,20 @@ def transpose_batch_matmul(b=1, seq=128, head=12, dim=64):
     C = compute((b, head, seq, seq),
                 lambda b, h, i, j: dsl.sum(query_T[b, h, i, k] * value_T[b, h, k, j], axis=k), name="C")
     return create_func([query, value, C], name="transpose_batch_matmul")
+
+
+def _ref_gmm_fp16(a, b, /, **_):
+    return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.float32)
+
+
+@register("GMM-FP16", reference=_ref_gmm_fp16, small=dict(n=32, m=32, k=32),
+          flops=lambda n, m, k: 2 * n * m * k,
+          description="matrix multiply C = A @ B with fp16 inputs A (N, K), B (K, M) and an fp32 "
+                      "output: the tensor-core (wmma) workload")
+def matmul_fp16(n=128, m=128, k=128):
+    A = placeholder((n, k), "float16", name="A")
+    B = placeholder((k, m), "float16", name="B")
+    rk = reduce_axis(k, name="k")
+    C = compute((n, m), lambda i, j: dsl.sum(dsl.cast("float32", A[i, rk]) *
+                                             dsl.cast("float32", B[rk, j]), axis=rk), name="C")
+    return create_func([A, B, C], name="matmul_fp16")

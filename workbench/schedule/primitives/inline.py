@@ -38,6 +38,18 @@ def _single_store(primitive: str, block: Block, role: str = "block") -> BufferSt
     return block.body
 
 
+def _producer_store(primitive: str, block: Block) -> BufferStore:
+    """The one store of a producer: its body, or the single store in a loop nest without
+    blocks (the copy blocks of ``read_at`` / ``write_at``, as TVM allows)."""
+    if isinstance(block.body, BufferStore):
+        return block.body
+    stores = [n for n in pre_order(block.body) if isinstance(n, BufferStore)]
+    nested = any(isinstance(n, Block) for n in pre_order(block.body))
+    if len(stores) != 1 or nested:
+        return _single_store(primitive, block, role="producer")
+    return stores[0]
+
+
 def _replace_loads(node: Any, buffer: Buffer, fn) -> Any:
     """``node`` with every load of ``buffer`` replaced by ``fn(load)`` (loads rebuilt first)."""
     def post(n: Any) -> Any:
@@ -131,7 +143,7 @@ def reverse_compute_inline_func(func: PrimFunc, block: Block,
                             argument="block", nodes=[block, *prods])
     producer = prods[0]
     check_complete(primitive, idx, producer, role="producer")
-    pstore = _single_store(primitive, producer, role="producer")
+    pstore = _producer_store(primitive, producer)
     buffer = pstore.buffer
     if buffer in func.params:
         raise ScheduleError(primitive, f"producer {producer.name!r} writes the function "
@@ -155,7 +167,8 @@ def reverse_compute_inline_func(func: PrimFunc, block: Block,
     value = _replace_loads(store.value, buffer, lambda _: pstore.value)
     new_store = BufferStore(store.buffer, substitute(value, vmap),
                             tuple(substitute(i, vmap) for i in store.indices))
-    new_producer = _with_regions(producer.with_(body=new_store))
+    body = transform(producer.body, lambda n: new_store if n is pstore else n)
+    new_producer = _with_regions(producer.with_(body=body))
     removed = removal_root(primitive, idx, block)
     func = replace_all(func, {removed: None, producer: new_producer})
     return drop_allocation(func, buffer)

@@ -172,7 +172,9 @@ def _copy_block(name: str, src: Buffer, dst: Buffer, region: Sequence[Range],
     vmap = {l.loop_var: iv.var for l, iv in zip(loops, ivs)}
     dom = tuple(Range(substitute(r.min, vmap), r.extent) for r in region)
     axes = [Var(f"ax{d}") for d in range(len(dom))]
-    indices = tuple(r.min + a for r, a in zip(dom, axes))
+    ranges = {iv.var: iv.dom for iv in ivs}
+    ranges.update({a: Range.from_extent(r.extent) for a, r in zip(axes, dom)})
+    indices = tuple(simplify(r.min + a, ranges) for r, a in zip(dom, axes))
     body: Stmt = BufferStore(dst, BufferLoad(src, indices), indices)
     for a, r in reversed(list(zip(axes, dom))):
         body = make_for(a, r.extent, body)

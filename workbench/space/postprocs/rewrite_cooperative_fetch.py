@@ -18,13 +18,9 @@ from ...ir.expr import BufferLoad, Cast
 from ...ir.functor import pre_order
 from ...ir.stmt import BufferStore
 from ...schedule import Schedule
-from ..analysis import COOPERATIVE_FETCH, const_extent
+from ..analysis import COOPERATIVE_FETCH, WARP_EXECUTION, const_extent
 from ..plugin import gpu_limit
 from .base import Postproc
-
-#: root annotation of the tensor-core space: a warp (threadIdx.x of the warp size) per thread
-WARP_EXECUTION = "warp_execution"
-
 
 def _max_dtype_bytes(block) -> int:
     sizes = [1]

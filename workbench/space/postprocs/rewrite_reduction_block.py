@@ -15,13 +15,14 @@ from __future__ import annotations
 from ...ir.functor import uses_var
 from ...ir.stmt import REDUCE, SPATIAL
 from ...schedule import Schedule
-from ..analysis import AUTO_TENSORIZE, loop_iter_type
+from ..analysis import AUTO_TENSORIZE, AUTO_TENSORIZE_INIT, loop_iter_type
 from .base import Postproc
 
 
 class RewriteReductionBlock(Postproc):
     """``decompose_reduction`` every block with an ``init``, except cross-thread reductions
-    (whose reduce iterators are bound to GPU threads)."""
+    (whose reduce iterators are bound to GPU threads). A block annotated
+    ``meta_schedule.auto_tensorize_init`` passes that intrinsic on to its init block (TVM's)."""
 
     def apply(self, sch: Schedule) -> bool:
         while True:
@@ -30,10 +31,16 @@ class RewriteReductionBlock(Postproc):
                 return True
             name, point = target
             loops = sch.get_loops(name)
+            init_intrin = sch.get(sch.get_block(name)).annotations.get(AUTO_TENSORIZE_INIT)
             init = sch.decompose_reduction(name, loops[point])
             if AUTO_TENSORIZE in sch.get(init).annotations:
                 # the initialization is not the intrinsic: only the update is tensorized
                 sch.unannotate(init, AUTO_TENSORIZE)
+            if init_intrin is not None:
+                # ... unless it has an intrinsic of its own (wmma fill)
+                sch.unannotate(init, AUTO_TENSORIZE_INIT)
+                sch.unannotate(sch.get_block(name), AUTO_TENSORIZE_INIT)
+                sch.annotate(init, AUTO_TENSORIZE, init_intrin)
 
     @staticmethod
     def _next(sch: Schedule):

@@ -17,7 +17,7 @@ from ...ir.expr import IntImm
 from ...ir.functor import pre_order
 from ...ir.stmt import Block, For, SeqStmt
 from ...schedule import Schedule
-from ..analysis import THREAD_EXTENT_HIGH, THREAD_EXTENT_LOW
+from ..analysis import THREAD_EXTENT_HIGH, THREAD_EXTENT_LOW, WARP_EXECUTION
 from .base import Postproc, Rejected
 
 MAX_VTHREAD = 8
@@ -58,17 +58,19 @@ class VerifyGPUCode(Postproc):
             if shared > max_shared:
                 raise Rejected(f"{shared} bytes of shared memory exceed "
                                f"max-shared-memory-per-block {max_shared}")
-        self._check_annotated_bounds(sch)
+        warp = target.thread_warp_size if WARP_EXECUTION in sch.func.root.annotations else 1
+        self._check_annotated_bounds(sch, warp)
         return True
 
     @staticmethod
-    def _check_annotated_bounds(sch: Schedule) -> None:
+    def _check_annotated_bounds(sch: Schedule, lanes: int = 1) -> None:
+        """``lanes``: threads per bound thread (the warp size under ``warp_execution``)."""
         idx = sch.index
         for realize in idx.realizes.values():
             block = realize.block
             if THREAD_EXTENT_LOW not in block.annotations:
                 continue
-            threads = 1
+            threads = lanes
             for node in idx.ancestors(realize):
                 if isinstance(node, For) and (node.thread_tag or "").startswith("threadIdx"):
                     threads *= node.extent.value if isinstance(node.extent, IntImm) else 1
