@@ -14,6 +14,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "python": ("workbench.codegen.python", "build_python"),
     "llvm": ("workbench.codegen.llvm", "build_llvm"),
     "cuda": ("workbench.codegen.cuda", "build_cuda"),
+    "cuda-emulate": ("workbench.codegen.cuda", "build_cuda_emulate"),
 }
 
 

@@ -8,7 +8,9 @@ block allocates:
 
 * the *site*: the deepest loop whose body holds every access (their lowest common ancestor),
   moved out of vectorized loops (one allocation per SIMD lane makes no sense) and, for a GPU
-  scope, out of the thread loops that share it (``shared``: threadIdx; ``global``: any);
+  scope, out of the thread loops that share it (``global``: any); a ``shared`` buffer may sit
+  inside threadIdx loops (as in TVM, one buffer serves all their threads), its region then
+  relaxed over them too;
 * the *region* one execution of the site touches: each access relaxed over the loops between
   the site and it, united. A dimension whose extent has a constant bound below the buffer's
   becomes that bound, and indices are shifted by the region's minimum (which may depend on
@@ -231,10 +233,14 @@ class _Planner:
     def __init__(self, sim: Simplifier, alloc_depth: dict[Buffer, int]):
         self.sim = sim
         self.alloc_depth = alloc_depth
+        self.thread_shared = False  # planning a shared-scope buffer (see relaxed())
         self._relaxers: dict[tuple, Relaxer] = {}
         self._points: dict[tuple, Range] = {}
 
     def plan(self, buf: Buffer, accesses: list[_Access], alloc_depth: int) -> Optional[Placement]:
+        # a shared buffer under thread loops is one buffer for all their threads (TVM): its
+        # region at a site inside them is relaxed over them too
+        self.thread_shared = buf.scope.startswith("shared")
         site = _site_depth(buf, accesses, alloc_depth)
         placement = self.compact(buf, accesses, site)
         if placement is None or site == alloc_depth:
@@ -246,17 +252,27 @@ class _Planner:
     # regions -------------------------------------------------------------------------------
     def relaxer(self, path: tuple[_Loop, ...], depth: int) -> Relaxer:
         """Relaxes over the loops ``path[depth:]`` (paths are shared tuples: keyed by id)."""
-        key = (id(path), depth)
+        key = (id(path), depth, self.thread_shared)
         found = self._relaxers.get(key)
         if found is None:
-            found = self._relaxers[key] = Relaxer(self.sim, {f.var: f.rng for f in path[depth:]})
+            found = self._relaxers[key] = Relaxer(self.sim, {f.var: f.rng
+                                                             for f in self.relaxed(path, depth)})
         return found
+
+    def relaxed(self, path: tuple[_Loop, ...], depth: int) -> list[_Loop]:
+        """The loops an access is relaxed over at depth ``depth``: ``path[depth:]``, and for a
+        shared buffer the thread loops above that share it."""
+        out = list(path[depth:])
+        if self.thread_shared:
+            out += [f for f in path[:depth] if f.kind == ForKind.THREAD_BINDING
+                    and not (f.thread_tag or "").startswith("blockIdx")]
+        return out
 
     def point_range(self, idx: E.Expr, path: tuple[_Loop, ...], depth: int,
                     extent: Optional[int]) -> Range:
         """The values of index ``idx`` while the loops ``path[depth:]`` run (``[0, extent)``
         where unbounded)."""
-        key = (id(idx), id(path), depth, extent)  # a reduction reads what it writes: same idx
+        key = (id(idx), id(path), depth, extent, self.thread_shared)  # a reduction reads what it writes: same idx
         found = self._points.get(key)
         if found is None:
             relaxer = self.relaxer(path, depth)
@@ -336,7 +352,7 @@ class _Planner:
         fused loop ``f`` seen only as ``f // c`` and ``f % c`` (``c`` dividing its extent: what
         fusing two loops and vectorizing them leaves) counts as the two loops it was made of.
         """
-        loops = {f.var: f for f in w.path[depth:]}
+        loops = {f.var: f for f in self.relaxed(w.path, depth)}
         for f in loops.values():
             if not isinstance(f.rng.extent, E.IntImm) or f.rng.extent.value < 1 \
                     or free_vars(f.rng.min) & loops.keys():
@@ -420,16 +436,9 @@ def _site_depth(buf: Buffer, accesses: list[_Access], alloc_depth: int) -> int:
     for d in range(alloc_depth, depth):
         f = path[d]
         if f.kind == ForKind.VECTORIZED or (f.kind == ForKind.THREAD_BINDING
-                                            and _shared_by_threads(buf.scope, f.thread_tag)):
+                                            and buf.scope == "global"):
             return d
     return depth
-
-
-def _shared_by_threads(scope: str, tag: Optional[str]) -> bool:
-    """Whether the threads of a loop bound to ``tag`` must see one buffer of ``scope``."""
-    if scope.startswith("shared"):
-        return not (tag or "").startswith("blockIdx")
-    return scope == "global"
 
 
 def _union(sim: Simplifier, a: Range, b: Range) -> Range:

@@ -37,7 +37,8 @@ from ...ir.expr import Add, Expr, IntImm, Sub, Var, as_int, is_const
 from ...ir.func import PrimFunc
 from ...ir.functor import free_vars
 from ...ir.region import block_access_regions
-from ...ir.stmt import (REDUCE, SPATIAL, TRUE, Block, BlockRealize, BufferRegion, For, IterVar,
+from ...ir.stmt import (REDUCE, SPATIAL, TRUE, Block, BlockRealize, BufferRegion, For, ForKind,
+                        IterVar,
                         Range, SeqStmt, Stmt, make_for, seq)
 from ..instruction import schedule_primitive
 from ..rewrite import conjoin
@@ -139,7 +140,17 @@ def _required_regions(idx: FuncIndex, loop: For, blocks: list[Block], wanted: se
         chain = idx.loops_above(realize)
         below = chain[chain.index(loop) + 1:]
         dom = {l.loop_var: Range(l.min, l.extent) for l in below}
-        accessed = block_access_regions(realize, dom, idx.var_ranges(realize))[0 if reads else 1]
+        accessed = []
+        for scope in sorted({b.scope for b in wanted}):
+            # as TVM: a buffer the threads of a thread-bound loop above ``loop`` share (shared
+            # memory under threadIdx, global under any) serves all of them, so its region is
+            # what all of them need (each then fetches a part of it, cooperatively)
+            dom_s = dict(dom)
+            dom_s.update((l.loop_var, Range(l.min, l.extent))
+                         for l in chain[:chain.index(loop) + 1]
+                         if l.kind == ForKind.THREAD_BINDING and _threads_share(scope, l.thread_tag))
+            regions = block_access_regions(realize, dom_s, idx.var_ranges(realize))
+            accessed += [r for r in regions[0 if reads else 1] if r.buffer.scope == scope]
         for region in accessed:
             if region.buffer not in wanted:
                 continue
@@ -147,6 +158,13 @@ def _required_regions(idx: FuncIndex, loop: For, blocks: list[Block], wanted: se
             out[region.buffer] = (region.region if old is None
                                   else ana.union_regions(old, region.region))
     return out
+
+
+def _threads_share(scope: str, tag: Optional[str]) -> bool:
+    """Whether the threads of a loop bound to ``tag`` see one buffer of ``scope``."""
+    if scope.startswith("shared"):
+        return not (tag or "").startswith("blockIdx")
+    return scope == "global"
 
 
 def _solve_index(e: Expr, ivars: set[Var]) -> Optional[tuple[Var, int]]:

@@ -1,0 +1,576 @@
+"""From a lowered function to GPU kernels: the form both the CUDA C printer and the emulator read.
+
+A lowered function says *which* loops run on GPU threads (``For`` loops bound to ``blockIdx.*``,
+``threadIdx.*``, ``vthread.*``); a CUDA kernel is one body that every thread runs. This pass
+makes that explicit, once, so the CUDA C source and the emulator cannot disagree:
+
+* the function splits into **kernels**: each top-level statement bound to GPU threads is one
+  launch; global buffers the function allocates become buffers the host allocates;
+* a loop bound to ``threadIdx.x`` / ``blockIdx.y`` ... disappears: its variable becomes the
+  hardware index (:data:`HW`), guarded by ``index < extent`` where the launch is wider than the
+  loop (the launch extent of an axis is the largest loop bound to it); ``vthread`` loops stay
+  serial loops (each thread runs its virtual threads in turn, which is what they mean);
+* a store into a shared or global buffer that is not under a loop of some launched thread axis
+  runs in thread 0 of that axis only (the IR runs it once; every thread would race);
+* a **cross-thread reduction** — a loop bound to a thread axis whose body accumulates
+  ``X[i] = X[i] + v`` (or max, min, *) at an index that does not depend on the thread — becomes
+  a per-thread accumulator, an :class:`AllReduce` across that axis (warp shuffles or a
+  shared-memory tree) and one store by thread 0, as TVM's LowerCrossThreadReduction does;
+* a :class:`Barrier` (``__syncthreads()``) goes between two statements where the second reads
+  (or writes) a shared buffer the first writes (or reads), and at the end of a loop body whose
+  next iteration would overwrite what this one reads;
+* shared buffers are declared once per kernel (static ``__shared__`` arrays; ``shared.dyn`` ones
+  carved from the dynamic shared memory, sized at launch).
+
+Rejected with a ``BuildError`` naming the loop: a loop with memory accesses bound to no thread
+axis at the top level ("unbound loop"), a ``blockIdx`` loop under a serial or thread loop,
+``parallel`` loops, software-pipeline annotations, more threads or shared memory than the target
+allows, a cross-thread reduction under a thread-dependent condition.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ...errors import BuildError
+from ...ir import expr as E
+from ...ir.arith import simplify
+from ...ir.buffer import Buffer
+from ...ir.func import PrimFunc
+from ...ir.functor import pre_order, substitute, uses_var
+from ...ir.stmt import (Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt,
+                        seq)
+from ...ir.structural import structural_equal
+from ..target import Target
+
+#: the hardware indices, one variable each; a thread loop's variable is replaced by one of these
+HW: dict[str, E.Var] = {tag: E.Var(tag) for tag in (
+    "blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")}
+THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+
+#: scopes private to a thread (no races, no barriers, never guarded)
+PRIVATE_SCOPES = ("local", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
+SHARED_SCOPES = ("shared", "shared.dyn")
+
+#: loop annotations this backend does not implement (it would silently drop them otherwise)
+PIPELINE_ANNOTATIONS = ("software_pipeline_stage", "software_pipeline_order",
+                        "software_pipeline_async_stages")
+
+
+@dataclass(frozen=True, eq=False)
+class Barrier(Stmt):
+    """``__syncthreads()``: every thread of the block waits here."""
+
+
+@dataclass(frozen=True, eq=False)
+class AllReduce(Stmt):
+    """``acc[0] = op over the threads of axis `tag` of acc[0]``, in every thread (a collective:
+    every thread of the block reaches it)."""
+
+    acc: Buffer
+    op: str          # "sum", "max", "min", "prod"
+    tag: str         # "threadIdx.x" ...
+
+
+@dataclass
+class DeviceKernel:
+    """One launch: ``params`` (global buffers, in order), grid and block extents (x, y, z),
+    ``body`` in device form, the shared buffers it declares."""
+
+    name: str
+    params: tuple[Buffer, ...]
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    body: Stmt
+    shared: list[Buffer] = field(default_factory=list)
+    dyn_shared: list[Buffer] = field(default_factory=list)
+
+    @property
+    def num_threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    def extent(self, tag: str) -> int:
+        dims = self.grid if tag.startswith("blockIdx") else self.block
+        return dims["xyz".index(tag[-1])]
+
+    @property
+    def dyn_shared_bytes(self) -> int:
+        return sum(_padded_bytes(b) for b in self.dyn_shared)
+
+    def dyn_offsets(self) -> dict[Buffer, int]:
+        out, off = {}, 0
+        for b in self.dyn_shared:
+            out[b] = off
+            off += _padded_bytes(b)
+        return out
+
+
+@dataclass
+class DeviceProgram:
+    """A function as GPU kernels run in order; ``host_buffers`` are its intermediate global
+    buffers (allocated by the host, passed to the kernels that use them)."""
+
+    func: PrimFunc
+    kernels: list[DeviceKernel]
+    host_buffers: list[Buffer]
+
+
+def _padded_bytes(b: Buffer) -> int:
+    n = b.alloc_size() * E_ITEMSIZE[b.dtype]
+    return (n + 15) // 16 * 16
+
+
+E_ITEMSIZE = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2,
+              "int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8, "float64": 8}
+
+
+def _loop_name(f: For) -> str:
+    return f.loop_var.name
+
+
+# ------------------------------------------------------------------------------------------
+# splitting into kernels
+
+
+def device_program(func: PrimFunc, target: Target) -> DeviceProgram:
+    """The kernels of ``func`` (lowered), checked against ``target``'s limits."""
+    host: list[Buffer] = []
+    body = func.body
+    items: list[Stmt] = []
+
+    def top(s: Stmt) -> None:
+        if isinstance(s, SeqStmt):
+            for x in s.seq:
+                top(x)
+        elif isinstance(s, Allocate) and s.buffer.scope == "global":
+            host.append(s.buffer)
+            top(s.body)
+        elif isinstance(s, Evaluate):
+            return
+        else:
+            items.append(s)
+
+    top(body)
+    kernels = []
+    for n, item in enumerate(items):
+        _check_bound(item, func)
+        name = f"{_c_name(func.name)}_kernel{n}"
+        kernels.append(_Kernelizer(name, item, target, func, host).kernel())
+    return DeviceProgram(func, kernels, host)
+
+
+def _c_name(name: str) -> str:
+    import re
+    out = re.sub(r"\W", "_", name) or "f"
+    return "_" + out if out[0].isdigit() else out
+
+
+def _check_bound(item: Stmt, func: PrimFunc) -> None:
+    """A top-level statement must start with a thread-bound loop (a kernel launch)."""
+    s = item
+    while isinstance(s, Allocate):
+        s = s.body
+    if isinstance(s, For) and s.kind == ForKind.THREAD_BINDING and not \
+            (s.thread_tag or "").startswith("vthread"):
+        return
+    bound = [n for n in pre_order(s) if isinstance(n, For) and n.kind == ForKind.THREAD_BINDING]
+    stores = [n for n in pre_order(s) if isinstance(n, BufferStore)]
+    what = ", ".join(sorted({st.buffer.name for st in stores})) or "nothing"
+    if isinstance(s, For):
+        where = (f"loop {_loop_name(s)!r} ({s.kind.value}, extent {s.extent}) is not bound to "
+                 f"a GPU thread axis")
+    else:
+        where = f"a {type(s).__name__} outside every thread-bound loop"
+    if bound:
+        raise BuildError(f"cuda: {where} but encloses the thread-bound loop "
+                         f"{_loop_name(bound[0])!r} ({bound[0].thread_tag}) of {func.name}: a loop "
+                         f"around a kernel would run on the host; bind it to blockIdx.* or move "
+                         f"it inside the thread-bound loops")
+    raise BuildError(f"cuda: {where} in {func.name} (it writes {what}): every statement of a GPU "
+                     f"kernel runs under blockIdx/threadIdx loops; bind the loop with "
+                     f"sch.bind(loop, 'blockIdx.x') (postprocessor RewriteUnboundBlock does it)")
+
+
+# ------------------------------------------------------------------------------------------
+# one kernel
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    bound: frozenset = frozenset()      # thread axes bound on the path (threadIdx.* only)
+    divergent: Optional[str] = None      # why threads may take different paths here
+    in_loop: Optional[str] = None        # the innermost serial loop (blockIdx below is wrong)
+
+
+class _Kernelizer:
+    def __init__(self, name: str, item: Stmt, target: Target, func: PrimFunc,
+                 host: list[Buffer]):
+        self.name, self.item, self.target, self.func, self.host = name, item, target, func, host
+        self.launch: dict[str, int] = {}
+        self.shared: list[Buffer] = []
+        self.dyn_shared: list[Buffer] = []
+        self.n_acc = 0
+
+    def kernel(self) -> DeviceKernel:
+        self.collect_extents(self.item)
+        self.check_limits()
+        body = self.stmt(self.item, _Ctx())
+        body = insert_barriers(body, self.launch)
+        params = [b for b in self.func.params]
+        used = {n.buffer for n in pre_order(body) if isinstance(n, (BufferStore, E.BufferLoad))}
+        params += [b for b in self.host if b in used]
+        k = DeviceKernel(self.name, tuple(params),
+                         tuple(self.launch.get(t, 1) for t in BLOCK_AXES),  # type: ignore
+                         tuple(self.launch.get(t, 1) for t in THREAD_AXES),  # type: ignore
+                         body, self.shared, self.dyn_shared)
+        shared_bytes = sum(_padded_bytes(b) for b in self.shared) + k.dyn_shared_bytes
+        if shared_bytes > self.target.max_shared_memory_per_block:
+            names = ", ".join(f"{b.name} ({_padded_bytes(b)} B)"
+                              for b in self.shared + self.dyn_shared)
+            raise BuildError(f"cuda: kernel {self.name} of {self.func.name} needs {shared_bytes} "
+                             f"bytes of shared memory ({names}); the target allows "
+                             f"{self.target.max_shared_memory_per_block} per block")
+        return k
+
+    # launch extents -----------------------------------------------------------------------
+    def collect_extents(self, s: Stmt) -> None:
+        for n in pre_order(s):
+            if isinstance(n, For) and n.kind == ForKind.THREAD_BINDING and n.thread_tag in HW:
+                if not isinstance(n.extent, E.IntImm) or not E.is_const(n.min, 0):
+                    raise BuildError(f"cuda: loop {_loop_name(n)!r} bound to {n.thread_tag} "
+                                     f"needs a constant extent and start 0, has "
+                                     f"[{n.min}, {n.min} + {n.extent})")
+                tag = n.thread_tag
+                self.launch[tag] = max(self.launch.get(tag, 1), n.extent.value)
+
+    def check_limits(self) -> None:
+        t = self.target
+        threads = 1
+        for i, tag in enumerate(THREAD_AXES):
+            ext = self.launch.get(tag, 1)
+            threads *= ext
+            if ext > t.max_thread_dims[i]:
+                raise BuildError(f"cuda: kernel {self.name} of {self.func.name} binds {ext} "
+                                 f"threads to {tag}; a GPU allows at most "
+                                 f"{t.max_thread_dims[i]}")
+        if threads > t.max_threads_per_block:
+            dims = " x ".join(f"{self.launch.get(tag, 1)} ({tag})" for tag in THREAD_AXES
+                              if tag in self.launch)
+            raise BuildError(f"cuda: kernel {self.name} of {self.func.name} has {threads} threads "
+                             f"per block ({dims}); target {t} allows at most "
+                             f"{t.max_threads_per_block}")
+        for i, tag in enumerate(BLOCK_AXES):
+            if self.launch.get(tag, 1) > t.max_grid_dims[i]:
+                raise BuildError(f"cuda: kernel {self.name} launches {self.launch[tag]} blocks "
+                                 f"on {tag}; a GPU allows at most {t.max_grid_dims[i]}")
+
+    # statements ---------------------------------------------------------------------------
+    def stmt(self, s: Stmt, ctx: _Ctx) -> Stmt:
+        if isinstance(s, SeqStmt):
+            return seq(*(self.stmt(x, ctx) for x in s.seq))
+        if isinstance(s, For):
+            return self.loop(s, ctx)
+        if isinstance(s, IfThenElse):
+            inner = ctx
+            if _thread_dependent(s.condition):
+                inner = _Ctx(ctx.bound, ctx.divergent or f"the condition {s.condition}",
+                             ctx.in_loop)
+            return IfThenElse(s.condition, self.stmt(s.then_case, inner),
+                              None if s.else_case is None else self.stmt(s.else_case, inner))
+        if isinstance(s, Allocate):
+            scope = s.buffer.scope
+            if scope == "shared":
+                self.shared.append(s.buffer)
+                return self.stmt(s.body, ctx)
+            if scope == "shared.dyn":
+                self.dyn_shared.append(s.buffer)
+                return self.stmt(s.body, ctx)
+            if scope == "global":
+                raise BuildError(f"cuda: global buffer {s.buffer.name} is allocated inside "
+                                 f"kernel {self.name}: a kernel cannot allocate global memory "
+                                 f"(set_scope it to 'shared' or 'local', or compute it in a "
+                                 f"kernel of its own)")
+            return Allocate(s.buffer, self.stmt(s.body, ctx))
+        if isinstance(s, BufferStore):
+            return self.guard_store(s, ctx)
+        if isinstance(s, Evaluate):
+            return s
+        raise BuildError(f"cuda: unsupported statement {type(s).__name__} in {self.func.name}")
+
+    def loop(self, f: For, ctx: _Ctx) -> Stmt:
+        for key in PIPELINE_ANNOTATIONS:
+            if key in f.annotations:
+                raise BuildError(
+                    f"cuda: loop {_loop_name(f)!r} is annotated {key}={f.annotations[key]!r}: "
+                    f"software pipelining is not implemented by the cuda backend (the loop "
+                    f"would run unpipelined, silently); remove the annotation with "
+                    f"sch.unannotate(loop, {key!r})")
+        tag = f.thread_tag if f.kind == ForKind.THREAD_BINDING else None
+        if f.kind == ForKind.PARALLEL:
+            raise BuildError(f"cuda: loop {_loop_name(f)!r} is parallel: CPU threads do not exist "
+                             f"in a GPU kernel; bind it to a thread axis instead")
+        if tag is None or tag.startswith("vthread"):
+            if tag is not None:  # virtual threads: each thread runs them in turn
+                f = For(f.loop_var, f.min, f.extent, ForKind.UNROLLED, f.body)
+            inner = _Ctx(ctx.bound, ctx.divergent, _loop_name(f))
+            return f.with_(body=self.stmt(f.body, inner))
+        if tag.startswith("blockIdx"):
+            if ctx.bound or ctx.in_loop:
+                where = f"thread axes {', '.join(sorted(ctx.bound))}" if ctx.bound else \
+                    f"loop {ctx.in_loop!r}"
+                raise BuildError(f"cuda: loop {_loop_name(f)!r} bound to {tag} is inside "
+                                 f"{where}; blockIdx loops must be outermost")
+            return self.stmt(substitute(f.body, {f.loop_var: HW[tag]}), ctx)
+        # threadIdx.*
+        if tag in ctx.bound:
+            pass  # the same axis again (cooperative fetch under the compute's thread loops)
+        ext = f.extent.value
+        hw = HW[tag]
+        body = substitute(f.body, {f.loop_var: hw})
+        partial = ext < self.launch[tag]
+        red = _find_reduction(f.loop_var, f.body)
+        if red is not None:
+            return self.reduction(f, tag, body, red, partial, ctx)
+        inner = _Ctx(ctx.bound | {tag},
+                     ctx.divergent or (f"{tag} < {ext}" if partial else None), ctx.in_loop)
+        out = self.stmt(body, inner)
+        if partial:
+            out = IfThenElse(E.LT(hw, E.IntImm(ext)), out)
+        return out
+
+    def guard_store(self, s: BufferStore, ctx: _Ctx) -> Stmt:
+        if s.buffer.scope in PRIVATE_SCOPES:
+            return s
+        unbound = [t for t in THREAD_AXES if self.launch.get(t, 1) > 1 and t not in ctx.bound]
+        if not unbound:
+            return s
+        cond: E.Expr = E.EQ(HW[unbound[0]], E.IntImm(0))
+        for t in unbound[1:]:
+            cond = E.And(cond, E.EQ(HW[t], E.IntImm(0)))
+        return IfThenElse(cond, s)
+
+    # cross-thread reduction -------------------------------------------------------------------
+    def reduction(self, f: For, tag: str, body: Stmt, red: "_Reduction", partial: bool,
+                  ctx: _Ctx) -> Stmt:
+        if ctx.divergent:
+            raise BuildError(f"cuda: cross-thread reduction into {red.buffer.name} over loop "
+                             f"{_loop_name(f)!r} ({tag}) is under {ctx.divergent}, which threads "
+                             f"may take differently; every thread must reach the reduction")
+        dtype = red.buffer.dtype
+        acc = Buffer(f"{red.buffer.name}_red{self.n_acc}", (1,), dtype, "local")
+        self.n_acc += 1
+        zero = (E.IntImm(0),)
+        acc_load = E.BufferLoad(acc, zero)
+        # X[idx] = X[idx] (+) v  ->  acc = acc (+) v;  the init store is dropped (its value
+        # combines with the result below)
+        hw = HW[tag]
+        idx = tuple(substitute(i, {f.loop_var: hw}) for i in red.indices)
+
+        def rewrite(s: Stmt) -> Stmt:
+            if isinstance(s, SeqStmt):
+                return seq(*(rewrite(x) for x in s.seq))
+            if isinstance(s, For):
+                return s.with_(body=rewrite(s.body))
+            if isinstance(s, IfThenElse):
+                return IfThenElse(s.condition, rewrite(s.then_case),
+                                  None if s.else_case is None else rewrite(s.else_case))
+            if isinstance(s, Allocate):
+                return Allocate(s.buffer, rewrite(s.body))
+            if isinstance(s, BufferStore) and s.buffer is red.buffer:
+                if _combined_value(s, red.op) is None:  # the init store
+                    return Evaluate(E.IntImm(0))
+                return BufferStore(acc, _combine(red.op, acc_load, _combined_value(s, red.op)),
+                                   zero)
+            return s
+
+        inner = _Ctx(ctx.bound | {tag}, f"{tag} < {f.extent.value}" if partial else None,
+                     ctx.in_loop)
+        local = self.stmt(rewrite(body), inner)
+        if partial:
+            local = IfThenElse(E.LT(hw, E.IntImm(f.extent.value)), local)
+        init = substitute(red.init, {f.loop_var: hw}) if red.init is not None else None
+        start = init if init is not None else E.BufferLoad(red.buffer, idx)
+        result = BufferStore(red.buffer, _combine(red.op, start, acc_load), idx)
+        if red.buffer.scope not in PRIVATE_SCOPES:
+            result = self.guard_store(result, _Ctx(ctx.bound - {tag}))
+        return Allocate(acc, seq(
+            BufferStore(acc, _identity(red.op, dtype), zero),
+            local,
+            AllReduce(acc, red.op, tag),
+            result))
+
+
+# ------------------------------------------------------------------------------------------
+# reductions
+
+
+@dataclass
+class _Reduction:
+    buffer: Buffer
+    indices: tuple[E.Expr, ...]
+    op: str
+    init: Optional[E.Expr]
+
+
+_OPS = {E.Add: "sum", E.Max: "max", E.Min: "min", E.Mul: "prod"}
+
+
+def _combined_value(s: BufferStore, op: str) -> Optional[E.Expr]:
+    """``v`` when ``s`` is ``X[i] = X[i] op v`` (either operand order), else None."""
+    v = s.value
+    if _OPS.get(type(v)) != op:
+        return None
+    for mine, other in ((v.a, v.b), (v.b, v.a)):
+        if isinstance(mine, E.BufferLoad) and mine.buffer is s.buffer and \
+                all(structural_equal(a, b) for a, b in zip(mine.indices, s.indices)) and \
+                not _loads(other, s.buffer):
+            return other
+    return None
+
+
+def _loads(e: E.Expr, buf: Buffer) -> bool:
+    return any(isinstance(n, E.BufferLoad) and n.buffer is buf for n in pre_order(e))
+
+
+def _combine(op: str, a: E.Expr, b: E.Expr) -> E.Expr:
+    return {"sum": E.Add, "max": E.Max, "min": E.Min, "prod": E.Mul}[op](a, b)
+
+
+def _identity(op: str, dtype: str) -> E.Expr:
+    if op == "sum":
+        return E.const(0, dtype)
+    if op == "prod":
+        return E.const(1, dtype)
+    if E.is_float(dtype):
+        return E.FloatImm(float("-inf") if op == "max" else float("inf"), dtype)
+    import numpy as np
+    info = np.iinfo(dtype)
+    return E.IntImm(int(info.min if op == "max" else info.max), dtype)
+
+
+def _find_reduction(var: E.Var, body: Stmt) -> Optional[_Reduction]:
+    """The reduction a thread loop over ``var`` performs across its threads, if any: stores
+    ``X[idx] = X[idx] op v`` whose ``idx`` depends neither on ``var`` nor on a loop inside."""
+    inner_vars = {n.loop_var for n in pre_order(body) if isinstance(n, For)} | {var}
+    private = {n.buffer for n in pre_order(body) if isinstance(n, Allocate)}
+    found: Optional[_Reduction] = None
+    stores = [n for n in pre_order(body) if isinstance(n, BufferStore) and n.buffer not in private]
+    for s in stores:
+        if any(uses_var(i, v) for i in s.indices for v in inner_vars):
+            continue
+        op = _OPS.get(type(s.value))
+        if op is None or _combined_value(s, op) is None:
+            continue
+        if found is not None and (found.buffer is not s.buffer or found.op != op):
+            raise BuildError(f"cuda: the loop over {var.name} reduces into both "
+                             f"{found.buffer.name} ({found.op}) and {s.buffer.name} ({op}) "
+                             f"across threads; one cross-thread reduction per thread loop")
+        found = _Reduction(s.buffer, s.indices, op, None)
+    if found is None:
+        return None
+    for s in stores:
+        if s.buffer is found.buffer and _combined_value(s, found.op) is None:
+            if not all(structural_equal(a, b) for a, b in zip(s.indices, found.indices)):
+                return None  # other elements of X written too: not a plain reduction
+            if _loads(s.value, found.buffer) or any(uses_var(s.value, v) for v in inner_vars):
+                raise BuildError(f"cuda: cannot reduce across threads into {found.buffer.name}: "
+                                 f"its initial value {s.value} depends on the threads")
+            found.init = s.value
+    return found
+
+
+def _thread_dependent(e: E.Expr) -> bool:
+    return any(isinstance(n, E.Var) and n.name.startswith("threadIdx") and HW.get(n.name) is n
+               for n in pre_order(e)) or any(isinstance(n, E.BufferLoad) for n in pre_order(e))
+
+
+# ------------------------------------------------------------------------------------------
+# barriers
+
+
+def _accesses(s: Stmt) -> tuple[set[Buffer], set[Buffer]]:
+    """(read, written) shared buffers under ``s``. As in TVM, threads of a block communicate
+    through shared memory; a global buffer written by one thread and read by another within one
+    kernel is not synchronized (the emulator reports it as a race)."""
+    reads, writes = set(), set()
+    for n in pre_order(s):
+        if isinstance(n, E.BufferLoad) and n.buffer.scope in SHARED_SCOPES:
+            reads.add(n.buffer)
+        elif isinstance(n, BufferStore) and n.buffer.scope in SHARED_SCOPES:
+            writes.add(n.buffer)
+    return reads, writes
+
+
+def insert_barriers(body: Stmt, launch: dict[str, int]) -> Stmt:
+    """``body`` with a :class:`Barrier` wherever threads of a block communicate through memory
+    (TVM's ThreadSync, at the granularity of the statements of a sequence): before a statement
+    that reads what an earlier one wrote since the last barrier (or writes what it read), and
+    at the end of a loop body whose start writes what its end reads. Only blocks with more than
+    one thread need any."""
+    if all(launch.get(t, 1) == 1 for t in THREAD_AXES):
+        return body
+    written_in_kernel = {n.buffer for n in pre_order(body) if isinstance(n, BufferStore)}
+    return _Sync(written_in_kernel).stmt(body)
+
+
+class _Sync:
+    def __init__(self, written: set[Buffer]):
+        self.written = written
+
+    def relevant(self, bufs: set[Buffer]) -> set[Buffer]:
+        # a global buffer no statement writes is read-only here: no ordering needed
+        return {b for b in bufs if b in self.written}
+
+    def stmt(self, s: Stmt) -> Stmt:
+        if isinstance(s, SeqStmt):
+            return self.sequence(list(s.seq))
+        if isinstance(s, For):
+            body = self.stmt(s.body)
+            parts = list(body.seq) if isinstance(body, SeqStmt) else [body]
+            if len(parts) > 1 and not isinstance(parts[-1], Barrier):
+                # next iteration's first statements against this iteration's later ones
+                first_r, first_w = _accesses(parts[0])
+                rest_r, rest_w = set(), set()
+                for p in parts[1:]:
+                    r, w = _accesses(p)
+                    rest_r |= r
+                    rest_w |= w
+                if self.relevant((first_w & rest_r) | (first_r & rest_w) | (first_w & rest_w)):
+                    body = seq(body, Barrier())
+            return s.with_(body=body)
+        if isinstance(s, IfThenElse):
+            return IfThenElse(s.condition, self.stmt(s.then_case),
+                              None if s.else_case is None else self.stmt(s.else_case))
+        if isinstance(s, Allocate):
+            return Allocate(s.buffer, self.stmt(s.body))
+        return s
+
+    def sequence(self, items: list[Stmt]) -> Stmt:
+        out: list[Stmt] = []
+        pend_r: set[Buffer] = set()
+        pend_w: set[Buffer] = set()
+        for item in items:
+            r, w = _accesses(item)
+            r, w = self.relevant(r), self.relevant(w)
+            if (r & pend_w) or (w & pend_r) or (w & pend_w):
+                if out and not isinstance(out[-1], Barrier):
+                    out.append(Barrier())
+                pend_r, pend_w = set(), set()
+            out.append(self.stmt(item))
+            if _has_barrier(out[-1]):  # a barrier inside ends what was pending before it
+                pend_r, pend_w = _after_last_barrier(out[-1])
+            else:
+                pend_r |= r
+                pend_w |= w
+        return seq(*out)
+
+
+def _has_barrier(s: Stmt) -> bool:
+    return any(isinstance(n, Barrier) for n in pre_order(s))
+
+
+def _after_last_barrier(s: Stmt) -> tuple[set[Buffer], set[Buffer]]:
+    """Accesses that may follow the last barrier inside ``s`` (conservatively: all of them
+    when the barrier is inside a loop, since a loop may run again)."""
+    return _accesses(s)

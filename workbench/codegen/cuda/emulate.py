@@ -1,0 +1,483 @@
+"""Target ``cuda-emulate``: the GPU kernels of :mod:`.device` run on the CPU, with GPU semantics.
+
+Every thread of the grid is one *lane* of numpy arrays: a kernel runs as one Python function
+(generated, shown by ``kernel.source("emulator")``) in which each statement executes for all
+lanes at once, so the thread loop costs nothing and a statement costs a few numpy operations.
+GPU semantics, as the CUDA C means them:
+
+* hardware indices (``threadIdx.x`` ...) are lane arrays; serial loops must have the same trip
+  count in every thread (they do in lowered IR) and run in Python;
+* a thread-dependent ``if`` narrows the *active mask*; loads and stores touch active lanes only
+  (``Select`` and ``&&`` evaluate their guarded side under the narrowed mask too, so a guarded
+  out-of-bounds load is not an error, an unguarded one is);
+* ``local`` buffers hold one copy per lane; ``shared`` ones one copy per block; ``global`` ones
+  one copy;
+* ``__syncthreads()`` ends a *phase*; reaching it under a condition that splits a block is an
+  error (a deadlock or undefined behaviour on a GPU);
+* an :class:`~.device.AllReduce` reduces across the lanes of each group with numpy, as the
+  warp shuffles or the shared-memory tree would.
+
+Races: all threads run each statement in lockstep, which is one of the schedules a GPU may
+choose; the result is that of every schedule only if no two threads touch one element without
+a barrier in between. The emulator checks it for shared buffers and for global buffers the
+kernel writes: a thread writing, or reading, an element another thread of its block wrote in
+the same phase (or read in it, for a write), or another block wrote at all, raises
+:class:`GPURaceError` naming the buffer, the element, the two threads and the statement.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...errors import BuildError
+from ...ir import expr as E
+from ...ir.arith import simplify
+from ...ir.buffer import Buffer
+from ...ir.functor import pre_order
+from ...ir.stmt import (Allocate, BufferStore, Evaluate, For, IfThenElse, Range, SeqStmt, Stmt)
+from .device import (HW, PRIVATE_SCOPES, AllReduce, Barrier, DeviceKernel, DeviceProgram)
+
+
+class GPURaceError(RuntimeError):
+    """Two threads touched one element without a barrier between them (or a barrier was
+    reached by part of a block): the kernel's result would depend on the GPU's schedule."""
+
+
+_OPS = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
+
+
+class EmulatedProgram:
+    """Runs a :class:`DeviceProgram`'s kernels in order on numpy arrays."""
+
+    def __init__(self, program: DeviceProgram):
+        self.program = program
+        self.kernels = [_EmulatedKernel(k) for k in program.kernels]
+        self.python_source = "\n".join(k.source for k in self.kernels)
+
+    def run(self, *arrays: np.ndarray) -> None:
+        mem: dict[Buffer, np.ndarray] = {}
+        for buf, arr in zip(self.program.func.params, arrays):
+            mem[buf] = arr.reshape(-1)  # a view: stores land in the caller's array
+        for buf in self.program.host_buffers:
+            mem[buf] = np.zeros(buf.alloc_size(), buf.dtype)
+        for k in self.kernels:
+            k.run(mem)
+
+
+# ------------------------------------------------------------------------------------------
+# the runtime one kernel execution uses
+
+
+class _State:
+    """Lanes, memories and the race detector of one kernel run (``S`` in generated code)."""
+
+    def __init__(self, kernel: DeviceKernel, mem: dict[Buffer, np.ndarray]):
+        k = kernel
+        self.kernel = k
+        self.nt = k.num_threads
+        self.nb = k.grid[0] * k.grid[1] * k.grid[2]
+        self.n = self.nt * self.nb
+        lane = self.lanes = np.arange(self.n, dtype=np.int64)
+        tid, blk = lane % self.nt, lane // self.nt
+        X, Y, _ = k.block
+        GX, GY, _ = k.grid
+        self.hw = {"threadIdx.x": tid % X, "threadIdx.y": (tid // X) % Y,
+                   "threadIdx.z": tid // (X * Y), "blockIdx.x": blk % GX,
+                   "blockIdx.y": (blk // GX) % GY, "blockIdx.z": blk // (GX * GY)}
+        self.blk = blk
+        self.phase = 0
+        written = {n.buffer for n in pre_order(k.body) if isinstance(n, BufferStore)}
+        # buffer id -> [array, name, shared?, tracker or None]
+        self.bufs: list[list[Any]] = []
+        self.ids: dict[Buffer, int] = {}
+        for b in list(k.params) + list(k.shared) + list(k.dyn_shared):
+            shared = b.scope in ("shared", "shared.dyn")
+            arr = np.zeros(b.alloc_size() * self.nb, b.dtype) if shared else mem[b]
+            track = None
+            if shared or b in written:
+                track = [np.full(arr.size, -1, np.int64), np.zeros(arr.size, np.int64),
+                         np.full(arr.size, -1, np.int64), np.zeros(arr.size, np.int64)]
+            self.ids[b] = len(self.bufs)
+            self.bufs.append([arr, b.name, shared, track, b.alloc_size()])
+        self.where = ""  # the statement running (for messages)
+
+    # masks ------------------------------------------------------------------------------------
+    def band(self, m, c):
+        """Mask ``m`` narrowed by condition ``c`` (None: all lanes; False: none)."""
+        if m is False:
+            return False
+        if np.ndim(c) == 0:
+            return m if bool(c) else False
+        c = np.broadcast_to(c, (self.n,))
+        return c if m is None else (m & c)
+
+    def bandnot(self, m, c):
+        if np.ndim(c) == 0:
+            return False if bool(c) else m
+        return self.band(m, np.logical_not(c))
+
+    @staticmethod
+    def any(m) -> bool:
+        return m is None or (m is not False and bool(m.any()))
+
+    # memory -----------------------------------------------------------------------------------
+    def thread(self, lane: int) -> str:
+        h = {t: int(v[lane]) for t, v in self.hw.items()}
+        return (f"thread ({h['threadIdx.x']}, {h['threadIdx.y']}, {h['threadIdx.z']}) of block "
+                f"({h['blockIdx.x']}, {h['blockIdx.y']}, {h['blockIdx.z']})")
+
+    def _keys(self, bid: int, flat, m, what: str):
+        """(keys into the buffer's array, lanes) of the active lanes; bounds checked."""
+        arr, name, shared, _, size = self.bufs[bid]
+        flat = np.broadcast_to(np.asarray(flat, dtype=np.int64), (self.n,))
+        lanes = self.lanes
+        if m is not None:
+            flat, lanes = flat[m], lanes[m]
+        if flat.size:
+            bad = (flat < 0) | (flat >= size)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise IndexError(f"cuda-emulate: {what} {name}[{int(flat[i])}] is out of bounds "
+                                 f"(size {size}) in {self.thread(int(lanes[i]))}, at "
+                                 f"{self.where}")
+        keys = flat * self.nb + self.blk[lanes] if shared else flat
+        return keys, lanes
+
+    def ld(self, bid: int, flat, m):
+        arr, name, shared, track, _ = self.bufs[bid]
+        if m is False:
+            return np.zeros((), arr.dtype)
+        if track is None and not shared:
+            if np.ndim(flat) == 0:
+                if not 0 <= int(flat) < arr.size:
+                    self._keys(bid, flat, m, "load")  # raises with the message
+                return arr[int(flat)]
+            if m is None:
+                self._keys(bid, flat, m, "load")
+                return arr[flat]
+        keys, lanes = self._keys(bid, flat, m, "load")
+        if track is not None and keys.size:
+            writer, wphase, reader, rphase = track
+            w = writer[keys]
+            bad = (w >= 0) & (w != lanes) & ((wphase[keys] == self.phase) |
+                                              (w // self.nt != lanes // self.nt))
+            if bad.any():
+                i = int(np.argmax(bad))
+                self.race(bid, keys[i], int(w[i]), int(lanes[i]), "wrote", "reads")
+            reader[keys] = lanes
+            rphase[keys] = self.phase
+        if m is None:
+            return arr[keys]
+        out = np.zeros(self.n, arr.dtype)
+        out[m] = arr[keys]
+        return out
+
+    def st(self, bid: int, flat, value, m) -> None:
+        if m is False:
+            return
+        arr, name, shared, track, _ = self.bufs[bid]
+        keys, lanes = self._keys(bid, flat, m, "store to")
+        if not keys.size:
+            return
+        value = np.broadcast_to(np.asarray(value), (self.n,))
+        if m is not None:
+            value = value[m]
+        if track is not None:
+            writer, wphase, reader, rphase = track
+            order = np.argsort(keys, kind="stable")
+            dup = np.nonzero(keys[order][1:] == keys[order][:-1])[0]
+            if dup.size:
+                a, b = order[dup[0]], order[dup[0] + 1]
+                self.race(bid, keys[a], int(lanes[a]), int(lanes[b]), "writes", "writes")
+            for arr_, ph, verb in ((writer, wphase, "wrote"), (reader, rphase, "read")):
+                w = arr_[keys]
+                bad = (w >= 0) & (w != lanes) & ((ph[keys] == self.phase) |
+                                                  (w // self.nt != lanes // self.nt))
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    self.race(bid, keys[i], int(w[i]), int(lanes[i]), verb, "writes")
+            writer[keys] = lanes
+            wphase[keys] = self.phase
+        arr[keys] = value
+
+    def race(self, bid: int, key: int, first: int, second: int, did: str, does: str) -> None:
+        name, shared = self.bufs[bid][1], self.bufs[bid][2]
+        elem = key // self.nb if shared else key
+        raise GPURaceError(
+            f"cuda-emulate: race on {'shared' if shared else 'global'} buffer {name}[{elem}] "
+            f"(flat index) in kernel {self.kernel.name}: {self.thread(first)} {did} it and "
+            f"{self.thread(second)} {does} it with no __syncthreads() in between, at "
+            f"{self.where}")
+
+    # thread-private memory ---------------------------------------------------------------------
+    def alloc(self, size: int, dtype: str) -> np.ndarray:
+        return np.zeros((size, self.n), dtype)
+
+    def ldl(self, arr: np.ndarray, flat, m):
+        if np.ndim(flat) == 0:
+            return arr[int(flat)]
+        flat = np.where(m, flat, 0) if m is not None and m is not False else flat
+        return arr[flat, self.lanes]
+
+    def stl(self, arr: np.ndarray, flat, value, m) -> None:
+        if m is False:
+            return
+        if m is None and np.ndim(flat) == 0:
+            arr[int(flat)] = value
+            return
+        flat = np.broadcast_to(np.asarray(flat, dtype=np.int64), (self.n,))
+        value = np.broadcast_to(np.asarray(value), (self.n,))
+        if m is None:
+            arr[flat, self.lanes] = value
+        else:
+            arr[flat[m], self.lanes[m]] = value[m]
+
+    # synchronization ---------------------------------------------------------------------------
+    def uniform_in_blocks(self, m, what: str) -> None:
+        if m is None:
+            return
+        rows = np.broadcast_to(m, (self.n,)).reshape(self.nb, self.nt) if m is not False else \
+            np.zeros((self.nb, self.nt), bool)
+        split = rows.any(axis=1) & ~rows.all(axis=1)
+        if split.any():
+            b = int(np.argmax(split))
+            lane_on = b * self.nt + int(np.argmax(rows[b]))
+            lane_off = b * self.nt + int(np.argmin(rows[b]))
+            raise GPURaceError(f"cuda-emulate: {what} in kernel {self.kernel.name} is reached "
+                               f"by {self.thread(lane_on)} but not by {self.thread(lane_off)} "
+                               f"(it is under a condition that splits the block), at "
+                               f"{self.where}")
+
+    def barrier(self, m) -> None:
+        self.uniform_in_blocks(m, "__syncthreads()")
+        self.phase += 1
+
+    def allreduce(self, acc: np.ndarray, op: str, tag: str, m) -> None:
+        self.uniform_in_blocks(m, f"the cross-thread reduction over {tag}")
+        X, Y, Z = self.kernel.block
+        axis = {"threadIdx.x": 3, "threadIdx.y": 2, "threadIdx.z": 1}[tag]
+        v = acc[0].reshape(self.nb, Z, Y, X)
+        r = _OPS[op].reduce(v, axis=axis, keepdims=True)
+        acc[0] = np.broadcast_to(r, v.shape).reshape(-1)
+        self.phase += 1  # the reduction synchronizes the block
+
+    @staticmethod
+    def range(lo, ext, name: str):
+        if np.ndim(lo) or np.ndim(ext):
+            raise BuildError(f"cuda-emulate: loop {name} has a trip count that differs between "
+                             f"threads; the emulator needs uniform loops")
+        lo = int(lo)
+        return range(lo, lo + int(ext))
+
+    @staticmethod
+    def cast(x, dtype: str):
+        return np.asarray(x).astype(dtype)
+
+    @staticmethod
+    def where(c, a, b):
+        return np.where(c, a, b)
+
+    @staticmethod
+    def truncdiv(a, b):
+        q = np.floor_divide(a, b)
+        return q + ((np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0)))
+
+
+_MATH = {"exp": "np.exp", "log": "np.log", "sqrt": "np.sqrt", "tanh": "np.tanh",
+         "fabs": "np.abs", "abs": "np.abs", "pow": "np.power", "floor": "np.floor",
+         "ceil": "np.ceil", "sin": "np.sin", "cos": "np.cos"}
+
+
+def _rsqrt(x):
+    return 1 / np.sqrt(x)
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _round(x):
+    return np.trunc(x + np.copysign(0.5, x))
+
+
+def _erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x).astype(np.asarray(x).dtype)
+
+
+# ------------------------------------------------------------------------------------------
+# code generation
+
+
+class _EmulatedKernel:
+    def __init__(self, kernel: DeviceKernel):
+        self.kernel = kernel
+        self.lines: list[str] = []
+        self.names: dict[Buffer, str] = {}
+        self.ids: dict[Buffer, int] = {}
+        self.vars: dict[E.Var, str] = {}
+        self.ranges: dict[E.Var, Range] = {HW[t]: Range.from_extent(kernel.extent(t)) for t in HW}
+        self.n = 0
+        for i, b in enumerate(list(kernel.params) + list(kernel.shared) + list(kernel.dyn_shared)):
+            self.ids[b] = i
+        self.source = self.generate()
+        namespace = {"np": np, "_rsqrt": _rsqrt, "_sigmoid": _sigmoid, "_round": _round,
+                     "_erf": _erf, "math": math, "inf": math.inf, "nan": math.nan}
+        exec(compile(self.source, f"<cuda-emulate {kernel.name}>", "exec"), namespace)  # noqa
+        self.fn = namespace[kernel.name]
+
+    def run(self, mem: dict[Buffer, np.ndarray]) -> None:
+        with np.errstate(all="ignore"):  # IEEE results (inf, nan) as the GPU computes them
+            self.fn(_State(self.kernel, mem))
+
+    def fresh(self, base: str) -> str:
+        import re
+        self.n += 1
+        return f"{re.sub(r'[^0-9A-Za-z_]', '_', base)}_{self.n}"
+
+    def emit(self, d: int, line: str) -> None:
+        self.lines.append("    " * d + line)
+
+    def generate(self) -> str:
+        k = self.kernel
+        self.emit(0, f"def {k.name}(S):")
+        self.emit(1, f"# grid {k.grid}, block {k.block}: {k.num_threads * k.grid[0] * k.grid[1] * k.grid[2]} lanes")
+        for tag, var in HW.items():
+            name = tag.replace(".", "_")
+            self.vars[var] = name
+            self.emit(1, f"{name} = S.hw[{tag!r}]")
+        self.stmt(k.body, 1, "None")
+        self.emit(1, "return None")
+        return "\n".join(self.lines) + "\n"
+
+    # statements -------------------------------------------------------------------------------
+    def stmt(self, s: Stmt, d: int, m: str) -> None:
+        if isinstance(s, SeqStmt):
+            for x in s.seq:
+                self.stmt(x, d, m)
+        elif isinstance(s, For):
+            var = self.fresh(s.loop_var.name)
+            self.vars[s.loop_var] = var
+            self.ranges[s.loop_var] = Range(s.min, s.extent)
+            self.emit(d, f"for {var} in S.range({self.expr(s.min, m)}, {self.expr(s.extent, m)},"
+                         f" {s.loop_var.name!r}):")
+            n = len(self.lines)
+            self.stmt(s.body, d + 1, m)
+            if len(self.lines) == n:
+                self.emit(d + 1, "pass")
+            del self.ranges[s.loop_var]
+        elif isinstance(s, BufferStore):
+            self.emit(d, f"S.where = {_describe(s)!r}")
+            value = self.expr(s.value, m)
+            flat = self.flat(s.buffer, s.indices, m)
+            if s.buffer.scope in PRIVATE_SCOPES:
+                self.emit(d, f"S.stl({self.names[s.buffer]}, {flat}, {value}, {m})")
+            else:
+                self.emit(d, f"S.st({self.buffer_id(s.buffer)}, {flat}, {value}, {m})")
+        elif isinstance(s, IfThenElse):
+            c, m1 = self.fresh("c"), self.fresh("m")
+            self.emit(d, f"{c} = {self.expr(s.condition, m)}")
+            self.emit(d, f"{m1} = S.band({m}, {c})")
+            self.emit(d, f"if S.any({m1}):")
+            n = len(self.lines)
+            self.stmt(s.then_case, d + 1, m1)
+            if len(self.lines) == n:
+                self.emit(d + 1, "pass")
+            if s.else_case is not None:
+                m2 = self.fresh("m")
+                self.emit(d, f"{m2} = S.bandnot({m}, {c})")
+                self.emit(d, f"if S.any({m2}):")
+                n = len(self.lines)
+                self.stmt(s.else_case, d + 1, m2)
+                if len(self.lines) == n:
+                    self.emit(d + 1, "pass")
+        elif isinstance(s, Allocate):
+            b = s.buffer
+            self.names[b] = self.fresh(b.name)
+            self.emit(d, f"{self.names[b]} = S.alloc({b.alloc_size()}, {b.dtype!r})  # {b.scope}")
+            self.stmt(s.body, d, m)
+        elif isinstance(s, Barrier):
+            self.emit(d, "S.where = '__syncthreads()'")
+            self.emit(d, f"S.barrier({m})")
+        elif isinstance(s, AllReduce):
+            self.emit(d, f"S.allreduce({self.names[s.acc]}, {s.op!r}, {s.tag!r}, {m})")
+        elif isinstance(s, Evaluate):
+            pass
+        else:
+            raise BuildError(f"cuda-emulate: cannot run statement {type(s).__name__}")
+
+    def buffer_id(self, b: Buffer) -> int:
+        if b not in self.ids:
+            raise BuildError(f"cuda-emulate: buffer {b.name} is neither a parameter nor "
+                             f"allocated in kernel {self.kernel.name}")
+        return self.ids[b]
+
+    def flat(self, buf: Buffer, indices, m: str) -> str:
+        flat: E.Expr = E.IntImm(0)
+        for idx, stride in zip(indices, buf.strides()):
+            flat = flat + idx * stride
+        return self.expr(simplify(flat, self.ranges), m)
+
+    # expressions ------------------------------------------------------------------------------
+    def expr(self, e: E.Expr, m: str) -> str:
+        t = type(e)
+        if t is E.Var:
+            if e not in self.vars:
+                raise BuildError(f"cuda-emulate: variable {e.name} is not bound")
+            return self.vars[e]
+        if t is E.IntImm:
+            if e.dtype == "bool":
+                return "True" if e.value else "False"
+            return f"({e.value})"
+        if t is E.FloatImm:
+            v = e.value
+            text = "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) \
+                else repr(float(v))
+            return f"np.{_NP[e.dtype]}({text})"
+        if t is E.BufferLoad:
+            flat = self.flat(e.buffer, e.indices, m)
+            if e.buffer.scope in PRIVATE_SCOPES:
+                return f"S.ldl({self.names[e.buffer]}, {flat}, {m})"
+            return f"S.ld({self.buffer_id(e.buffer)}, {flat}, {m})"
+        if t is E.And:
+            c = self.fresh("c")
+            return f"np.logical_and({c} := {self.expr(e.a, m)}, " \
+                   f"{self.expr(e.b, f'S.band({m}, {c})')})"
+        if t is E.Or:
+            return f"np.logical_or({self.expr(e.a, m)}, {self.expr(e.b, m)})"
+        if t in _BIN:
+            return f"({self.expr(e.a, m)} {_BIN[t]} {self.expr(e.b, m)})"
+        if t is E.Div:
+            if E.is_int(e.dtype):
+                return f"S.truncdiv({self.expr(e.a, m)}, {self.expr(e.b, m)})"
+            return f"({self.expr(e.a, m)} / {self.expr(e.b, m)})"
+        if t is E.Min or t is E.Max:
+            fn = "np.minimum" if t is E.Min else "np.maximum"
+            return f"{fn}({self.expr(e.a, m)}, {self.expr(e.b, m)})"
+        if t is E.Not:
+            return f"np.logical_not({self.expr(e.a, m)})"
+        if t is E.Select:
+            c = self.fresh("c")
+            return (f"S.where({c} := {self.expr(e.condition, m)}, "
+                    f"{self.expr(e.true_value, f'S.band({m}, {c})')}, "
+                    f"{self.expr(e.false_value, f'S.bandnot({m}, {c})')})")
+        if t is E.Cast:
+            return f"S.cast({self.expr(e.value, m)}, {e.dtype!r})"
+        if t is E.Call:
+            args = ", ".join(self.expr(a, m) for a in e.args)
+            fn = _MATH.get(e.op) or {"rsqrt": "_rsqrt", "sigmoid": "_sigmoid", "round": "_round",
+                                     "erf": "_erf"}[e.op]
+            return f"{fn}({args})"
+        raise BuildError(f"cuda-emulate: unsupported expression {t.__name__}")
+
+
+_BIN = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.FloorDiv: "//", E.FloorMod: "%", E.EQ: "==",
+        E.NE: "!=", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">="}
+_NP = {"float16": "float16", "float32": "float32", "float64": "float64"}
+
+
+def _describe(s: BufferStore) -> str:
+    text = str(s).strip().splitlines()[0]
+    return text if len(text) < 160 else text[:157] + "..."
+
