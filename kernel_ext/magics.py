@@ -1,7 +1,9 @@
-"""IPython magics: ``%%schedule FUNC`` (a cell that schedules ``sch``) and ``%tune NAME``.
+"""IPython magics: ``%%schedule FUNC`` (a cell that schedules ``sch``), ``%tune NAME`` and
+``%%tvmscript [NAME]`` (a cell of TVMScript read into a function).
 
-Both take a *function spec*: a variable of the notebook (a ``PrimFunc``, or a ``Schedule`` whose
-current function is used) or a workload name, with shape keywords after it::
+``%%schedule`` and ``%tune`` take a *function spec*: a variable of the notebook (a ``PrimFunc``,
+or a ``Schedule`` whose current function is used) or a workload name, with shape keywords after
+it::
 
     %%schedule GMM n=64 m=64 k=64 --seed 1
     %tune GMM n=64 m=64 k=64 --trials 16 --target llvm --database gmm.sqlite
@@ -147,6 +149,25 @@ class WorkbenchMagics(Magics):
         except wb.ScheduleError as err:
             return LoopNestStepper(sch, error=err, failed_source=_failing_line(err, filename, source))
         return LoopNestStepper(sch)
+
+    @cell_magic
+    def tvmscript(self, line: str, cell: str) -> Optional[wb.PrimFunc]:
+        """``%%tvmscript [NAME]``: read the cell as TVMScript (never run: ``wb.parse``), bind the
+        function to NAME (default: the name after ``def``) and show it.
+
+        A script that cannot be read prints the line, column and cause (no traceback).
+        """
+        names = line.split()
+        if len(names) > 1 or (names and not names[0].isidentifier()):
+            print(f"%%tvmscript: expected at most one variable name, got {line.strip()!r}")
+            return None
+        try:
+            func = wb.parse(cell)
+        except wb.TVMScriptError as exc:
+            print(f"%%tvmscript: {exc}")
+            return None
+        self.shell.user_ns[names[0] if names else func.name] = func
+        return func
 
     @line_magic
     def tune(self, line: str) -> Any:
