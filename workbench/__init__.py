@@ -2,8 +2,8 @@
 
 The public API (``DESIGN.md``) is re-exported here; see the README for a tour.
 """
-from .errors import (BuildError, InternalError, IRVerifyError, ScheduleError, TVMScriptError,
-                     WorkbenchError)
+from .errors import (BuildError, DatabaseError, InternalError, IRVerifyError, ScheduleError,
+                     TVMScriptError, WorkbenchError)
 from .ir import Buffer, PrimFunc
 from .codegen import Kernel, Target, aligned, build, empty, lower, zeros
 from .ir.structural import assert_structural_equal, structural_equal, structural_hash

@@ -7,6 +7,7 @@
     workbench best GMM [--db tuning.sqlite]  print the best schedule found: its IR and trace
     workbench import-tvm DIR [--db OUT]      import TVM MetaSchedule JSON databases
     workbench export-tvm GMM [--db PATH]     print the best trace as TVM Python (--all: every one)
+    workbench db check PATH                  is a database intact? (db repair PATH --out NEW)
 """
 from __future__ import annotations
 

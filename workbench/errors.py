@@ -58,3 +58,13 @@ class IRVerifyError(WorkbenchError):
         self.problems = tuple(problems)
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"function {func_name!r} is not valid IR:\n{lines}")
+
+
+class DatabaseError(WorkbenchError):
+    """A tuning database that cannot be used as it is: not a database, damaged, written by a
+    newer workbench, or a file that cannot be opened. The message says what is wrong and what
+    to do (often ``workbench db repair PATH --out NEW``)."""
+
+
+class DatabaseWarning(UserWarning):
+    """Some records of a database were damaged and skipped; every intact one is usable."""

@@ -6,6 +6,8 @@
     workbench best GMM                                the best schedule's IR and trace
     workbench import-tvm records_zen3/ --db t.sqlite  import TVM MetaSchedule JSON databases
     workbench export-tvm GMM --db t.sqlite [--all]    the best trace as TVM Python
+    workbench db check t.sqlite                       is the file intact? (records, damage)
+    workbench db repair t.sqlite --out fixed.sqlite   copy every intact record to a new file
 """
 from __future__ import annotations
 
@@ -57,6 +59,29 @@ def add_parsers(sub: Any, shape_kwargs) -> None:
     add_tvm_parsers(sub, shape_kwargs)
     from .learned.cli import add_parsers as add_learn_parsers
     add_learn_parsers(sub)
+
+    p = sub.add_parser("db", help="check a database file, or copy its intact records")
+    dbsub = p.add_subparsers(dest="db_command", required=True)
+    q = dbsub.add_parser("check", help="read every record and say what is damaged")
+    q.add_argument("path")
+    q.set_defaults(fn=_cmd_db_check)
+    q = dbsub.add_parser("repair", help="copy every intact record to a new database")
+    q.add_argument("path")
+    q.add_argument("--out", required=True, help="the new database (.sqlite or .jsonl)")
+    q.set_defaults(fn=_cmd_db_repair)
+
+
+def _cmd_db_check(args) -> int:
+    from .database.repair import check
+    report = check(args.path)
+    print(report)
+    return 0 if report.ok else 1
+
+
+def _cmd_db_repair(args) -> int:
+    from .database.repair import repair
+    print(repair(args.path, args.out))
+    return 0
 
 
 def _tasks(args, shape_kwargs):
@@ -172,16 +197,15 @@ def _user_error(message: Any) -> int:
 def _open_db(path: str, must_exist: bool):
     """The database at ``path``, or the one-line reason it cannot be opened."""
     import os
-    import sqlite3
 
+    from ..errors import DatabaseError
     from .database import Database
     if must_exist and not os.path.exists(path):
         return None, f"{path}: no such database"
     try:
         db = Database.open(path)
-        len(db)
-    except (sqlite3.Error, ValueError, OSError) as exc:
-        return None, f"{path}: cannot open the database ({exc})"
+    except DatabaseError as exc:
+        return None, str(exc)
     return db, None
 
 

@@ -183,9 +183,27 @@ class Record:
 
 
 class Database:
-    """Base class: the query API on top of a few storage methods a backend implements."""
+    """Base class: the query API on top of a few storage methods a backend implements.
+
+    Damaged records (bytes that are not text, text that is not JSON, fields of the wrong
+    kind) are skipped with a :class:`~workbench.errors.DatabaseWarning` counting them; every
+    intact record stays usable. ``damaged`` is that count so far.
+    """
 
     path: Optional[str] = None
+    damaged: int = 0
+
+    def _skipped(self, count: int, reason: str) -> None:
+        """Note ``count`` damaged records found by a read (warned once per new total)."""
+        if count > self.damaged:
+            import warnings
+
+            from ...errors import DatabaseWarning
+            self.damaged = count
+            warnings.warn(f"{self.path}: {count} damaged record(s) skipped (first: {reason}); "
+                          f"the intact records are usable; `workbench db repair {self.path} "
+                          f"--out NEW` copies them to a new file", DatabaseWarning,
+                          stacklevel=3)
 
     @staticmethod
     def open(path: Union[str, os.PathLike, "Database", None] = "tuning.sqlite") -> "Database":
@@ -290,6 +308,36 @@ def record_to_json(rec: Record) -> dict:
 
 
 def record_from_json(data: dict, entry: WorkloadEntry) -> Record:
-    return Record(data["trace"], list(data["latencies"]), data["status"], data.get("error", ""),
-                  data["target"], data.get("timestamp", 0.0), data.get("predicted"), entry,
-                  meta=data.get("meta") or {})
+    """A record from its stored JSON fields; ValueError when they are damaged."""
+    if not isinstance(data, dict):
+        raise ValueError("a record must be a JSON object")
+    try:
+        return checked_record(data["trace"], data["latencies"], data["status"],
+                              data.get("error", ""), data["target"], data.get("timestamp", 0.0),
+                              data.get("predicted"), entry, data.get("meta") or {})
+    except KeyError as exc:
+        raise ValueError(f"field {exc} missing") from None
+
+
+def checked_record(trace: Any, latencies: Any, status: Any, error: Any, target: Any,
+                   timestamp: Any, predicted: Any, entry: WorkloadEntry, meta: Any) -> Record:
+    """A :class:`Record` from stored fields, checked for shape (never evaluated): ValueError
+    naming the damaged field, so the record is skipped rather than guessed at. The trace must
+    be trace JSON data; its instructions are checked when it is replayed."""
+    from ...schedule.trace import JSON_FORMAT
+    if not (isinstance(trace, dict) and trace.get("format") == JSON_FORMAT
+            and isinstance(trace.get("insts"), list)):
+        raise ValueError("the trace is not workbench trace data")
+    if not (isinstance(latencies, list) and all(isinstance(x, (int, float))
+                                                and not isinstance(x, bool) for x in latencies)):
+        raise ValueError("latencies are not a list of numbers")
+    if status not in STATUSES:
+        raise ValueError(f"unknown status {status!r}")
+    if not isinstance(error, str) or not isinstance(target, str):
+        raise ValueError("error and target must be text")
+    if not isinstance(timestamp, (int, float)) or not isinstance(meta, dict):
+        raise ValueError("timestamp must be a number and meta an object")
+    if predicted is not None and not isinstance(predicted, (int, float)):
+        raise ValueError("predicted must be a number")
+    return Record(trace, [float(x) for x in latencies], status, error, target, float(timestamp),
+                  predicted, entry, meta=meta)

@@ -3,7 +3,10 @@
 Lines are ``{"workload": {hash, target, name, ir}}`` (once per workload, before its records)
 and ``{"record": {hash, target, trace, latencies, status, error, timestamp, predicted, meta}}``.
 Each batch is appended and fsync'ed before ``add`` returns. A line cut short by a kill in the
-middle of a write is skipped on loading, so every batch written before it survives.
+middle of a write is skipped on loading, so every batch written before it survives; so is
+any other line that cannot be decoded, with a warning counting them. The first line,
+``{"workbench_db": 1}``, names the format version: a newer one is refused (never rewritten),
+as is a file none of whose lines is a workload or a record.
 """
 from __future__ import annotations
 
@@ -12,7 +15,20 @@ import os
 import threading
 from typing import Optional
 
+from ...errors import DatabaseError
 from .base import (Database, Record, WorkloadEntry, record_from_json, record_to_json)
+
+#: the first line of a file: ``{"workbench_db": FORMAT_VERSION}``; a newer one is refused
+FORMAT_KEY = "workbench_db"
+FORMAT_VERSION = 1
+
+
+def _lock_file(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:   # not POSIX: appends of one write each, unlocked
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
 
 
 class JSONDatabase(Database):
@@ -28,29 +44,58 @@ class JSONDatabase(Database):
         self._needs_newline = False
         if os.path.exists(path):
             self._load()
+        elif not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK):
+            raise DatabaseError(f"{path}: cannot create the database: "
+                                f"{os.path.dirname(os.path.abspath(path))} does not exist or "
+                                f"is not writable")
 
     def _load(self) -> None:
-        with open(self.path, "r", encoding="utf-8") as f:
-            text = f.read()
-        self._needs_newline = bool(text) and not text.endswith("\n")
-        for line in text.splitlines():
-            line = line.strip()
-            if not line:
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise DatabaseError(f"{self.path}: cannot read it ({exc.strerror})") from None
+        self._needs_newline = bool(data) and not data.endswith(b"\n")
+        known = damaged = 0
+        reason = ""
+        for n, raw in enumerate(data.split(b"\n"), 1):
+            if not raw.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                self.skipped_lines += 1  # a write cut short by a kill
-                continue
-            if "workload" in obj:
-                w = obj["workload"]
-                entry = WorkloadEntry(w["hash"], w["target"], w.get("name", ""), w.get("ir", ""))
-                self._workloads_.setdefault((entry.hash, entry.target), entry)
-            elif "record" in obj:
-                r = obj["record"]
-                key = (r["hash"], r["target"])
-                entry = self._workloads_.setdefault(key, WorkloadEntry(*key))
-                self._order.append(record_from_json(r, entry))
+                obj = json.loads(raw.decode("utf-8"))
+                if not isinstance(obj, dict):
+                    raise ValueError("not a JSON object")
+                if FORMAT_KEY in obj:
+                    version = obj[FORMAT_KEY]
+                    if isinstance(version, int) and version > FORMAT_VERSION:
+                        raise DatabaseError(
+                            f"{self.path} was written by a newer workbench (format {version}; "
+                            f"this one reads {FORMAT_VERSION}): open it with that version; "
+                            f"the file was left unchanged")
+                elif "workload" in obj:
+                    w = obj["workload"]
+                    entry = WorkloadEntry(str(w["hash"]), str(w["target"]), str(w.get("name", "")),
+                                          str(w.get("ir", "")))
+                    self._workloads_.setdefault((entry.hash, entry.target), entry)
+                elif "record" in obj:
+                    r = obj["record"]
+                    key = (r["hash"], r["target"])
+                    entry = self._workloads_.setdefault(key, WorkloadEntry(*key))
+                    self._order.append(record_from_json(r, entry))
+                else:
+                    raise ValueError("neither a workload nor a record")
+                known += 1
+            except DatabaseError:
+                raise
+            except (ValueError, KeyError, TypeError) as exc:   # UnicodeDecodeError, JSON errors
+                damaged += 1          # a write cut short by a kill, or damaged bytes
+                reason = reason or f"line {n}: {str(exc)[:80]}"
+        if damaged and not known:
+            raise DatabaseError(f"{self.path} is not a workbench JSON-lines database (no line "
+                                f"of it is a workload or a record): give another path")
+        self.skipped_lines = damaged
+        if damaged:
+            self._skipped(damaged, reason)
 
     def _add(self, records: list[Record]) -> None:
         with self._lock:
@@ -65,10 +110,20 @@ class JSONDatabase(Database):
             text = "".join(json.dumps(obj) + "\n" for obj in lines)
             if self._needs_newline:
                 text = "\n" + text
-            with open(self.path, "a", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    _lock_file(fd)   # other processes appending to the file wait: no interleaving
+                    if os.fstat(fd).st_size == 0:
+                        text = json.dumps({FORMAT_KEY: FORMAT_VERSION}) + "\n" + text
+                    data = text.encode("utf-8")
+                    while data:
+                        data = data[os.write(fd, data):]
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)   # releases the lock
+            except OSError as exc:
+                raise DatabaseError(f"{self.path}: cannot write ({exc.strerror})") from None
             self._needs_newline = False
             for rec in records:
                 self._workloads_.setdefault((rec.workload.hash, rec.target), rec.workload)
