@@ -156,3 +156,19 @@ def test_a_wrong_expectation_names_the_difference():
         assert "structural mismatch at" in str(exc) and "T.float32(3)" in str(exc)
     else:
         raise AssertionError("a different function compared equal")
+
+
+def test_the_docs_primitive_and_its_before_after_test_run():
+    """docs/extending.md's new primitive and its TVMScript test, run as written there."""
+    import re
+    from pathlib import Path
+    from workbench.schedule import unregister
+    doc = (Path(__file__).parents[2] / "docs" / "extending.md").read_text()
+    script, = [b for b in re.findall(r"```python\n(.*?)```", doc, re.S)
+               if b.startswith("# a primitive and its before/after test")]
+    try:
+        namespace: dict = {}
+        exec(compile(script, "docs/extending.md", "exec"), namespace)
+        check_trace_roundtrip(namespace["sch"])
+    finally:
+        unregister("tile_2d")
