@@ -2,6 +2,8 @@
 
 The public API (``DESIGN.md``) is re-exported here; see the README for a tour.
 """
+from importlib import metadata as _metadata
+
 from .errors import (BuildError, DatabaseError, InternalError, IRVerifyError, ScheduleError,
                      TVMScriptError, WorkbenchError)
 from .ir import Buffer, PrimFunc
@@ -22,4 +24,7 @@ from . import tune  # a callable module: wb.tune(...) tunes, wb.tune.XGBModel et
 from .tune import Database
 from .space import generate_design_space
 
-__version__ = "0.1.0"
+try:                       # the installed distribution's version (pyproject.toml), one source
+    __version__ = _metadata.version("workbench")
+except _metadata.PackageNotFoundError:   # imported from a source tree that was never installed
+    __version__ = "0+unknown"

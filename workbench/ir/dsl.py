@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import inspect
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, Union
 
 from .buffer import Buffer
-from .expr import (Expr, FloatImm, IntImm, Max, Min, Var, _unify, call, cast, check_dtype,
-                   const, convert, if_then_else, is_float)
+from .expr import (Expr, FloatImm, IntImm, Max, Min, Var, call, cast, check_dtype, const, convert,
+                   if_then_else, is_float)
 from .func import PrimFunc
 from .functor import pre_order, substitute
-from .stmt import (REDUCE, SPATIAL, Block, BlockRealize, BufferRegion, BufferStore, ForKind,
-                   IterVar, Range, TRUE, make_for, seq)
+from .stmt import (REDUCE, SPATIAL, Block, BlockRealize, BufferStore, IterVar, Range, TRUE, make_for,
+                   seq)
 
 __all__ = ["Tensor", "ReduceAxis", "placeholder", "compute", "reduce_axis", "sum", "max", "min",
            "maximum", "minimum", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "fabs", "pow",
@@ -152,12 +152,14 @@ def sum(expr: Any, axis: Any, init: Any = None) -> Reduce:  # noqa: A001  (DSL n
 
 def max(expr: Any, axis: Any, init: Any = None) -> Reduce:  # noqa: A001
     expr = convert(expr)
-    return Reduce("max", expr, _axes(axis), _lowest(expr.dtype) if init is None else convert(init, expr.dtype))
+    init = _lowest(expr.dtype) if init is None else convert(init, expr.dtype)
+    return Reduce("max", expr, _axes(axis), init)
 
 
 def min(expr: Any, axis: Any, init: Any = None) -> Reduce:  # noqa: A001
     expr = convert(expr)
-    return Reduce("min", expr, _axes(axis), _highest(expr.dtype) if init is None else convert(init, expr.dtype))
+    init = _highest(expr.dtype) if init is None else convert(init, expr.dtype)
+    return Reduce("min", expr, _axes(axis), init)
 
 
 def maximum(a: Any, b: Any) -> Expr:

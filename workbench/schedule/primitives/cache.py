@@ -19,7 +19,6 @@ from typing import Any, Mapping, Optional, Sequence
 from ...errors import ScheduleError
 from ...ir.buffer import SCOPES, Buffer
 from ...ir.expr import BufferLoad, Expr, IntImm, Var
-from ...ir.func import PrimFunc
 from ...ir.functor import free_vars, pre_order, replace_buffers, substitute, transform
 from ...ir.region import block_access_regions
 from ...ir.stmt import (SPATIAL, TRUE, Block, BlockRealize, BufferRegion, BufferStore, For,
