@@ -128,3 +128,13 @@ class Module:
     assert [b.name for b in func.params] == ["A", "B"] and func.attrs == {}
     assert func.block("B").reads[0].buffer.name == "A"
     check_text_roundtrip(func)
+
+
+@pytest.mark.parametrize("name", ["C2D", "SFM", "CBR"])
+def test_lowered_functions_round_trip(name):
+    """Lowering's output (T.allocate, loops and guarded stores, no blocks) reads back too."""
+    func = wb.workloads.get(name, **wb.workloads.small(name))
+    for sch in [wb.Schedule(func)] + wb.generate_design_space(func, target="llvm", seed=0):
+        lowered = wb.lower(sch.func)
+        assert "T.allocate(" in str(lowered)
+        check_text_roundtrip(lowered)

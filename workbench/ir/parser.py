@@ -33,7 +33,7 @@ from .expr import (DTYPES, INTRINSICS, Add, And, Div, EQ, Expr, FloorDiv, FloorM
                    convert, if_then_else, is_float)
 from .func import PrimFunc
 from .region import infer_access_regions
-from .stmt import (OPAQUE, REDUCE, SPATIAL, TRUE, Block, BlockRealize, BufferRegion, BufferStore,
+from .stmt import (OPAQUE, REDUCE, SPATIAL, TRUE, Allocate, Block, BlockRealize, BufferRegion, BufferStore,
                    Evaluate, For, ForKind, IfThenElse, IterVar, Range, Stmt, seq)
 from .structural import structural_equal
 
@@ -223,6 +223,9 @@ class _Parser:
         root_with = rest[0] if len(rest) == 1 and isinstance(rest[0], ast.With) else None
         if root_with is not None and self._block_name(root_with) == "root":
             root = self.block(root_with.items[0].context_expr, root_with.body, is_root=True)
+        elif not self._has_blocks(rest):
+            # loops and stores only (what lowering gives): no root block to add
+            root = self.stmts(rest, _Block(node.name), node)
         else:
             owner = _Block("root")
             stmts = self.stmts(rest, owner, node)
@@ -231,6 +234,11 @@ class _Parser:
                                                 annotations=owner.attrs))
         attrs = {k: v for k, v in attrs.items() if k not in _DROPPED_ATTRS}
         return PrimFunc(node.name, tuple(params), root, attrs)
+
+    def _has_blocks(self, body: Sequence[ast.stmt]) -> bool:
+        return any(isinstance(n, ast.With) and any(self.call_name(i.context_expr) in _BLOCK
+                                                   for i in n.items)
+                   for stmt in body for n in ast.walk(stmt))
 
     def _block_name(self, w: ast.With) -> Optional[str]:
         if len(w.items) != 1:
@@ -308,17 +316,38 @@ class _Parser:
 
     # statements -----------------------------------------------------------------------
     def stmts(self, body: Sequence[ast.stmt], owner: _Block, parent: ast.AST) -> Stmt:
-        out = [s for s in (self.stmt(x, owner) for x in body) if s is not None]
+        out = []
+        for k, node in enumerate(body):
+            if isinstance(node, ast.Assign) and self.call_name(node.value) == "allocate":
+                # ``B = T.allocate(...)``: B lives in the rest of this statement list
+                out.append(self.allocate(node.targets[0], node.value, body[k + 1:], owner, node))
+                break
+            s = self.stmt(node, owner)
+            if s is not None:
+                out.append(s)
         if not out:
-            raise self.error(parent, f"block {owner.name} has an empty body" if parent is None
-                             else "nothing to do here: the body has no statement")
+            raise self.error(parent, "nothing to do here: the body has no statement")
         return seq(*out)
+
+    def allocate(self, target: ast.expr, value: ast.Call, body: Sequence[ast.stmt],
+                 owner: _Block, parent: ast.AST) -> Allocate:
+        if not isinstance(target, ast.Name):
+            raise self.error(target, "T.allocate is bound to one name")
+        buf = self.make_buffer(value, target.id, value.args, value.keywords, "T.allocate")
+        self.scopes.append({target.id: buf})
+        inner = self.stmts(body, owner, parent)
+        self.scopes.pop()
+        return Allocate(buf, inner)
 
     def stmt(self, node: ast.stmt, owner: _Block) -> Optional[Stmt]:
         if isinstance(node, ast.For):
             return self.for_loop(node, owner)
         if isinstance(node, ast.With):
-            if len(node.items) != 1 or node.items[0].optional_vars is not None:
+            item = node.items[0]
+            if len(node.items) == 1 and self.call_name(item.context_expr) == "allocate" \
+                    and item.optional_vars is not None:
+                return self.allocate(item.optional_vars, item.context_expr, node.body, owner, node)
+            if len(node.items) != 1 or item.optional_vars is not None:
                 raise self.error(node, "`with` takes one T.block(\"name\") here")
             ctx = node.items[0].context_expr
             name = self.call_name(ctx)
