@@ -21,7 +21,8 @@ and ``Allocate`` statements; blocks are gone::
   its indices shifted to the region's start.
 
 Indices stay multi-dimensional (backends flatten them with ``Buffer.strides()``); loop kinds,
-thread tags and annotations are kept for the backends to interpret.
+thread tags and annotations are kept for the backends to interpret (and the block annotations
+of :data:`LOWERED_BLOCK_ANNOTATIONS`, moved to the block's outermost loop).
 """
 from __future__ import annotations
 
@@ -42,6 +43,9 @@ from .compaction import Placement, plan_allocations
 LOWERED_ATTR = "lowered"
 
 _CONSTS = (IntImm, FloatImm)
+#: block annotations that survive lowering on the block's outermost loop (a tensorized wmma
+#: block: the CUDA backend prints that loop nest as one warp-wide wmma operation)
+LOWERED_BLOCK_ANNOTATIONS = ("wmma", "wmma.layout")
 
 
 def is_lowered(func: PrimFunc) -> bool:
@@ -122,6 +126,9 @@ class _Lowerer:
         inner = dict(vmap)
         inner.update((iv.var, v) for iv, v in zip(blk.iter_vars, values))
         body = self.stmt(blk.body, inner)
+        kept = {k: v for k, v in blk.annotations.items() if k in LOWERED_BLOCK_ANNOTATIONS}
+        if kept and isinstance(body, For):
+            body = replace(body, annotations={**body.annotations, **kept})
         if blk.init is not None:
             init = self.stmt(blk.init, inner)
             body = seq(self.guard(self.init_condition(blk, values, vmap), init), body)

@@ -73,6 +73,17 @@ class AllReduce(Stmt):
     tag: str         # "threadIdx.x" ...
 
 
+@dataclass(frozen=True, eq=False)
+class Wmma(Stmt):
+    """A warp-wide tensor-core operation (``op``: load_matrix_a, load_matrix_b, mma_sync, fill,
+    store): ``loop`` is its 16x16(x16) loop nest (the exact semantics, which the emulator runs);
+    every thread of the warp executes it together, so it is never guarded."""
+
+    op: str
+    layout: str
+    loop: For
+
+
 @dataclass
 class DeviceKernel:
     """One launch: ``params`` (global buffers, in order), grid and block extents (x, y, z),
@@ -201,6 +212,7 @@ class _Ctx:
     bound: frozenset = frozenset()      # thread axes bound on the path (threadIdx.* only)
     divergent: Optional[str] = None      # why threads may take different paths here
     in_loop: Optional[str] = None        # the innermost serial loop (blockIdx below is wrong)
+    in_reduction: bool = False           # inside a cross-thread reduction nest
 
 
 class _Kernelizer:
@@ -214,6 +226,7 @@ class _Kernelizer:
 
     def kernel(self) -> DeviceKernel:
         self.collect_extents(self.item)
+        self.warp_launch()
         self.check_limits()
         body = self.stmt(self.item, _Ctx())
         body = insert_barriers(body, self.launch)
@@ -243,6 +256,20 @@ class _Kernelizer:
                                      f"[{n.min}, {n.min} + {n.extent})")
                 tag = n.thread_tag
                 self.launch[tag] = max(self.launch.get(tag, 1), n.extent.value)
+
+    def warp_launch(self) -> None:
+        """Tensor-core operations are warp-wide: threadIdx.x is the warp's 32 lanes (implicit
+        when no loop binds it, as TVM's warp_execution)."""
+        if not any(isinstance(n, For) and "wmma" in n.annotations for n in pre_order(self.item)):
+            return
+        warp = self.target.thread_warp_size
+        x = self.launch.get("threadIdx.x", warp)
+        if x != warp:
+            raise BuildError(f"cuda: kernel {self.name} of {self.func.name} uses wmma tensor-core "
+                             f"operations, which a warp executes together, but binds {x} threads "
+                             f"to threadIdx.x; bind threadIdx.x to the {warp} lanes of a warp "
+                             f"(warps to threadIdx.y / z)")
+        self.launch["threadIdx.x"] = warp
 
     def check_limits(self) -> None:
         t = self.target
@@ -310,31 +337,37 @@ class _Kernelizer:
         if f.kind == ForKind.PARALLEL:
             raise BuildError(f"cuda: loop {_loop_name(f)!r} is parallel: CPU threads do not exist "
                              f"in a GPU kernel; bind it to a thread axis instead")
-        if tag is None or tag.startswith("vthread"):
-            if tag is not None:  # virtual threads: each thread runs them in turn
-                f = For(f.loop_var, f.min, f.extent, ForKind.UNROLLED, f.body)
-            inner = _Ctx(ctx.bound, ctx.divergent, _loop_name(f))
-            return f.with_(body=self.stmt(f.body, inner))
-        if tag.startswith("blockIdx"):
+        if tag is not None and tag.startswith("blockIdx"):
             if ctx.bound or ctx.in_loop:
                 where = f"thread axes {', '.join(sorted(ctx.bound))}" if ctx.bound else \
                     f"loop {ctx.in_loop!r}"
                 raise BuildError(f"cuda: loop {_loop_name(f)!r} bound to {tag} is inside "
                                  f"{where}; blockIdx loops must be outermost")
             return self.stmt(substitute(f.body, {f.loop_var: HW[tag]}), ctx)
-        # threadIdx.*
-        if tag in ctx.bound:
-            pass  # the same axis again (cooperative fetch under the compute's thread loops)
+        if "wmma" in f.annotations:
+            if ctx.divergent:
+                raise BuildError(f"cuda: the wmma {f.annotations['wmma']} of loop "
+                                 f"{_loop_name(f)!r} is under {ctx.divergent}: a whole warp "
+                                 f"executes it, so no thread of the warp may skip it")
+            return Wmma(f.annotations["wmma"], f.annotations.get("wmma.layout", "row_major"), f)
+        if not ctx.in_reduction:
+            red = _find_reduction(f)
+            if red is not None:
+                return self.reduction(f, red, ctx)
+        if tag is None or tag.startswith("vthread"):
+            if tag is not None:  # virtual threads: each thread runs them in turn
+                f = For(f.loop_var, f.min, f.extent, ForKind.UNROLLED, f.body)
+            inner = _Ctx(ctx.bound, ctx.divergent, _loop_name(f), ctx.in_reduction)
+            return f.with_(body=self.stmt(f.body, inner))
+        # threadIdx.* (bound again under a loop of the same axis: the same threads, as in a
+        # cooperative fetch under the compute's thread loops)
         ext = f.extent.value
         hw = HW[tag]
-        body = substitute(f.body, {f.loop_var: hw})
         partial = ext < self.launch[tag]
-        red = _find_reduction(f.loop_var, f.body)
-        if red is not None:
-            return self.reduction(f, tag, body, red, partial, ctx)
         inner = _Ctx(ctx.bound | {tag},
-                     ctx.divergent or (f"{tag} < {ext}" if partial else None), ctx.in_loop)
-        out = self.stmt(body, inner)
+                     ctx.divergent or (f"{tag} < {ext}" if partial else None), ctx.in_loop,
+                     ctx.in_reduction)
+        out = self.stmt(substitute(f.body, {f.loop_var: hw}), inner)
         if partial:
             out = IfThenElse(E.LT(hw, E.IntImm(ext)), out)
         return out
@@ -351,53 +384,59 @@ class _Kernelizer:
         return IfThenElse(cond, s)
 
     # cross-thread reduction -------------------------------------------------------------------
-    def reduction(self, f: For, tag: str, body: Stmt, red: "_Reduction", partial: bool,
-                  ctx: _Ctx) -> Stmt:
+    def reduction(self, f: For, red: "_Reduction", ctx: _Ctx) -> Stmt:
+        """The reduction nest ``f`` (its loops, serial and thread-bound, all reduce into one
+        element): each thread accumulates its share in a register, the threads combine them
+        (:class:`AllReduce` per reduced axis) and thread 0 stores ``init (+) total``."""
+        tags = ", ".join(red.tags)
         if ctx.divergent:
-            raise BuildError(f"cuda: cross-thread reduction into {red.buffer.name} over loop "
-                             f"{_loop_name(f)!r} ({tag}) is under {ctx.divergent}, which threads "
+            raise BuildError(f"cuda: cross-thread reduction into {red.buffer.name} over {tags} "
+                             f"(loop {_loop_name(f)!r}) is under {ctx.divergent}, which threads "
                              f"may take differently; every thread must reach the reduction")
         dtype = red.buffer.dtype
         acc = Buffer(f"{red.buffer.name}_red{self.n_acc}", (1,), dtype, "local")
         self.n_acc += 1
         zero = (E.IntImm(0),)
         acc_load = E.BufferLoad(acc, zero)
-        # X[idx] = X[idx] (+) v  ->  acc = acc (+) v;  the init store is dropped (its value
-        # combines with the result below)
-        hw = HW[tag]
-        idx = tuple(substitute(i, {f.loop_var: hw}) for i in red.indices)
 
-        def rewrite(s: Stmt) -> Stmt:
+        def rewrite(s: Stmt) -> Optional[Stmt]:
+            """X[idx] = X[idx] (+) v  ->  acc = acc (+) v; the init store dropped (its value
+            starts the combination below)."""
             if isinstance(s, SeqStmt):
-                return seq(*(rewrite(x) for x in s.seq))
+                parts = [x for x in (rewrite(x) for x in s.seq) if x is not None]
+                return seq(*parts) if parts else None
             if isinstance(s, For):
-                return s.with_(body=rewrite(s.body))
+                body = rewrite(s.body)
+                return None if body is None else s.with_(body=body)
             if isinstance(s, IfThenElse):
-                return IfThenElse(s.condition, rewrite(s.then_case),
-                                  None if s.else_case is None else rewrite(s.else_case))
+                then = rewrite(s.then_case)
+                other = None if s.else_case is None else rewrite(s.else_case)
+                if then is None and other is None:
+                    return None
+                if then is None:
+                    return IfThenElse(E.Not(s.condition), other)
+                return IfThenElse(s.condition, then, other)
             if isinstance(s, Allocate):
-                return Allocate(s.buffer, rewrite(s.body))
+                body = rewrite(s.body)
+                return None if body is None else Allocate(s.buffer, body)
             if isinstance(s, BufferStore) and s.buffer is red.buffer:
-                if _combined_value(s, red.op) is None:  # the init store
-                    return Evaluate(E.IntImm(0))
-                return BufferStore(acc, _combine(red.op, acc_load, _combined_value(s, red.op)),
-                                   zero)
+                value = _combined_value(s, red.op)
+                if value is None:
+                    return None
+                return BufferStore(acc, _combine(red.op, acc_load, value), zero)
             return s
 
-        inner = _Ctx(ctx.bound | {tag}, f"{tag} < {f.extent.value}" if partial else None,
-                     ctx.in_loop)
-        local = self.stmt(rewrite(body), inner)
-        if partial:
-            local = IfThenElse(E.LT(hw, E.IntImm(f.extent.value)), local)
-        init = substitute(red.init, {f.loop_var: hw}) if red.init is not None else None
-        start = init if init is not None else E.BufferLoad(red.buffer, idx)
-        result = BufferStore(red.buffer, _combine(red.op, start, acc_load), idx)
+        body = rewrite(f)
+        inner = _Ctx(ctx.bound, None, ctx.in_loop, in_reduction=True)
+        local = self.stmt(body, inner) if body is not None else Evaluate(E.IntImm(0))
+        start = red.init if red.init is not None else E.BufferLoad(red.buffer, red.indices)
+        result = BufferStore(red.buffer, _combine(red.op, start, acc_load), red.indices)
         if red.buffer.scope not in PRIVATE_SCOPES:
-            result = self.guard_store(result, _Ctx(ctx.bound - {tag}))
+            result = self.guard_store(result, ctx)
         return Allocate(acc, seq(
             BufferStore(acc, _identity(red.op, dtype), zero),
             local,
-            AllReduce(acc, red.op, tag),
+            *(AllReduce(acc, red.op, tag) for tag in red.tags),
             result))
 
 
@@ -411,6 +450,7 @@ class _Reduction:
     indices: tuple[E.Expr, ...]
     op: str
     init: Optional[E.Expr]
+    tags: tuple[str, ...]   # the thread axes reduced over
 
 
 _OPS = {E.Add: "sum", E.Max: "max", E.Min: "min", E.Mul: "prod"}
@@ -449,13 +489,16 @@ def _identity(op: str, dtype: str) -> E.Expr:
     return E.IntImm(int(info.min if op == "max" else info.max), dtype)
 
 
-def _find_reduction(var: E.Var, body: Stmt) -> Optional[_Reduction]:
-    """The reduction a thread loop over ``var`` performs across its threads, if any: stores
-    ``X[idx] = X[idx] op v`` whose ``idx`` depends neither on ``var`` nor on a loop inside."""
-    inner_vars = {n.loop_var for n in pre_order(body) if isinstance(n, For)} | {var}
-    private = {n.buffer for n in pre_order(body) if isinstance(n, Allocate)}
+def _find_reduction(f: For) -> Optional[_Reduction]:
+    """The cross-thread reduction loop ``f`` is the top of, if any: its stores into one buffer
+    ``X`` are ``X[idx] = X[idx] op v`` (and at most an init ``X[idx] = c``) at an ``idx`` that
+    depends on no loop of ``f``, and some of those loops are bound to threadIdx axes."""
+    loops = [n for n in pre_order(f) if isinstance(n, For)]
+    inner_vars = {n.loop_var for n in loops}
+    private = {n.buffer for n in pre_order(f) if isinstance(n, Allocate)}
     found: Optional[_Reduction] = None
-    stores = [n for n in pre_order(body) if isinstance(n, BufferStore) and n.buffer not in private]
+    stores = [n for n in pre_order(f.body) if isinstance(n, BufferStore)
+              and n.buffer not in private]
     for s in stores:
         if any(uses_var(i, v) for i in s.indices for v in inner_vars):
             continue
@@ -463,12 +506,22 @@ def _find_reduction(var: E.Var, body: Stmt) -> Optional[_Reduction]:
         if op is None or _combined_value(s, op) is None:
             continue
         if found is not None and (found.buffer is not s.buffer or found.op != op):
-            raise BuildError(f"cuda: the loop over {var.name} reduces into both "
+            raise BuildError(f"cuda: loop {_loop_name(f)!r} reduces into both "
                              f"{found.buffer.name} ({found.op}) and {s.buffer.name} ({op}) "
-                             f"across threads; one cross-thread reduction per thread loop")
-        found = _Reduction(s.buffer, s.indices, op, None)
+                             f"across threads; one cross-thread reduction per loop nest")
+        found = _Reduction(s.buffer, s.indices, op, None, ())
     if found is None:
         return None
+    found.tags = tuple(sorted({n.thread_tag for n in loops if n.kind == ForKind.THREAD_BINDING
+                               and (n.thread_tag or "") in THREAD_AXES}))
+    if not found.tags:
+        return None  # a reduction each thread does alone
+    for n in loops:
+        if (n.thread_tag or "").startswith("blockIdx"):
+            raise BuildError(f"cuda: loop {_loop_name(n)!r} bound to {n.thread_tag} is inside the "
+                             f"reduction into {found.buffer.name}; blocks cannot reduce together "
+                             f"(rfactor the reduction and reduce the partial results in a "
+                             f"second kernel)")
     for s in stores:
         if s.buffer is found.buffer and _combined_value(s, found.op) is None:
             if not all(structural_equal(a, b) for a, b in zip(s.indices, found.indices)):
@@ -527,7 +580,10 @@ class _Sync:
             return self.sequence(list(s.seq))
         if isinstance(s, For):
             body = self.stmt(s.body)
-            parts = list(body.seq) if isinstance(body, SeqStmt) else [body]
+            inner = body
+            while isinstance(inner, Allocate):
+                inner = inner.body
+            parts = list(inner.seq) if isinstance(inner, SeqStmt) else [inner]
             if len(parts) > 1 and not isinstance(parts[-1], Barrier):
                 # next iteration's first statements against this iteration's later ones
                 first_r, first_w = _accesses(parts[0])

@@ -37,7 +37,8 @@ from ...ir.arith import simplify
 from ...ir.buffer import Buffer
 from ...ir.functor import pre_order
 from ...ir.stmt import (Allocate, BufferStore, Evaluate, For, IfThenElse, Range, SeqStmt, Stmt)
-from .device import (HW, PRIVATE_SCOPES, AllReduce, Barrier, DeviceKernel, DeviceProgram)
+from .device import (HW, PRIVATE_SCOPES, AllReduce, Barrier, DeviceKernel, DeviceProgram,
+                     Wmma)
 
 
 class GPURaceError(RuntimeError):
@@ -87,6 +88,7 @@ class _State:
                    "threadIdx.z": tid // (X * Y), "blockIdx.x": blk % GX,
                    "blockIdx.y": (blk // GX) % GY, "blockIdx.z": blk // (GX * GY)}
         self.blk = blk
+        self.warp_leader = tid % 32 == 0
         self.phase = 0
         written = {n.buffer for n in pre_order(k.body) if isinstance(n, BufferStore)}
         # buffer id -> [array, name, shared?, tracker or None]
@@ -319,6 +321,7 @@ class _EmulatedKernel:
         self.vars: dict[E.Var, str] = {}
         self.ranges: dict[E.Var, Range] = {HW[t]: Range.from_extent(kernel.extent(t)) for t in HW}
         self.n = 0
+        self.warp_store = None  # the mask of stores inside a wmma operation
         for i, b in enumerate(list(kernel.params) + list(kernel.shared) + list(kernel.dyn_shared)):
             self.ids[b] = i
         self.source = self.generate()
@@ -374,7 +377,8 @@ class _EmulatedKernel:
             if s.buffer.scope in PRIVATE_SCOPES:
                 self.emit(d, f"S.stl({self.names[s.buffer]}, {flat}, {value}, {m})")
             else:
-                self.emit(d, f"S.st({self.buffer_id(s.buffer)}, {flat}, {value}, {m})")
+                mask = self.warp_store or m
+                self.emit(d, f"S.st({self.buffer_id(s.buffer)}, {flat}, {value}, {mask})")
         elif isinstance(s, IfThenElse):
             c, m1 = self.fresh("c"), self.fresh("m")
             self.emit(d, f"{c} = {self.expr(s.condition, m)}")
@@ -402,6 +406,14 @@ class _EmulatedKernel:
             self.emit(d, f"S.barrier({m})")
         elif isinstance(s, AllReduce):
             self.emit(d, f"S.allreduce({self.names[s.acc]}, {s.op!r}, {s.tag!r}, {m})")
+        elif isinstance(s, Wmma):
+            # a warp-wide operation: every lane computes the fragments (its own copy), the
+            # first lane of the warp stores to memory
+            leader = self.fresh("m")
+            self.emit(d, f"{leader} = S.band({m}, S.warp_leader)")
+            self.warp_store = leader
+            self.stmt(s.loop, d, m)
+            self.warp_store = None
         elif isinstance(s, Evaluate):
             pass
         else:

@@ -17,10 +17,10 @@ from ...errors import BuildError
 from ...ir import expr as E
 from ...ir.arith import can_prove, simplify
 from ...ir.buffer import Buffer
-from ...ir.functor import substitute
+from ...ir.functor import pre_order, substitute
 from ...ir.stmt import (Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, Range,
                         SeqStmt, Stmt)
-from .device import HW, AllReduce, Barrier, DeviceKernel, DeviceProgram
+from .device import HW, AllReduce, Barrier, DeviceKernel, DeviceProgram, Wmma
 
 C_TYPES = {"bool": "bool", "int8": "signed char", "uint8": "unsigned char", "int16": "short",
            "uint16": "unsigned short", "int32": "int", "uint32": "unsigned int",
@@ -49,8 +49,14 @@ _COMBINE = {"sum": "{a} + {b}", "prod": "{a} * {b}", "max": "max({a}, {b})",
             "min": "min({a}, {b})"}
 
 
+WMMA_FRAGMENT = {"wmma.matrix_a": "matrix_a", "wmma.matrix_b": "matrix_b",
+                 "wmma.accumulator": "accumulator"}
+
+
 def cuda_source(program: DeviceProgram) -> str:
     parts = [PRELUDE]
+    if any(isinstance(n, Wmma) for k in program.kernels for n in pre_order(k.body)):
+        parts.insert(0, "#include <mma.h>")
     for k in program.kernels:
         parts.append(_KernelPrinter(k).generate())
     return "\n".join(parts)
@@ -123,6 +129,10 @@ class _KernelPrinter:
                 self.emit(d, "} else {")
                 self.stmt(s.else_case, d + 1)
             self.emit(d, "}")
+        elif isinstance(s, Allocate) and s.buffer.scope in WMMA_FRAGMENT:
+            self.fragment(s, d)
+        elif isinstance(s, Wmma):
+            self.wmma(s, d)
         elif isinstance(s, Allocate):
             b = s.buffer
             self.names[b] = self.fresh(b.name)
@@ -180,6 +190,89 @@ class _KernelPrinter:
         src = f"{self.names[body.value.buffer]} + {self.expr(bases[1])}"
         self.emit(d, f"*({vt}*)({dst}) = *(const {vt}*)({src});  // vectorized {s.loop_var.name}")
         return True
+
+    # tensor cores ----------------------------------------------------------------------------
+    def fragment(self, s: Allocate, d: int) -> None:
+        """``wmma::fragment<...> name[tiles]``: one fragment per 16x16 tile of the buffer."""
+        b = s.buffer
+        if b.ndim < 2 or b.shape[-1] % 16 or b.shape[-2] % 16:
+            raise BuildError(f"cuda: fragment buffer {b.name} has shape {b.shape}; the last two "
+                             f"dimensions of a wmma buffer must be multiples of 16")
+        tiles = b.size // 256
+        use = WMMA_FRAGMENT[b.scope]
+        ctype = "half" if b.dtype == "float16" else C_TYPES[b.dtype]
+        layouts = {n.layout for n in pre_order(s.body) if isinstance(n, Wmma)
+                   and n.op.startswith("load") and n.loop.body is not None
+                   and _innermost(n.loop)[1].buffer is b}
+        if len(layouts) > 1:
+            raise BuildError(f"cuda: fragment {b.name} is loaded both row- and column-major")
+        layout = "" if use == "accumulator" else \
+            f", nvcuda::wmma::{layouts.pop() if layouts else 'row_major'}"
+        self.names[b] = self.fresh(b.name)
+        self.emit(d, "{")
+        self.emit(d + 1, f"nvcuda::wmma::fragment<nvcuda::wmma::{use}, 16, 16, 16, {ctype}"
+                         f"{layout}> {self.names[b]}[{tiles}];")
+        self.stmt(s.body, d + 1)
+        self.emit(d, "}")
+
+    def wmma(self, s: Wmma, d: int) -> None:
+        loops, store = _innermost(s.loop)
+        zero = {f.loop_var: E.IntImm(0) for f in loops}
+        wm = "nvcuda::wmma::"
+
+        def tile(buf: Buffer, indices) -> str:
+            if buf.scope not in WMMA_FRAGMENT:
+                raise BuildError(f"cuda: wmma {s.op} expects a fragment, got {buf.name} "
+                                 f"({buf.scope})")
+            idx = [simplify(substitute(i, zero), self.ranges) for i in indices]
+            tiles_c = buf.shape[-1] // 16
+            lead: E.Expr = E.IntImm(0)
+            for i, n in zip(idx[:-2], buf.shape[:-2]):
+                lead = lead * n + i
+            t = lead * ((buf.shape[-2] // 16) * tiles_c) + \
+                E.FloorDiv(idx[-2], E.IntImm(16)) * tiles_c + E.FloorDiv(idx[-1], E.IntImm(16))
+            return f"{self.names[buf]}[{self.expr(simplify(t, self.ranges))}]"
+
+        def memory(buf: Buffer, indices) -> tuple[str, str]:
+            flat = _flat(buf, indices)
+            base = simplify(substitute(flat, zero), self.ranges)
+            rows = simplify(E.Sub(substitute(flat, {**zero, loops[0].loop_var: E.IntImm(1)}),
+                                  base), self.ranges)
+            cols = simplify(E.Sub(substitute(flat, {**zero, loops[1].loop_var: E.IntImm(1)}),
+                                  base), self.ranges)
+            if not E.is_const(cols, 1) or not isinstance(rows, E.IntImm):
+                raise BuildError(f"cuda: wmma {s.op} on {buf.name}: the tile's rows must be "
+                                 f"{buf.name}'s rows and its columns contiguous (strides "
+                                 f"{rows}, {cols})")
+            return f"{self.names[buf]} + {self.expr(base)}", str(rows.value)
+
+        if s.op == "fill":
+            self.emit(d, f"{wm}fill_fragment({tile(store.buffer, store.indices)}, "
+                         f"{self.expr(store.value)});")
+        elif s.op in ("load_matrix_a", "load_matrix_b"):
+            src = store.value
+            if not isinstance(src, E.BufferLoad):
+                raise BuildError(f"cuda: wmma {s.op} must copy a tile, got {store}")
+            ptr, ldm = memory(src.buffer, src.indices)
+            self.emit(d, f"{wm}load_matrix_sync({tile(store.buffer, store.indices)}, {ptr}, "
+                         f"{ldm});")
+        elif s.op == "store":
+            src = store.value
+            ptr, ldm = memory(store.buffer, store.indices)
+            self.emit(d, f"{wm}store_matrix_sync({ptr}, {tile(src.buffer, src.indices)}, {ldm}, "
+                         f"{wm}mem_row_major);")
+        elif s.op == "mma_sync":
+            loads = {n.buffer.scope: n for n in pre_order(store.value)
+                     if isinstance(n, E.BufferLoad)}
+            a, b = loads.get("wmma.matrix_a"), loads.get("wmma.matrix_b")
+            if a is None or b is None:
+                raise BuildError(f"cuda: wmma mma_sync needs matrix_a and matrix_b fragments, "
+                                 f"got {store}")
+            c = tile(store.buffer, store.indices)
+            self.emit(d, f"{wm}mma_sync({c}, {tile(a.buffer, a.indices)}, "
+                         f"{tile(b.buffer, b.indices)}, {c});")
+        else:
+            raise BuildError(f"cuda: unknown wmma operation {s.op!r}")
 
     def all_reduce(self, s: AllReduce, d: int) -> None:
         k = self.k
@@ -297,6 +390,17 @@ class _KernelPrinter:
         else:
             out = f"{_F32_MATH[e.op]}({', '.join(args)})"
         return f"__float2half({out})" if dtype == "float16" else out
+
+
+def _innermost(f: For) -> tuple[list[For], BufferStore]:
+    """The loops of a perfect nest and the one store inside."""
+    loops = [f]
+    while isinstance(loops[-1].body, For):
+        loops.append(loops[-1].body)
+    body = loops[-1].body
+    if not isinstance(body, BufferStore):
+        raise BuildError(f"cuda: a wmma loop nest must hold one store, got {body}")
+    return loops, body
 
 
 def _flat(buf: Buffer, indices) -> E.Expr:
