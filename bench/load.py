@@ -1,0 +1,97 @@
+"""Load: tuning processes sharing one database file, and how measurement scales.
+
+Run: ``python bench/load.py [--trials 32] [--workloads GMM C2D NRM SFM] [--small]``.
+
+Each section is one function ``section(args) -> list[str]`` (lines to print) in ``SECTIONS``:
+
+* :func:`concurrent_tunes` — the workloads tuned at the same time by separate ``workbench
+  tune`` processes into one SQLite file. Afterwards every workload must have exactly
+  ``--trials`` records (none lost: each process stops at its budget counting what is stored;
+  none duplicated: distinct traces), and the file must pass ``workbench db check``. Prints per
+  workload the records, distinct traces, records flagged ``busy`` (measured while the load
+  average was above the CPUs: with several tuners on a few cores, most are) and each
+  process's exit status and wall time, and whether the tuner's summary warned about the load.
+
+A section measuring something else (e.g. candidates per minute with 1 vs 2 Dask workers) is
+one more function appended to ``SECTIONS``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from timing import cpu_model  # bench/timing.py (scripts run from bench/)
+
+import workbench as wb
+from workbench.tune import Database
+from workbench.tune.database.repair import check
+
+
+def concurrent_tunes(args) -> list[str]:
+    path = os.path.join(args.dir, "shared.sqlite")
+    procs = []
+    t0 = time.monotonic()
+    for name in args.workloads:
+        cmd = ["workbench", "tune", name, "--trials", str(args.trials), "--per-iter",
+               str(args.per_iter), "--workers", "1", "--db", path]
+        if args.small:
+            cmd.append("--small")
+        procs.append((name, t0, subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                                 stderr=subprocess.PIPE, text=True)))
+    finished = []
+    for name, start, proc in procs:
+        out, err = proc.communicate()
+        finished.append((name, proc.returncode, time.monotonic() - start, out + err))
+    lines = [f"{len(procs)} workloads tuned at once by separate processes into {path} "
+             f"({args.trials} trials each, {args.per_iter} per batch, 1 worker each)",
+             f"{'workload':8} {'records':>7} {'distinct':>8} {'busy':>5} {'exit':>4} "
+             f"{'wall s':>7}  summary warned busy"]
+    db = Database.open(path)
+    ok = True
+    for name, status, wall, text in finished:
+        shape = wb.workloads.small(name) if args.small else {}
+        records = db.records(wb.workloads.get(name, **shape), "llvm")
+        distinct = len({r.trace_hash for r in records})
+        busy = sum(r.busy for r in records)
+        warned = "the machine was busy" in text
+        ok &= len(records) == args.trials == distinct and status == 0
+        lines.append(f"{name:8} {len(records):>7} {distinct:>8} {busy:>5} {status:>4} "
+                     f"{wall:>7.1f}  {'yes' if warned else 'no'}")
+        if status != 0:
+            lines.append("    " + text.strip().splitlines()[-1])
+    report = check(path)
+    lines.append(f"total {len(db)} records; db check: {'ok' if report.ok else report}")
+    lines.append("none lost, none duplicated" if ok and report.ok and
+                 len(db) == args.trials * len(procs) else "RECORDS LOST OR DUPLICATED")
+    return lines
+
+
+#: the sections run in order; each returns the lines it prints
+SECTIONS = [concurrent_tunes]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=32)
+    parser.add_argument("--per-iter", type=int, default=8)
+    parser.add_argument("--workloads", nargs="*", default=["GMM", "C2D", "NRM", "SFM"])
+    parser.add_argument("--small", action="store_true", help="each workload's small shape")
+    parser.add_argument("--dir", default=None, help="where the databases go (default: a "
+                        "temporary directory)")
+    args = parser.parse_args()
+    args.dir = args.dir or tempfile.mkdtemp(prefix="wb-load-")
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} CPUs; load average "
+          f"{os.getloadavg()[0]:.1f} at start")
+    for section in SECTIONS:
+        print()
+        for line in section(args):
+            print(line)
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
