@@ -20,7 +20,6 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import workbench as wb  # noqa: E402
 from workbench.tune import TuneTask, tune  # noqa: E402
 
 #: the workloads the sampler learns from, each at two shapes (the held-out ones are in

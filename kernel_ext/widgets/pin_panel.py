@@ -230,7 +230,7 @@ class PinPanel(WorkbenchWidget):
         k = self._step(which)
         probs = self.model.distribution(self.sch, k, self.target)
         inst = self.trace[k]
-        weights = {d: 1.0 for d in probs}          # uniform over the valid values...
+        weights = dict.fromkeys(probs, 1.0)         # uniform over the valid values...
         if inst.kind.name == "sample_categorical":  # ...or the categorical's own weights
             weights = {d: inst.args["probs"][d] for d in probs}
         total = sum(weights.values()) or 1.0

@@ -115,9 +115,9 @@ def test_provider_respects_pinned_decisions_and_sees_them():
         seen_prefixes.append((list(prefix), word))
         return original(workload, target, prefix, word, cands, index, n_words, temperature)
     model.probabilities = spy
-    for s in range(4):
-        sch = wb.Schedule(func, seed=s)
-        provider = model.provider(sch, trace, rng=random.Random(s))
+    for seed in range(4):
+        sch = wb.Schedule(func, seed=seed)
+        provider = model.provider(sch, trace, rng=random.Random(seed))
         trace.apply_to_schedule(sch, decision_provider=provider)
         last = [i for i in sch.trace.insts if i.kind.name == "sample_perfect_tile"][-1]
         assert last.decision == [2, 8] and last.pinned
@@ -216,7 +216,7 @@ def test_decision_aware_model_ranks_within_workloads():
     func, spaces = design("C1D")
     cands = [wb.Schedule(func, seed=s) for s in range(12)]
     trace = without_postproc(spaces[0].trace)
-    for s, sch in enumerate(cands):
+    for sch in cands:
         trace.apply_to_schedule(sch, decision_provider=wb.Trace.resample)
     lat = [1e-5 * (1 + (s % 5)) for s in range(12)]
     model = DecisionAwareModel(num_rounds=20)

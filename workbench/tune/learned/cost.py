@@ -67,7 +67,7 @@ class DecisionAwareModel(XGBModel):
         self.update(candidates, results)
 
     def fit(self, x, y) -> None:
-        if self.fallback is not None or not self.params["objective"].startswith("rank:"):
+        if self.fallback is not None or not str(self.params["objective"]).startswith("rank:"):
             super().fit(x, y)
             return
         import xgboost as xgb

@@ -136,8 +136,9 @@ class DecisionModel:
         self.backend, self.temperature, self.top_fraction = backend, temperature, top_fraction
         self.num_rounds, self.max_depth, self.seed = num_rounds, max_depth, seed
         self.booster: Any = None
-        self.coef: Optional[np.ndarray] = None
-        self.mean = self.std = None
+        self.coef: Any = None            # the linear backend's weights, means and scales
+        self.mean: Any = None
+        self.std: Any = None
         self.trained_on: dict = {}
 
     # training ----------------------------------------------------------------------------
@@ -313,17 +314,16 @@ def _live_context(prefix_insts: Sequence[Any], inst: Any, args: dict, func: Any,
     kind = KINDS[inst.kind.name]
     live = _LiveInst(inst.kind, args)
     if kind == "tile":
-        loop = index(func).loops.get(symbols.get(args["loop"]))
+        loop = index(func).loops.get(symbols.get(args["loop"]))  # type: ignore[arg-type]
         extent = loop.extent.value if loop is not None and hasattr(loop.extent, "value") else 0
         word = word_of(live, None, where, axes, extent=extent)
-        mi = word.max_inner
-        cands: list = tilings(extent, word.n, mi) if extent else []
+        cands: list = tilings(extent, word.n, word.max_inner) if extent else []
     elif kind == "cat":
         word = word_of(live, None, where, axes)
         cands = [i for i, p in enumerate(args["probs"]) if p > 0]
     else:
         word = word_of(live, None, where, axes)
-        realize = index(func).realizes.get(symbols.get(args["block"]))
+        realize = index(func).realizes.get(symbols.get(args["block"]))  # type: ignore[arg-type]
         cands = compute_location_candidates(func, realize.block)[0] if realize is not None \
             else [-1]
     return words, word, cands
@@ -390,7 +390,7 @@ class Proposer:
     def _live_args(self, inst: Any, applied: Sequence[Any]) -> dict:
         """``inst``'s arguments with the source trace's random variables replaced by the live
         ones: the k-th applied instruction produced what the k-th source one did."""
-        live = {}
+        live: dict = {}
         for j, src in enumerate(self.source[:len(applied)]):
             live.update(zip(src.outputs, applied[j].outputs))
         return {name: live.get(v, v) if not isinstance(v, (list, tuple)) else v

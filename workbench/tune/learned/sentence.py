@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 #: short names of the sampling kinds in sentences
 KINDS = {"sample_perfect_tile": "tile", "sample_categorical": "cat",
