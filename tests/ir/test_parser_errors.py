@@ -140,3 +140,11 @@ def test_no_escape_hatch_is_an_expression(code):
 def test_text_must_be_a_string():
     with pytest.raises(TypeError, match="TVMScript text"):
         wb.parse(wb.workloads.get("GMM"))
+
+
+def test_absurd_nesting_is_an_error_not_a_crash():
+    head = "@T.prim_func\ndef f(A: T.Buffer((8,), 'float32')):\n    A[0] = "
+    for value, message in [("1 + " * 3000 + "1", "nests too deeply"),
+                           ("(" * 400 + "1" + ")" * 400, "too many nested parentheses")]:
+        with pytest.raises(wb.TVMScriptError, match=message):
+            wb.parse(head + value + "\n")

@@ -68,11 +68,13 @@ def parse(text: str) -> PrimFunc:
         raise TypeError(f"parse expects TVMScript text (a str), got {type(text).__name__}")
     try:
         tree = ast.parse(text)
+        _reject_dunders(tree, text)
+        return _Parser(text).module(tree)
     except SyntaxError as exc:
         raise TVMScriptError(f"not valid Python syntax: {exc.msg}", exc.lineno or 1,
                              exc.offset or 1, text) from None
-    _reject_dunders(tree, text)
-    return _Parser(text).module(tree)
+    except (RecursionError, MemoryError):
+        raise TVMScriptError("the text nests too deeply to be read", 1, 1, text) from None
 
 
 from_tvmscript = parse
