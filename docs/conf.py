@@ -47,7 +47,10 @@ for folder in ("tutorials", "notebooks"):
 nb_execution_mode = "off"        # notebooks are executed by the tests, not by the docs build
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
-suppress_warnings = ["myst.header"]   # a notebook may start at "##" (its title is in markdown)
+suppress_warnings = [
+    "myst.header",                # a notebook may start at "##" (its title is in markdown)
+    "misc.highlighting_failure",  # notebook cells with IPython magics (%tune ... $TRIALS)
+]
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"

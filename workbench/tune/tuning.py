@@ -109,8 +109,11 @@ def tune(func_or_list: Union[PrimFunc, str, TuneTask, Sequence[Any]], target: An
     verbose : print a progress bar and the summary (None: only on a terminal).
     baseline : the summary also times the unscheduled function and the numpy reference.
 
-    Raises :class:`TuneInterrupted` (a KeyboardInterrupt) on Ctrl-C, after committing every
-    finished record and stopping the runner's workers.
+    Raises
+    ------
+    TuneInterrupted
+        A KeyboardInterrupt, on Ctrl-C, after committing every finished record and stopping
+        the runner's workers.
     """
     tasks = as_tasks(func_or_list)
     target = target_str(target)
