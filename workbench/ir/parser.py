@@ -82,6 +82,8 @@ from_tvmscript = parse
 
 def _reject_dunders(tree: ast.AST, text: str) -> None:
     """No TVMScript name has a double underscore; Python's escape hatches all do."""
+    if "__" not in text:
+        return
     for node in ast.walk(tree):
         name = (node.id if isinstance(node, ast.Name) else
                 node.attr if isinstance(node, ast.Attribute) else
