@@ -103,7 +103,7 @@ class _State:
                          np.full(arr.size, -1, np.int64), np.zeros(arr.size, np.int64)]
             self.ids[b] = len(self.bufs)
             self.bufs.append([arr, b.name, shared, track, b.alloc_size()])
-        self.where = ""  # the statement running (for messages)
+        self.at = ""  # the statement running (for messages)
 
     # masks ------------------------------------------------------------------------------------
     def band(self, m, c):
@@ -143,7 +143,7 @@ class _State:
                 i = int(np.argmax(bad))
                 raise IndexError(f"cuda-emulate: {what} {name}[{int(flat[i])}] is out of bounds "
                                  f"(size {size}) in {self.thread(int(lanes[i]))}, at "
-                                 f"{self.where}")
+                                 f"{self.at}")
         keys = flat * self.nb + self.blk[lanes] if shared else flat
         return keys, lanes
 
@@ -211,7 +211,7 @@ class _State:
             f"cuda-emulate: race on {'shared' if shared else 'global'} buffer {name}[{elem}] "
             f"(flat index) in kernel {self.kernel.name}: {self.thread(first)} {did} it and "
             f"{self.thread(second)} {does} it with no __syncthreads() in between, at "
-            f"{self.where}")
+            f"{self.at}")
 
     # thread-private memory ---------------------------------------------------------------------
     def alloc(self, size: int, dtype: str) -> np.ndarray:
@@ -250,7 +250,7 @@ class _State:
             raise GPURaceError(f"cuda-emulate: {what} in kernel {self.kernel.name} is reached "
                                f"by {self.thread(lane_on)} but not by {self.thread(lane_off)} "
                                f"(it is under a condition that splits the block), at "
-                               f"{self.where}")
+                               f"{self.at}")
 
     def barrier(self, m) -> None:
         self.uniform_in_blocks(m, "__syncthreads()")
@@ -371,7 +371,7 @@ class _EmulatedKernel:
                 self.emit(d + 1, "pass")
             del self.ranges[s.loop_var]
         elif isinstance(s, BufferStore):
-            self.emit(d, f"S.where = {_describe(s)!r}")
+            self.emit(d, f"S.at = {_describe(s)!r}")
             value = self.expr(s.value, m)
             flat = self.flat(s.buffer, s.indices, m)
             if s.buffer.scope in PRIVATE_SCOPES:
@@ -402,7 +402,7 @@ class _EmulatedKernel:
             self.emit(d, f"{self.names[b]} = S.alloc({b.alloc_size()}, {b.dtype!r})  # {b.scope}")
             self.stmt(s.body, d, m)
         elif isinstance(s, Barrier):
-            self.emit(d, "S.where = '__syncthreads()'")
+            self.emit(d, "S.at = '__syncthreads()'")
             self.emit(d, f"S.barrier({m})")
         elif isinstance(s, AllReduce):
             self.emit(d, f"S.allreduce({self.names[s.acc]}, {s.op!r}, {s.tag!r}, {m})")
