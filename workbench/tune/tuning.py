@@ -156,6 +156,14 @@ def _check_runs_here(target: str) -> None:
         parsed = Target(target)
     except ValueError:
         return  # reported where the target is used
+    if parsed.kind == "cuda":
+        from ..codegen.cuda.launch import gpu_unavailable
+        why = gpu_unavailable()
+        if why is not None:
+            raise BuildError(f"tune: cannot measure on target {target}: no GPU here ({why}); "
+                             f"--target cuda-emulate checks candidates on the CPU, for "
+                             f"correctness only")
+        return
     reason = parsed.cannot_run() if parsed.kind == "llvm" else None
     if reason is not None:
         raise BuildError(f"tune: cannot measure on this host: {reason}; pass a runner that "
