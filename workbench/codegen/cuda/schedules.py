@@ -6,8 +6,8 @@ returns a ``Schedule``; :data:`HAND_SCHEDULES` maps a label to ``(workload, sche
 
 * ``gmm_shared``: 2-D tiles per block, a 4x4 register tile per thread (``local``), the k-tile of
   both operands staged in shared memory by all threads (``float4`` copies, barriers around);
-* ``c2d_shared``: an output tile per block, one output channel per thread, the padded input
-  tile staged in shared memory (the padding computed while fetching);
+* ``c2d_shared``: a 4x4 output tile per block, (pixel, output channel) per thread, the padded
+  input tile staged in shared memory (the padding computed while fetching);
 * ``sfm_cross_thread``: one row per block, the max and the sum reduced across 64 threads
   (shared-memory trees), the intermediates in shared memory;
 * ``nrm_cross_thread``: one batch per block, the sum of squares reduced across 128 threads by
@@ -72,8 +72,9 @@ def c2d_shared(**shape: Any) -> Schedule:
     h0, h1 = sch.split(h, [None, 4])
     w0, w1 = sch.split(w, [None, 4])
     sch.reorder(n, h0, w0, h1, w1, co, rh, rw, rc)
-    block = sch.fuse(n, h0, w0)
-    sch.bind(block, "blockIdx.x")
+    sch.bind(sch.fuse(n, h0), "blockIdx.y")
+    block = w0
+    sch.bind(w0, "blockIdx.x")
     sch.bind(sch.fuse(h1, w1), "threadIdx.y")
     sch.bind(co, "threadIdx.x")
     channels = sch.get(co).extent.value
@@ -81,7 +82,11 @@ def c2d_shared(**shape: Any) -> Schedule:
     sch.reverse_compute_at(acc, co)
     sch.set_scope(pad, 0, "shared")
     sch.compute_at(pad, block)
-    _cooperative_fetch(sch, pad, block, (16, channels))
+    # the tile's rows on threadIdx.y, its channels on threadIdx.x, its columns in turn (affine
+    # indices: the shared buffer compacts to the tile)
+    rows, cols, chans = sch.get_loops(pad)[-3:]
+    sch.bind(rows, "threadIdx.y")
+    sch.bind(sch.split(chans, [None, channels])[1], "threadIdx.x")
     return sch
 
 
