@@ -304,11 +304,11 @@ def test_cli_import_then_export(tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["import-tvm", "{tmp}/missing"], "no such directory"),
     (["import-tvm", "{tmp}"], "neither it nor a subdirectory holds a TVM database"),
-    (["import-tvm", str(DATA / "GMM"), "--db", "{tmp}/bad.sqlite"], "cannot open the database"),
+    (["import-tvm", str(DATA / "GMM"), "--db", "{tmp}/bad.sqlite"], "not a SQLite database"),
     (["import-tvm", str(DATA / "GMM"), "--target", "gpu"], "unknown target kind"),
     (["export-tvm", "GMM", "--db", "{tmp}/missing.sqlite"], "no such database"),
     (["export-tvm", "NOPE", "--db", "{tmp}/bad.sqlite"], "no workload named 'NOPE'"),
-    (["export-tvm", "GMM", "--db", "{tmp}/bad.sqlite"], "cannot open the database"),
+    (["export-tvm", "GMM", "--db", "{tmp}/bad.sqlite"], "not a SQLite database"),
 ])
 def test_cli_user_errors_exit_2_with_one_line(tmp_path, capsys, argv, message):
     (tmp_path / "bad.sqlite").write_text("not a database")
