@@ -169,3 +169,58 @@ def test_tvm_scheduled_programs_run_and_match_numpy(name):
     expected = wb.workloads.reference(name)(*args[:-1])
     wb.build(func, target="llvm")(*args)
     np.testing.assert_allclose(args[-1], expected, rtol=1e-4, atol=1e-4)
+
+
+CONSTRUCTS = '''
+from tvm.script import tir as T
+
+@T.prim_func
+def constructs(a: T.handle, B: T.Buffer((4, 16), "int32"), C: T.Buffer((32,), "float32", scope="global")):
+    A = T.match_buffer(a, (64,), "float32")
+    S = T.alloc_buffer((16,), "float32", scope="shared", align=[(0, 16, 4)])
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for tx in T.thread_binding(16, thread="threadIdx.x"):
+            with T.block("S"):
+                v = T.axis.spatial(16, tx)
+                T.reads(A[bx * 32 + v * 2:bx * 32 + v * 2 + 2])
+                T.writes(S[v])
+                T.block_attr({"note": "two loads", "n": 2, "pi": 3.5, "on": True})
+                S[v] = A[bx * 32 + v * 2] + A[bx * 32 + v * 2 + 1]
+    for i in T.serial(2, 6, annotations={"pragma_unroll_explicit": 1}):
+        for j in T.unroll(16):
+            with T.block("B"):
+                vi = T.axis.spatial((2, 6), i)
+                vj = T.axis.opaque(16, j)
+                T.where(not (i == 3 or j == 15))
+                B[vi - 2, vj] = T.Cast("int32", S[vj]) // 3 % 5 + T.floordiv(vj, 2) - T.floormod(vj, 4)
+    for k in range(32):
+        with T.block("C"):
+            vk = T.axis.S(32, k)
+            if vk < 16:
+                C[vk] = T.sqrt(T.exp(S[vk])) + T.float32(vk % 2).astype("float32")
+            else:
+                C[vk] = T.max(T.min_value("float32"), T.if_then_else(vk > 20, T.float32(1), T.float32(-1.5)))
+'''
+
+
+def test_every_construct_of_the_issue_reads_and_reads_back():
+    from workbench.ir.expr import Cast, FloorDiv, FloorMod, Not, Or, Select
+    func = wb.parse(CONSTRUCTS)
+    check_text_roundtrip(func)
+    assert [b.name for b in func.params] == ["A", "B", "C"]
+    loops = list(func.loops())
+    assert [(l.kind.value, l.thread_tag) for l in loops[:2]] == [
+        ("thread_binding", "blockIdx.x"), ("thread_binding", "threadIdx.x")]
+    assert (loops[2].min.value, loops[2].extent.value, loops[2].annotations) == \
+        (2, 4, {"pragma_unroll_explicit": 1})
+    assert loops[3].kind.value == "unrolled"
+    shared = func.root.alloc_buffers[0]
+    assert (shared.scope, shared.align) == ("shared", ((0, 16, 4),))
+    s = func.block("S")
+    assert s.annotations == {"note": "two loads", "n": 2, "pi": 3.5, "on": True}
+    assert s.reads[0].region[0].extent.value == 2
+    b = func.block("B")
+    assert [iv.iter_type for iv in b.iter_vars] == ["S", "O"]
+    assert (b.iter_vars[0].dom.min.value, b.iter_vars[0].dom.extent.value) == (2, 4)
+    kinds = {type(n) for n in wb.ir.functor.pre_order(func.body)}
+    assert {Cast, FloorDiv, FloorMod, Not, Or, Select, wb.ir.IfThenElse} <= kinds
