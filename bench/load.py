@@ -40,12 +40,19 @@ def concurrent_tunes(args) -> list[str]:
                str(args.per_iter), "--workers", "1", "--db", path]
         if args.small:
             cmd.append("--small")
-        procs.append((name, t0, subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                                                 stderr=subprocess.PIPE, text=True)))
+        log = open(os.path.join(args.dir, f"{name}.log"), "w+")
+        procs.append((name, log, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)))
+    ended: dict[str, float] = {}
+    while len(ended) < len(procs):   # each process's own wall time
+        for name, _, proc in procs:
+            if name not in ended and proc.poll() is not None:
+                ended[name] = time.monotonic() - t0
+        time.sleep(0.2)
     finished = []
-    for name, start, proc in procs:
-        out, err = proc.communicate()
-        finished.append((name, proc.returncode, time.monotonic() - start, out + err))
+    for name, log, proc in procs:
+        log.seek(0)
+        finished.append((name, proc.returncode, ended[name], log.read()))
+        log.close()
     lines = [f"{len(procs)} workloads tuned at once by separate processes into {path} "
              f"({args.trials} trials each, {args.per_iter} per batch, 1 worker each)",
              f"{'workload':8} {'records':>7} {'distinct':>8} {'busy':>5} {'exit':>4} "
