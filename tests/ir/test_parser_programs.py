@@ -112,7 +112,8 @@ def layer_norm(A: T.Buffer((8, 64), "float32"), gamma: T.Buffer((64,), "float32"
     for i, j in T.grid(8, 64):
         with T.block("B"):
             vi, vj = T.axis.remap("SS", [i, j])
-            B[vi, vj] = (A[vi, vj] - mean[vi]) / T.sqrt(sqsum[vi] / T.float32(64) + T.float32(1e-5)) * gamma[vj] + beta[vj]
+            B[vi, vj] = ((A[vi, vj] - mean[vi]) / T.sqrt(sqsum[vi] / T.float32(64) + T.float32(1e-5))
+                         * gamma[vj] + beta[vj])
 '''
 
 # the MLC course's hand-scheduled matmul: split loops bound by T.axis.spatial expressions,

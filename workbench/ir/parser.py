@@ -23,7 +23,6 @@ by :func:`~workbench.ir.region.infer_access_regions`, the rule the compute DSL u
 from __future__ import annotations
 
 import ast
-import math
 from typing import Any, Callable, Optional, Sequence
 
 from ..errors import TVMScriptError
@@ -446,29 +445,28 @@ class _Parser:
             if len(it.args) != len(targets):
                 raise self.error(it, f"T.grid has {_n(len(it.args), 'extent')} for "
                                      f"{_n(len(targets), 'loop variable')}")
-            loops = [(t, IntImm(0), self.as_expr(e), ForKind.SERIAL, None, {})
-                     for t, e in zip(targets, it.args)]
+            headers = [(IntImm(0), self.as_expr(e), ForKind.SERIAL, None, {}) for e in it.args]
         elif name in _LOOPS or is_range:
             if len(targets) != 1:
                 raise self.error(node.target, f"{ast.unparse(it.func)} gives one loop variable, "
                                               f"not {len(targets)}")
-            loops = [(targets[0], *self.loop_range(it, "range" if is_range else name))]
+            headers = [self.loop_range(it, "range" if is_range else name)]
         else:
             raise self.error(it, "loops run over range(...), T.grid(...), T.serial, T.parallel, "
                                  "T.vectorized, T.unroll or T.thread_binding; found "
                                  f"{ast.unparse(it)}")
         self.scopes.append({})
-        vars_ = []
-        for t, lo, extent, kind, tag, annotations in loops:
+        made = []
+        for t, (lo, extent, kind, tag, ann) in zip(targets, headers):
             var = Var(t.id, extent.dtype if extent.dtype != "bool" else "int32")
             self.define(t.id, var)
             self.loops[var] = (lo, extent)
-            vars_.append(var)
+            made.append((var, lo, extent, kind, tag, ann))
         body = self.stmts(node.body, owner, node)
         self.scopes.pop()
-        for var, (t, lo, extent, kind, tag, annotations) in reversed(list(zip(vars_, loops))):
+        for var, lo, extent, kind, tag, ann in reversed(made):
             self.loops.pop(var, None)
-            body = For(var, lo, extent, kind, body, thread_tag=tag, annotations=annotations)
+            body = For(var, lo, extent, kind, body, thread_tag=tag, annotations=ann)
         return body
 
     def loop_range(self, it: ast.Call, kind: str) -> tuple:
@@ -597,7 +595,8 @@ class _Parser:
             axis = kind[len("axis."):]
             if axis not in _AXES:
                 raise self.error(call_node.func, f"unknown iterator kind T.{kind}; expected "
-                                                 "T.axis.spatial, T.axis.reduce, T.axis.opaque or T.axis.remap")
+                                                 "T.axis.spatial, T.axis.reduce, T.axis.opaque "
+                                                 "or T.axis.remap")
             if len(names) != 1:
                 raise self.error(target, f"T.{kind} defines one iterator")
             if len(call_node.args) != 2 or call_node.keywords:
