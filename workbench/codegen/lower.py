@@ -15,6 +15,8 @@ and ``Allocate`` statements; blocks are gone::
 * a block predicate becomes an ``IfThenElse`` around the block's statements;
 * a block ``init`` runs first, guarded by "every reduce iterator is at its domain minimum"
   (TensorIR semantics: the init happens on the first iteration of the reduction);
+* a loop annotated ``software_pipeline_stage`` / ``_order`` is software-pipelined
+  (:mod:`.pipeline`: its statements delayed by their stages, buffers versioned);
 * each buffer a block allocates becomes an ``Allocate`` around the statement that replaced it
   (the root block's ones wrap the whole body) — or, when :mod:`.compaction` can shrink it to
   the region one iteration of a loop touches, a smaller buffer allocated inside that loop,
@@ -38,6 +40,7 @@ from ..ir.functor import transform
 from ..ir.stmt import (REDUCE, Allocate, Block, BlockRealize, BufferStore, Evaluate, For,
                        IfThenElse, Range, SeqStmt, Stmt, seq)
 from .compaction import Placement, plan_allocations
+from .pipeline import inject, is_pipelined
 
 #: ``PrimFunc.attrs`` key marking a function that is already in lowered form.
 LOWERED_ATTR = "lowered"
@@ -93,6 +96,11 @@ class _Lowerer:
             self.ranges[s.loop_var] = rng
             self.enclosing.append((s.loop_var, rng))
             try:
+                if is_pipelined(s):
+                    children = s.body.seq if isinstance(s.body, SeqStmt) else (s.body,)
+                    return inject(replace(s, min=lo, extent=ext),
+                                  [self.stmt(c, vmap) for c in children],
+                                  self.sites.get(s.loop_var, ()))
                 body = self.stmt(s.body, vmap)
             finally:
                 self.enclosing.pop()

@@ -123,12 +123,58 @@ def test_parallel_loop_is_rejected():
         wb.build(sch, target="cuda-emulate")
 
 
-def test_software_pipeline_annotation_is_rejected_not_ignored():
-    sch = S.gmm_shared(b=1, n=64, m=128, k=32)
-    k0 = sch.get_loops(sch.get_block("Z"))[4]
-    sch.annotate(k0, "software_pipeline_stage", [0, 0, 1])
-    with pytest.raises(wb.BuildError, match=r"loop 'k_0' is annotated software_pipeline_stage="
-                                            r"\(0, 0, 1\): software pipelining is not implemented"):
+def pipelined_gmm(stage=(0, 0, 1), order=(0, 1, 2)):
+    sch = S.gmm_shared(**PIPE_SHAPE)
+    k0 = sch.get_loops(sch.get_block("Z"))[4]  # its body: fetch X, fetch Y, compute
+    sch.annotate(k0, "software_pipeline_stage", list(stage))
+    sch.annotate(k0, "software_pipeline_order", list(order))
+    return sch
+
+
+PIPE_SHAPE = dict(b=1, n=64, m=128, k=64)
+
+
+@pytest.mark.parametrize("target", ["cuda-emulate", "python"])
+def test_software_pipeline_double_buffers_the_fetched_tiles(target):
+    sch = pipelined_gmm()
+    source = emit_cuda(sch.func)
+    # the loop runs one step more; the fetch of tile k_0_step overlaps the math on the previous
+    # one, each shared buffer has two versions
+    assert "for (int k_0_step = 0; k_0_step < 5; ++k_0_step)" in source
+    assert "__shared__ __align__(16) float X_shared[1024];" in source  # 2 x 32 x 16
+    assert "X_shared + (((((k_0_step % 2) * 512)" in source
+    assert "wb_floormod((k_0_step - 1), 2) * 512)" in source
+    out, expected = run_emulated("GMM", sch, PIPE_SHAPE, target=target)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_software_pipeline_order_runs_the_compute_first():
+    sch = pipelined_gmm(order=(1, 2, 0))
+    source = emit_cuda(sch.func)
+    assert source.index("if ((k_0_step >= 1))") < source.index("if ((k_0_step < 4))")
+    out, expected = run_emulated("GMM", sch, PIPE_SHAPE)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_software_pipeline_annotations_must_fit_the_loop_body():
+    with pytest.raises(wb.BuildError, match="software pipeline of loop 'k_0': its body has 3 "
+                                            "statements but software_pipeline_stage has 2"):
+        wb.build(pipelined_gmm(stage=(0, 1), order=(0, 1)), target="cuda-emulate")
+    with pytest.raises(wb.BuildError, match=r"software_pipeline_order=\[0, 0, 1\] is not a "
+                                            r"permutation of 0..2"):
+        wb.build(pipelined_gmm(order=(0, 0, 1)), target="cuda-emulate")
+
+
+def test_software_pipeline_cannot_version_a_buffer_allocated_outside_the_loop():
+    # the sums of squares (stage 0) and their roots (stage 1) pipelined over the batch: C is a
+    # global intermediate of the whole function, not one per iteration
+    sch = wb.Schedule(wb.workloads.get("NRM", b=1, m=4, n=8))
+    b = sch.get_loops(sch.get_block("C"))[0]
+    sch.bind(b, "blockIdx.x")
+    sch.reverse_compute_at(sch.get_block("D"), b)
+    sch.annotate(b, "software_pipeline_stage", [0, 1])
+    with pytest.raises(wb.BuildError, match="buffer C is written in stage 0 and read in stage 1, "
+                                            "but it is allocated outside the loop"):
         wb.build(sch, target="cuda-emulate")
 
 

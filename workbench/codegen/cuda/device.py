@@ -24,7 +24,7 @@ makes that explicit, once, so the CUDA C source and the emulator cannot disagree
 
 Rejected with a ``BuildError`` naming the loop: a loop with memory accesses bound to no thread
 axis at the top level ("unbound loop"), a ``blockIdx`` loop under a serial or thread loop,
-``parallel`` loops, software-pipeline annotations, more threads or shared memory than the target
+``parallel`` loops, more threads or shared memory than the target
 allows, a cross-thread reduction under a thread-dependent condition.
 """
 from __future__ import annotations
@@ -52,11 +52,6 @@ BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 #: scopes private to a thread (no races, no barriers, never guarded)
 PRIVATE_SCOPES = ("local", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
 SHARED_SCOPES = ("shared", "shared.dyn")
-
-#: loop annotations this backend does not implement (it would silently drop them otherwise)
-PIPELINE_ANNOTATIONS = ("software_pipeline_stage", "software_pipeline_order",
-                        "software_pipeline_async_stages")
-
 
 @dataclass(frozen=True, eq=False)
 class Barrier(Stmt):
@@ -326,13 +321,6 @@ class _Kernelizer:
         raise BuildError(f"cuda: unsupported statement {type(s).__name__} in {self.func.name}")
 
     def loop(self, f: For, ctx: _Ctx) -> Stmt:
-        for key in PIPELINE_ANNOTATIONS:
-            if key in f.annotations:
-                raise BuildError(
-                    f"cuda: loop {_loop_name(f)!r} is annotated {key}={f.annotations[key]!r}: "
-                    f"software pipelining is not implemented by the cuda backend (the loop "
-                    f"would run unpipelined, silently); remove the annotation with "
-                    f"sch.unannotate(loop, {key!r})")
         tag = f.thread_tag if f.kind == ForKind.THREAD_BINDING else None
         if f.kind == ForKind.PARALLEL:
             raise BuildError(f"cuda: loop {_loop_name(f)!r} is parallel: CPU threads do not exist "
