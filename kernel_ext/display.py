@@ -16,7 +16,8 @@ import workbench as wb
 from .highlight import code_html
 
 _SAMPLING_BG = "#e3f2fd"
-_LANGUAGE = {"llvm": "llvm", "asm": "gas", "python": "python", "cuda": "cuda", "c": "c"}
+_LANGUAGE = {"llvm": "llvm", "asm": "gas", "python": "python", "cuda": "cuda", "c": "c",
+             "emulator": "python", "ptx": "text"}
 
 
 def _header(title: str, detail: str = "") -> str:
