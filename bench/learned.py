@@ -11,8 +11,10 @@
    categoricals — a compute location's valid set needs the live schedule), for the xgboost
    and the logistic-regression backend.
 3. Tuning each held-out workload (GMM, C1D, DEP, SFM at the paper's shapes) with the learned
-   sampler (32 trials), evolutionary search (64), random search (32) and the evolutionary
-   search seeded by the learned sampler (32): best latency after 10 and 32 measurements and
+   sampler (32 trials; its proposals ranked by a DecisionAwareModel pre-trained on the training
+   databases), the learned sampler without that ranker (16), evolutionary search (64), random
+   search (32) and the evolutionary search seeded by the learned sampler (32): best latency
+   after 10 and 32 measurements and
    the trials each needs to reach 95 % of evolutionary search's 64-trial best (``>N``: not
    within its N). Latencies are as measured while tuning (busy/noisy records counted).
 4. Cost models on held-out records: rank correlation (Spearman) and top-16 recall of
@@ -42,14 +44,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
-import workbench as wb  # noqa: E402
-from workbench.tune import (Database, EvolutionarySearch, MeasureResult, ReplayFunc,  # noqa: E402
+from workbench.tune import (EvolutionarySearch, MeasureResult, ReplayFunc,  # noqa: E402
                             TuneTask, XGBModel, tune)
-from workbench.tune.database.base import func_hash  # noqa: E402
 from workbench.tune.learned import (DecisionAwareModel, DecisionModel,  # noqa: E402
                                     LearnedSampling, rank_metrics, tasks_of)
 from workbench.tune.learned.model import tilings  # noqa: E402
-from learned_data import TRAIN_SHAPES, generate  # noqa: E402
+from learned_data import generate  # noqa: E402
 
 HELD_OUT = ["GMM", "C1D", "DEP", "SFM"]
 
@@ -152,37 +152,39 @@ def trials_to(curve, goal):
     return f">{len(curve)}"
 
 
-def tune_held_out(names, model, out_dir, seed):
-    print("\n## 3. held-out workloads (paper shapes); ms as measured while tuning")
-    head = (f"{'wl':<4} {'learned@10':>10} {'@32':>8} {'evo@10':>8} {'@32':>8} {'@64':>8} "
-            f"{'rand@10':>8} {'@32':>8} {'evo+L@10':>9} {'@32':>8} | trials to 95% of evo@64: "
-            f"{'learned':>7} {'evo':>4} {'rand':>5} {'evo+L':>5}  rej%  busy/noisy")
+def tune_held_out(names, model, ranker, out_dir, seed):
+    print("\n## 3. held-out workloads (paper shapes); ms as measured while tuning; L = learned "
+          "sampler with its pre-trained ranker, L-noR = without, evo+L = evolutionary search "
+          "seeded by L")
+    cols = [("L", "learned", 32), ("L-noR", "learned_noranker", 16), ("evo", "evo", 64),
+            ("rand", "rand", 32), ("evo+L", "evo_learned_init", 32)]
+    head = (f"{'wl':<4} " + " ".join(f"{c + '@10':>10} {'@' + str(n):>8}" for c, _, n in cols)
+            + " | to 95% of evo@64: " + " ".join(f"{c:>6}" for c, _, _ in cols)
+            + "  rej%  busy/noisy")
     print(head + "\n" + "-" * len(head), flush=True)
     runs = {}
     for name in names:
-        learned = LearnedSampling(model)
-        seeded = LearnedSampling(model)
-        r = {"evo": run(name, "evo", EvolutionarySearch(), 64, out_dir, seed),
-             "rand": run(name, "rand", ReplayFunc(), 32, out_dir, seed),
-             "learned": run(name, "learned", learned, 32, out_dir, seed),
-             "evoL": run(name, "evo_learned_init", EvolutionarySearch(init_sampler=seeded), 32,
-                         out_dir, seed)}
+        learned = LearnedSampling(model, ranker=copy.deepcopy(ranker))
+        plain = LearnedSampling(model, ranker=False)
+        strategies = {"L": learned, "L-noR": plain, "evo": EvolutionarySearch(),
+                      "rand": ReplayFunc(),
+                      "evo+L": EvolutionarySearch(init_sampler=LearnedSampling(model,
+                                                                               ranker=False))}
+        r = {c: run(name, label, strategies[c], n, out_dir, seed) for c, label, n in cols}
         runs[name] = r
         goal = best_after(r["evo"]["curve"], 64) / 0.95
-        ms = lambda v: f"{v * 1e3:.4f}" if math.isfinite(v) else "-"  # noqa: E731
+
+        def ms(v):
+            return f"{v * 1e3:.4f}" if math.isfinite(v) else "-"
         rej = learned.rejection_rate if learned.drawn else float("nan")
         flags = "/".join(str(sum(x[f] for x in r.values())) for f in ("busy", "noisy"))
         total = sum(len(x["records"]) for x in r.values())
-        print(f"{name:<4} {ms(best_after(r['learned']['curve'], 10)):>10} "
-              f"{ms(best_after(r['learned']['curve'], 32)):>8} "
-              f"{ms(best_after(r['evo']['curve'], 10)):>8} {ms(best_after(r['evo']['curve'], 32)):>8} "
-              f"{ms(best_after(r['evo']['curve'], 64)):>8} "
-              f"{ms(best_after(r['rand']['curve'], 10)):>8} {ms(best_after(r['rand']['curve'], 32)):>8} "
-              f"{ms(best_after(r['evoL']['curve'], 10)):>9} {ms(best_after(r['evoL']['curve'], 32)):>8} | "
-              f"{'':>24}{trials_to(r['learned']['curve'], goal):>7} "
-              f"{trials_to(r['evo']['curve'], goal):>4} {trials_to(r['rand']['curve'], goal):>5} "
-              f"{trials_to(r['evoL']['curve'], goal):>5}  {100 * rej:4.0f}  {flags} of {total}",
-              flush=True)
+        print(f"{name:<4} " + " ".join(f"{ms(best_after(r[c]['curve'], 10)):>10} "
+                                       f"{ms(best_after(r[c]['curve'], n)):>8}"
+                                       for c, _, n in cols)
+              + f" | {'':>17}" + " ".join(f"{trials_to(r[c]['curve'], goal):>6}"
+                                          for c, _, _ in cols)
+              + f"  {100 * rej:4.0f}  {flags} of {total}", flush=True)
     return runs
 
 
@@ -200,34 +202,11 @@ def measured(records, func):
     return cands, results
 
 
-def prior_records(data_paths, limit_per_task=48):
-    """Schedules and results of the training databases (their functions rebuilt from the
-    shapes bench/learned_data.py tuned)."""
-    funcs = {}
-    for name, shapes in TRAIN_SHAPES.items():
-        for shape in shapes:
-            f = wb.workloads.get(name, **shape)
-            funcs[func_hash(f)] = f
-    cands, results = [], []
-    for path in data_paths:
-        db = Database.open(path)
-        for entry in db.workloads():
-            func = funcs.get(entry.hash)
-            if func is None:
-                continue
-            c, r = measured(db.records(func, entry.target)[:limit_per_task], func)
-            cands += c
-            results += r
-        db.close()
-    return cands, results
-
-
-def cost_models(runs, data_paths, splits=5, seed=0):
+def cost_models(runs, pretrained, splits=5, seed=0):
     print("\n## 4. cost models on held-out records: Spearman rho / top-16 recall, trained on N "
           "records of the workload, tested on its other records (mean of "
           f"{splits} random splits)")
-    prior = prior_records(data_paths)
-    print(f"(pre-training set: {len(prior[0])} records of the training databases)")
+    print(f"(pre-training set: {len(pretrained.latencies)} records of the training databases)")
     variants = {
         "before: XGBModel": lambda: XGBModel(seed=seed),
         "after: +decisions, rank": lambda: DecisionAwareModel(seed=seed),
@@ -237,7 +216,6 @@ def cost_models(runs, data_paths, splits=5, seed=0):
     print(head + "\n" + "-" * len(head), flush=True)
     rng = np.random.default_rng(seed)
     summary = {v: {n: [] for n in (16, 32, 64)} for v in variants}
-    pretrained = None
     for name, r in runs.items():
         recs = [rec for x in r.values() for rec in x["records"]]
         cands, results = measured(recs, r["evo"]["func"])
@@ -251,9 +229,6 @@ def cost_models(runs, data_paths, splits=5, seed=0):
                 train, test = order[:n], order[n:]
                 for v, make in variants.items():
                     if make == "prior":
-                        if pretrained is None:
-                            pretrained = DecisionAwareModel(seed=seed)
-                            pretrained.pretrain(*prior)
                         model = copy.deepcopy(pretrained)
                     else:
                         model = make()
@@ -301,8 +276,12 @@ def main(argv=None):
     t0 = time.monotonic()
     model = DecisionModel.train(data, backend=backend)
     print(f"\ndecision model: {model} trained in {time.monotonic() - t0:.1f} s")
-    runs = tune_held_out(args.workloads.split(","), model, args.out, args.seed)
-    cost_models(runs, data)
+    t0 = time.monotonic()
+    ranker = DecisionAwareModel.pretrained(data)
+    print(f"ranker: DecisionAwareModel pre-trained on {len(ranker.latencies)} records in "
+          f"{time.monotonic() - t0:.1f} s")
+    runs = tune_held_out(args.workloads.split(","), model, ranker, args.out, args.seed)
+    cost_models(runs, ranker)
     print(f"\n# load average {os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} CPUs)")
 
 

@@ -43,7 +43,7 @@ def test_sentence_rejects_what_is_not_one():
     with pytest.raises(ValueError, match="not a tensor sentence"):
         TensorSentence.from_text("hello")
     with pytest.raises(ValueError, match="unknown decision kind"):
-        Word.from_text("zap S 0 4 2 0 _ = 1")
+        Word.from_text("zap S 0 0 4 2 0 _ = 1")
     with pytest.raises(ValueError, match="workbench.sentence/1"):
         TensorSentence.from_json({"text": "W 1 | T 1"})
 

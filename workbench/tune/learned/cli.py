@@ -22,6 +22,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--backend", default="xgb", choices=["xgb", "linear"])
     p.add_argument("--temperature", type=float, default=0.5,
                    help="proposal temperature (below 1: sharper)")
+    p.add_argument("--no-ranker", action="store_true",
+                   help="do not pre-train the cost model that ranks the proposals")
     p.set_defaults(fn=_cmd_learn)
 
 
@@ -44,18 +46,25 @@ def _cmd_learn(args) -> int:
     print(f"decision model ({args.backend}) trained on {info['records']} records of "
           f"{info['tasks']} tasks ({info['rows']} decisions) in {time.monotonic() - t0:.1f} s "
           f"-> {args.out}")
+    if not args.no_ranker:
+        from .cost import DecisionAwareModel
+        from .strategy import RANKER_FILE
+        t0 = time.monotonic()
+        ranker = DecisionAwareModel.pretrained(args.db)
+        ranker.save(os.path.join(args.out, RANKER_FILE))
+        print(f"ranker (decision-aware cost model) pre-trained on {len(ranker.latencies)} "
+              f"records in {time.monotonic() - t0:.1f} s -> {os.path.join(args.out, RANKER_FILE)}")
     return 0
 
 
 def load_strategy(model_dir: Any):
     """The ``LearnedSampling`` strategy for ``tune --strategy learned --model DIR``, or the
     one-line reason it cannot be made."""
-    from .model import DecisionModel
     from .strategy import LearnedSampling
     if not model_dir:
         return None, "--strategy learned needs --model DIR (train one with `workbench learn`)"
     try:
-        return LearnedSampling(DecisionModel.load(model_dir)), None
+        return LearnedSampling(model_dir), None
     except (OSError, ValueError) as exc:
         return None, str(exc)
 

@@ -5,8 +5,9 @@ instead of fighting over one regression scale. ``rank_metrics`` is how it was ju
 """
 from __future__ import annotations
 
+import json
 import weakref
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -79,8 +80,56 @@ class DecisionAwareModel(XGBModel):
         self.booster = xgb.train(self.params, dtrain, num_boost_round=self.num_rounds)
 
     def save(self, path: str) -> None:
-        raise NotImplementedError("DecisionAwareModel is retrained from the database each "
-                                  "session; it is not saved")
+        super().save(path)
+        with open(path) as f:
+            extra = json.load(f)
+        extra.update(model="decision_aware", decisions=self.decisions)
+        with open(path, "w") as f:
+            json.dump(extra, f)
+
+    @classmethod
+    def load(cls, path: str) -> "DecisionAwareModel":
+        with open(path) as f:
+            extra = json.load(f)
+        model = cls(decisions=extra.get("decisions", True))
+        model._load_data(path)
+        model.params, model.num_rounds = extra["params"], extra["num_rounds"]
+        if len(model.x):
+            model.fit(model.x, model.targets())
+        return model
+
+    @classmethod
+    def pretrained(cls, databases: Iterable[Any], limit_per_task: int = 32,
+                   **kwargs: Any) -> "DecisionAwareModel":
+        """A model trained on the records of ``databases`` (paths or ``Database`` objects):
+        each workload's function is parsed back from its stored IR text, the records replayed
+        on it. Workloads whose text does not parse are skipped."""
+        from ...ir.parser import parse
+        from ..database.base import Database
+        from ..runner import MeasureResult
+        model = cls(**kwargs)
+        cands, results = [], []
+        for db in databases:
+            own = not hasattr(db, "workloads")
+            db = Database.open(db) if own else db
+            try:
+                for entry in db.workloads():
+                    try:
+                        func = parse(entry.ir)
+                    except Exception:          # text of another version: skip the workload
+                        continue
+                    for rec in db.records_of(entry)[:limit_per_task]:
+                        try:
+                            cands.append(rec.schedule(func))
+                        except Exception:
+                            continue
+                        results.append(MeasureResult(rec.status, rec.latencies, rec.error))
+            finally:
+                if own:
+                    db.close()
+        if cands:
+            model.pretrain(cands, results)
+        return model
 
 
 def rank_metrics(predicted: Sequence[float], latencies: Sequence[float], k: int = 16

@@ -63,7 +63,7 @@ def decision_features(word: Word, decision: Any) -> list[float]:
 
 
 #: the context columns of :func:`context_features` (after workload and target features)
-CONTEXT_NAMES = ("kind_tile", "kind_cat", "kind_loc", "axis_S", "axis_R", "axis_O", "pos",
+CONTEXT_NAMES = ("kind_tile", "kind_cat", "kind_loc", "axis_S", "axis_R", "axis_O", "pos", "last",
                  "log2_extent", "n", "log2_max_inner", "index", "words",
                  "inner_S_so_far", "inner_R_so_far", "outer_S_so_far", "tiles_so_far")
 
@@ -88,7 +88,8 @@ def context_features(workload: Sequence[float], target: Sequence[float], prefix:
     return (list(workload) + list(target)
             + [float(word.kind == k) for k in ("tile", "cat", "loc")]
             + [float(word.axis == a) for a in ("S", "R", "O")]
-            + [float(word.pos), _log2(word.extent), float(word.n), _log2(word.max_inner),
+            + [float(word.pos), float(word.last), _log2(word.extent), float(word.n),
+               _log2(word.max_inner),
                float(index), float(n_words), inner_s, inner_r, outer_s, float(tiles)]
             + prev_kind + (decision_features(prev, prev.decision) if prev else
                            [0.0] * DECISION_COLUMNS))
@@ -128,7 +129,7 @@ class DecisionModel:
     """See the module docstring. ``temperature`` sharpens (below 1) or flattens proposals."""
 
     def __init__(self, backend: str = "xgb", temperature: float = 0.5, top_fraction: float = 0.2,
-                 num_rounds: int = 120, max_depth: int = 5, seed: int = 0):
+                 num_rounds: int = 60, max_depth: int = 2, seed: int = 0):
         if backend not in ("xgb", "linear"):
             raise ValueError(f"unknown decision-model backend {backend!r}: 'xgb' or 'linear'")
         if not temperature > 0:

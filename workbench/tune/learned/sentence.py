@@ -7,7 +7,7 @@ record also has — the workload's IR *text* (``WorkloadEntry.ir``, which is ``s
 target string and the trace — never from live objects a database lacks::
 
     s = sentence_of(trace, str(func), "llvm")
-    s.to_text()                 # "W 3 1 ... | T 16 2 0 | D tile S 0 128 4 64 = 1 4 2 16 | ..."
+    s.to_text()             # "W 3 1 ... | T 16 2 0 | D tile S 0 0 128 4 64 _ = 1 4 2 16 | ..."
     TensorSentence.from_text(s.to_text()) == s
 
 A *word* (:class:`Word`) is one sampling decision with its context: the kind, what it samples
@@ -41,7 +41,9 @@ class Word:
     ``kind``: ``"tile"``, ``"cat"`` or ``"loc"``. ``axis``: for a tile, the iteration type of
     the tiled loop (``"S"`` spatial, ``"R"`` reduction, ``"O"`` other); for a compute
     location, ``"S"`` when the block is elementwise (all spatial) else ``"R"``; ``"-"`` for a
-    categorical. ``pos``: the tiled loop's position among its block's loops (-1 otherwise).
+    categorical. ``pos``: the tiled loop's position among its block's loops (-1 otherwise);
+    ``last``: 1 when it is the innermost loop of its iteration type in the block (a spatial
+    one is what gets vectorized), else 0.
     ``extent``: the tiled loop's extent (the product of the decision). ``n`` and
     ``max_inner``: the tile's parts and innermost limit (0: none). ``candidates``: a
     categorical's values. ``decision``: a tuple of factors (tile) or an int.
@@ -50,6 +52,7 @@ class Word:
     kind: str
     axis: str = "-"
     pos: int = -1
+    last: int = 0
     extent: int = 0
     n: int = 0
     max_inner: int = 0
@@ -61,7 +64,7 @@ class Word:
         return replace(self, decision=None)
 
     def to_text(self) -> str:
-        head = [self.kind, self.axis, str(self.pos), str(self.extent), str(self.n),
+        head = [self.kind, self.axis, str(self.pos), str(self.last), str(self.extent), str(self.n),
                 str(self.max_inner), ",".join(map(str, self.candidates)) or "_"]
         if self.decision is None:
             dec = "?"
@@ -75,7 +78,7 @@ class Word:
     def from_text(cls, text: str) -> "Word":
         try:
             head, dec = text.split(" = ")
-            kind, axis, pos, extent, n, max_inner, cands = head.split()
+            kind, axis, pos, last, extent, n, max_inner, cands = head.split()
         except ValueError:
             raise ValueError(f"not a tensor-sentence word: {text!r}") from None
         if kind not in KIND_NAMES:
@@ -86,7 +89,7 @@ class Word:
             decision = tuple(int(x) for x in dec.split())
         else:
             decision = int(dec)
-        return cls(kind, axis, int(pos), int(extent), int(n), int(max_inner),
+        return cls(kind, axis, int(pos), int(last), int(extent), int(n), int(max_inner),
                    tuple(int(x) for x in cands.split(",")) if cands != "_" else (), decision)
 
 
@@ -236,16 +239,17 @@ def word_of(inst: Any, decision: Any, where: dict, axes: dict,
     kind = KINDS[inst.kind.name]
     if kind == "tile":
         src = where.get(inst.args["loop"])
-        axis, pos = "O", -1
+        axis, pos, last = "O", -1, 0
         if src and src[0] == "loop" and src[1] in axes:
             types = axes[src[1]][0]
             pos = src[2]
             axis = types[pos] if pos < len(types) else "O"
+            last = int(pos < len(types) and axis not in types[pos + 1:])
         dec = tuple(int(x) for x in decision) if decision is not None else None
         if extent is None:
             extent = math.prod(dec) if dec else 0
         mi = inst.args.get("max_innermost_factor")
-        return Word("tile", axis if axis in "SR" else "O", pos, int(extent),
+        return Word("tile", axis if axis in "SR" else "O", pos, last, int(extent),
                     int(inst.args["n"]), int(mi) if mi not in (None, -1) else 0, (), dec)
     if kind == "cat":
         return Word("cat", candidates=tuple(int(c) for c in inst.args["candidates"]),

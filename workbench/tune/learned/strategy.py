@@ -5,9 +5,12 @@ Each candidate is a *skeleton* — a design-space trace from the space generator
 seeds, since a trace keeps only the structure its rules built for its own decisions) — whose
 unpinned decisions the model draws in trace order (:meth:`DecisionModel.provider`). A proposal
 that fails to replay or that a postprocessor rejects is drawn again; ``rejection_rate`` says
-how many were. Of a pool of ``oversample`` x n valid new proposals, the batch is the ``n`` most
-likely under the model until the cost model has ``min_records`` measured records, then the
-best predicted ones. A sharp model keeps proposing what was measured already: while the pool
+how many were. Of a pool of ``oversample`` x n valid new proposals, the batch is the ``n`` best
+ranked by ``ranker`` — a cost model pre-trained on other tasks' records
+(:meth:`DecisionAwareModel.pretrained`, saved beside the decision model by ``workbench
+learn``), which also learns from this task's measurements — or, without one, the ``n`` most
+likely under the model until the session's cost model has ``min_records`` measured records,
+then its best predicted ones. A sharp model keeps proposing what was measured already: while the pool
 lacks new candidates the temperature doubles (up to ``max_heat`` times), so the search moves
 on from the model's favourites to their neighbours instead of stalling::
 
@@ -17,22 +20,37 @@ on from the model's favourites to their neighbours instead of stalling::
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Optional
 
 from ...schedule import Schedule
 from ...space import run_postprocs, without_postproc
 from ...errors import ScheduleError
 from ..search import Candidate, SearchStrategy
+from .cost import DecisionAwareModel
 from .model import DecisionModel
+
+#: the pre-trained ranker's file in a model folder (``workbench learn`` writes it)
+RANKER_FILE = "ranker.json"
 
 
 class LearnedSampling(SearchStrategy):
     """See the module docstring. ``model``: a :class:`DecisionModel` or the folder it was saved
-    in. ``skeleton_seeds``: how many runs of the space generator give the skeletons."""
+    in (whose ``ranker.json``, when there, is the ranker unless ``ranker`` is given; pass
+    ``ranker=False`` for none). ``skeleton_seeds``: how many runs of the space generator give
+    the skeletons."""
 
     def __init__(self, model: Any, oversample: int = 4, min_records: int = 16,
-                 skeleton_seeds: int = 4, max_tries: Optional[int] = None, max_heat: int = 5):
-        self.model = model if isinstance(model, DecisionModel) else DecisionModel.load(model)
+                 skeleton_seeds: int = 4, max_tries: Optional[int] = None, max_heat: int = 5,
+                 ranker: Any = None):
+        if not isinstance(model, DecisionModel):
+            folder = str(model)
+            model = DecisionModel.load(folder)
+            saved = os.path.join(folder, RANKER_FILE)
+            if ranker is None and os.path.exists(saved):
+                ranker = DecisionAwareModel.load(saved)
+        self.model = model
+        self.ranker = ranker or None
         self.oversample = oversample
         self.min_records = min_records
         self.skeleton_seeds = skeleton_seeds
@@ -103,13 +121,20 @@ class LearnedSampling(SearchStrategy):
             if len(pool) >= n:
                 break
         ranked = [c for c, _ in sorted(pool.values(), key=lambda p: -p[1])]
-        if self.measured >= self.min_records and ranked:
+        if self.ranker is not None and ranked:
+            scores = self.ranker.predict([c.sch for c in ranked])
+            for c, s in zip(ranked, scores):
+                c.predicted = float(s)
+            ranked.sort(key=lambda c: -(c.predicted or 0.0))
+        elif self.measured >= self.min_records and ranked:
             ctx.predict(ranked)
             ranked.sort(key=lambda c: -(c.predicted or 0.0))
         return ctx.take_new(ranked, n)
 
     def notify(self, candidates: Any, results: Any) -> None:
         self.measured += len(candidates)
+        if self.ranker is not None:
+            self.ranker.update([c.sch for c in candidates], results)
 
     def __repr__(self) -> str:
         return (f"<LearnedSampling {self.model!r}: {self.drawn} drawn, "
