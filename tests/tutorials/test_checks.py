@@ -1,0 +1,270 @@
+"""Every check_exercise_N: a correct answer (tutorials/solutions.py) passes, and wrong answers,
+the mistakes the lessons start from among them, get the message that says what is wrong."""
+import math
+import random
+
+import pytest
+
+import workbench as wb
+from workbench.space import Mutator, ScheduleRule
+
+import checks
+import solutions
+from checks import dense_relu, matmul, vector_sum
+
+
+def wrong(feedback, *needles):
+    assert not feedback.ok, feedback
+    for needle in needles:
+        assert needle in feedback.message, feedback.message
+    return feedback
+
+
+def right(feedback):
+    assert feedback.ok, feedback.message
+    return feedback
+
+
+# -- lesson 1 -----------------------------------------------------------------------------------
+
+def _transposed_add(op):
+    A = wb.placeholder((32, 16), "float32", name="A")
+    B = wb.placeholder((16, 32), "float32", name="B")
+    D = wb.compute((32, 16), lambda i, j: op(A[i, j], B[j, i]), name="D")
+    return wb.create_func([A, B, D], name="f")
+
+
+def test_exercise_1():
+    right(checks.check_exercise_1(solutions.solution_1()))
+    wrong(checks.check_exercise_1(_transposed_add(lambda a, b: a - b)), "it computes A - B.T")
+    wrong(checks.check_exercise_1(_transposed_add(lambda a, b: a * b)),
+          "the result is wrong: at index [0, 0]", "swap the indices of B")
+    wrong(checks.check_exercise_1(matmul(16, 16, 16)), "A has shape (16, 16)")
+    wrong(checks.check_exercise_1("D = A + B.T"), "not a str")
+
+
+def test_exercise_2():
+    right(checks.check_exercise_2(solutions.solution_2()))
+    A = wb.placeholder((32, 16), "float32", name="A")
+    j = wb.reduce_axis(16, name="j")
+    total = wb.compute((32,), lambda i: wb.sum(A[i, j], axis=j), name="M")
+    wrong(checks.check_exercise_2(wb.create_func([A, total])), "the row sums: use wb.max")
+    first = wb.compute((32,), lambda i: A[i, 0], name="M")
+    wrong(checks.check_exercise_2(wb.create_func([A, first])), "no block has a reduction axis")
+
+
+# -- lesson 2 -----------------------------------------------------------------------------------
+
+def test_exercise_3():
+    right(checks.check_exercise_3(solutions.solution_3()))
+    sch = wb.Schedule(matmul(256, 256, 256))                     # the lesson's starting point
+    i, j, k = sch.get_loops("C")
+    io, ii = sch.split(i, factors=[None, 8])
+    sch.reorder(io, j, k, ii)
+    sch.parallel(io)
+    sch.vectorize(ii)
+    wrong(checks.check_exercise_3(sch), "the vectorized loop i_1 does not run over j")
+    sch = wb.Schedule(matmul(256, 256, 256))
+    i, j, k = sch.get_loops("C")
+    jo, ji = sch.split(j, factors=[None, 16])
+    sch.reorder(i, jo, k, ji)
+    sch.vectorize(ji)
+    wrong(checks.check_exercise_3(sch), "the outermost loop i is serial")
+    wrong(checks.check_exercise_3(wb.Schedule(matmul(64, 64, 64))), "shape (64, 64)")
+
+
+# -- lesson 3 -----------------------------------------------------------------------------------
+
+def test_exercise_4_and_5():
+    right(checks.check_exercise_4(solutions.solution_4()))
+    right(checks.check_exercise_5(solutions.solution_5()))
+    wrong(checks.check_exercise_4(wb.Schedule(dense_relu())), "there are 3 blocks",
+          "inline 'bias_add' into 'relu'")
+    unmoved = solutions.solution_4()
+    i, j, k = unmoved.get_loops("matmul")
+    io, ii = unmoved.split(i, factors=[None, 8])
+    unmoved.reorder(io, j, k, ii)
+    wrong(checks.check_exercise_5(unmoved), "block 'relu' is still in its own loop nest")
+
+
+# -- lesson 4 -----------------------------------------------------------------------------------
+
+def test_exercise_6():
+    right(checks.check_exercise_6(solutions.solution_6()))
+    sch = wb.Schedule(vector_sum(4096))                          # the lesson's starting point
+    _, k = sch.get_loops("S")
+    k0, _ = sch.split(k, factors=[8, None])
+    rf = sch.rfactor(k0, factor_axis=0)
+    sch.parallel(sch.get_loops(rf)[0])
+    wrong(checks.check_exercise_6(sch), "the parallel loop i has one iteration")
+    wrong(checks.check_exercise_6(wb.Schedule(vector_sum(4096))), "no rfactor block")
+
+
+# -- lesson 5 -----------------------------------------------------------------------------------
+
+def _cached(read_index, place=True):
+    sch = wb.Schedule(matmul(128, 128, 128))
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    jo, ji = sch.split(j, factors=[None, 32])
+    sch.reorder(jo, i, k, ji)
+    cache = sch.cache_read(block, read_index, "global")
+    if place:
+        sch.compute_at(cache, jo)
+    return sch
+
+
+def test_exercise_7_uses_tvm_read_indices():
+    right(checks.check_exercise_7(solutions.solution_7()))
+    wrong(checks.check_exercise_7(_cached(0)), "the cache copies ['A'], not B",
+          "read index 0 is A")
+    wrong(checks.check_exercise_7(_cached(1, place=False)), "still copies all of B")
+
+
+# -- lesson 6 -----------------------------------------------------------------------------------
+
+def test_exercise_8():
+    trace = solutions.lesson6_trace()
+    right(checks.check_exercise_8(solutions.solution_8(trace), trace))
+    i_tile = [inst for inst in trace if inst.kind.is_sampling][0]
+    sch = wb.Schedule(matmul(64, 64, 64))
+    trace.with_decision(i_tile, [8, 2, 1, 4]).apply_to_schedule(sch)
+    wrong(checks.check_exercise_8(sch, trace), "you changed the tiling of loop i")
+    sch = wb.Schedule(matmul(64, 64, 64))
+    trace.apply_to_schedule(sch)
+    wrong(checks.check_exercise_8(sch, trace), "no decision changed")
+
+
+@pytest.fixture(scope="module")
+def record():
+    func = matmul(32, 32, 32)
+    db = wb.tune(func, target="llvm", trials=2, num_trials_per_iter=2, database=":memory:",
+                 baseline=False)
+    return db.best(func, "llvm")
+
+
+def test_exercise_9(record):
+    decisions, replayed = solutions.solution_9(record)
+    right(checks.check_exercise_9(decisions, replayed, record))
+    wrong(checks.check_exercise_9([], replayed, record), "you listed 0 decisions")
+    bad = list(decisions)
+    bad[-1] = "x"
+    wrong(checks.check_exercise_9(bad, replayed, record), f"decision {len(bad) - 1}", "'x'")
+    wrong(checks.check_exercise_9(decisions, None, record), "pass the Schedule")
+    wrong(checks.check_exercise_9(decisions, wb.Schedule(record.trace.base_func), record),
+          "the replayed function differs")
+
+
+# -- lesson 7 -----------------------------------------------------------------------------------
+
+class ConstantTiling(ScheduleRule):
+    def apply(self, sch, block):
+        node = sch.get(block)
+        if node.init is None:
+            return [sch]
+        for loop, iv in zip(sch.get_loops(block), node.iter_vars):
+            if iv.iter_type == "S":
+                sch.split(loop, factors=[None, 8])
+        return [sch]
+
+
+class DropsBlocks(ScheduleRule):
+    def apply(self, sch, block):
+        return [] if sch.get(block).init is None else [sch]
+
+
+def test_exercise_10():
+    right(checks.check_exercise_10(solutions.solution_10()))
+    wrong(checks.check_exercise_10(ConstantTiling()), "the tile factors are constants")
+    wrong(checks.check_exercise_10(DropsBlocks()),
+          "schedule rule DropsBlocks returned no schedule for block 'root'")
+    wrong(checks.check_exercise_10(ConstantTiling), "pass an instance")
+
+
+class TVMSpelling(Mutator):                   # the lesson's starting point
+    def apply(self, trace, rng):
+        for inst in trace.insts:
+            if inst.kind.name == "Split":
+                return trace.with_decision(inst, [1], remove_postproc=True)
+        return None
+
+
+class Doubles(Mutator):                       # "double a factor": the product changes
+    def apply(self, trace, rng):
+        inst = next(i for i in trace.insts if i.kind.matches("SamplePerfectTile"))
+        factors = list(inst.decision)
+        factors[0] *= 2
+        return trace.with_decision(inst, factors, remove_postproc=True)
+
+
+class Raises(Mutator):
+    def apply(self, trace, rng):
+        return trace.decisions[trace.insts[0]]
+
+
+def test_exercise_11():
+    right(checks.check_exercise_11(solutions.solution_11()))
+    wrong(checks.check_exercise_11(TVMSpelling()), "returned None 8 times out of 8",
+          "inst.kind.matches('SamplePerfectTile')")
+    wrong(checks.check_exercise_11(Doubles()), "the product changed")
+    wrong(checks.check_exercise_11(Raises()), "Raises.apply raised", "get_block samples nothing")
+
+
+# -- lesson 8 -----------------------------------------------------------------------------------
+
+def test_exercise_12():
+    right(checks.check_exercise_12(solutions.solution_12))
+
+    def zero_based(latencies, fraction=0.9):
+        best = min(latencies)
+        return next(n for n, x in enumerate(latencies) if x <= best / fraction)
+
+    wrong(checks.check_exercise_12(zero_based),
+          "trials_to_reach([5.0, 4.0, 1.0], fraction=0.9) returned 2; expected 3",
+          "trials count from 1")
+
+    def no_failures(latencies, fraction=0.9):
+        return solutions.solution_12(latencies, fraction) if all(map(math.isfinite, latencies)) \
+            else 0
+
+    wrong(checks.check_exercise_12(no_failures), "[3.0, inf, 2.0, 1.0], fraction=0.5) returned 0",
+          "expected 3")
+    wrong(checks.check_exercise_12(42), "pass your function itself")
+
+
+# -- lesson 9 -----------------------------------------------------------------------------------
+
+def _bound(threads=128, reduction=False):
+    sch = wb.Schedule(matmul(64, 64, 64))
+    i, j, k = sch.get_loops("C")
+    if reduction:
+        sch.bind(i, "blockIdx.x")
+        sch.bind(k, "threadIdx.x")
+        return sch
+    bx, tx = sch.split(sch.fuse(i, j), factors=[None, threads])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    return sch
+
+
+def test_exercise_13():
+    right(checks.check_exercise_13(solutions.solution_13()))
+    wrong(checks.check_exercise_13(_bound(reduction=True)), "cross-thread reduction")
+    wrong(checks.check_exercise_13(_bound(threads=16)), "16 threads per block is not a multiple of 32")
+    wrong(checks.check_exercise_13(wb.Schedule(matmul(64, 64, 64))), "no loop is bound to blockIdx.x")
+
+
+# -- lesson 10 ----------------------------------------------------------------------------------
+
+def test_exercise_14():
+    right(checks.check_exercise_14(solutions.solution_14()))
+    wrong(checks.check_exercise_14({"conv", "dense", "softmax"}), "'dense' misses")
+    wrong(checks.check_exercise_14({"conv"}), "'softmax' hits too")
+    wrong(checks.check_exercise_14({"relu"}), "['relu'] are not operators of NETWORK_B")
+
+
+def test_feedback_renders_for_a_notebook():
+    html = checks.check_exercise_14({"conv"})._repr_html_()
+    assert "wb-feedback-wrong" in html and "Exercise 14" in html and "&#x27;softmax&#x27;" in html
+    assert "wb-feedback-ok" in checks.check_exercise_14(solutions.solution_14())._repr_html_()
+    assert str(checks.check_exercise_14({"conv"})).startswith("Exercise 14: not yet.")
