@@ -4,6 +4,7 @@ Loading the extension registers
 
 * ``%%schedule FUNC`` — run a cell with ``sch`` bound to a fresh schedule, see the stepper;
 * ``%tune NAME --trials N`` — tune with the live convergence plot;
+* ``%%tvmscript [NAME]`` — read a cell of TVMScript into a function (``wb.parse``: never run);
 * rich HTML display of ``PrimFunc``, ``Schedule``, ``Trace``, ``Kernel`` and tuning results.
 
 The widgets are plain classes usable without the magics: :class:`LoopNestStepper`,
