@@ -23,6 +23,7 @@ by :func:`~workbench.ir.region.infer_access_regions`, the rule the compute DSL u
 from __future__ import annotations
 
 import ast
+import difflib
 from typing import Any, Callable, Optional, Sequence
 
 from ..errors import TVMScriptError
@@ -53,6 +54,9 @@ _CMPOPS = {ast.Lt: LT.make, ast.LtE: LE.make, ast.Gt: GT.make, ast.GtE: GE.make,
            ast.Eq: EQ.make, ast.NotEq: NE.make}
 _FUNCS2 = {"max": Max.make, "min": Min.make, "floordiv": FloorDiv.make,
            "floormod": FloorMod.make, "truncdiv": Div.make}
+#: the T.* functions an expression may call (for "did you mean" hints)
+_EXPR_FUNCS = (*_FUNCS2, *INTRINSICS, *DTYPES, "if_then_else", "Select", "Cast", "cast",
+               "max_value", "min_value")
 #: function attributes that mean nothing here: every function is its own symbol, and
 #: workbench buffers never alias
 _DROPPED_ATTRS = ("global_symbol", "tir.noalias", "tirx.noalias")
@@ -746,8 +750,10 @@ class _Parser:
             return self.checked(node, cast, dtype, self.expr(node.func.value))
         name = self.t_name(node.func)
         if name is None:
-            raise self.error(node.func, f"unknown function {ast.unparse(node.func)}: TVMScript "
-                                        "expressions call T.* functions only")
+            called = ast.unparse(node.func)
+            hint = f"; did you mean T.{called}?" if called in _EXPR_FUNCS else ""
+            raise self.error(node.func, f"unknown function {called}: TVMScript expressions call "
+                                        f"T.* functions only{hint}")
         if node.keywords:
             raise self.error(node.keywords[0], f"T.{name}: unexpected argument {node.keywords[0].arg}=")
         args = node.args
@@ -793,7 +799,9 @@ class _Parser:
                 raise self.error(node, f"T.{name} takes {want} argument{'s' * (want > 1)}, "
                                        f"got {len(values)}")
             return self.checked(node, call, name, *values)
-        raise self.error(node.func, f"unknown TVMScript function T.{name}")
+        close = difflib.get_close_matches(name, _EXPR_FUNCS, n=1)
+        hint = f"; did you mean T.{close[0]}?" if close else ""
+        raise self.error(node.func, f"unknown TVMScript function T.{name}{hint}")
 
     # literals -------------------------------------------------------------------------
     def literal(self, node: ast.expr) -> Any:
