@@ -74,3 +74,32 @@ def test_rich_display_is_registered_as_html(ip, space, gmm):
     ip.run_line_magic("unload_ext", "kernel_ext")
     data, _meta = fmt.format(gmm)
     assert "text/html" not in data
+
+
+def test_tune_magic_interrupted_shows_the_message(ip, tmp_path, capsys):
+    """"Interrupt kernel" (SIGINT) during ``%tune``: the message, no traceback, the records kept
+    and the database returned."""
+    import os
+    import signal
+    import sqlite3
+    import threading
+    import time
+    path = str(tmp_path / "t.sqlite")
+
+    def interrupt_after_a_batch():
+        while True:
+            try:
+                with sqlite3.connect(path) as conn:
+                    if conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] >= 2:
+                        break
+            except sqlite3.Error:
+                pass
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=interrupt_after_a_batch, daemon=True).start()
+    db = ip.run_line_magic("tune", f"GMM n=16 m=16 k=16 --trials 400 --per-batch 2 "
+                                   f"--database {path}")
+    out = capsys.readouterr().out
+    n = len(db)
+    assert n >= 2 and f"interrupted after {n} trials" in out and f"{n} records in {path}" in out
+    assert "resume with the same line: %tune GMM n=16" in out

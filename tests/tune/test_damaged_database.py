@@ -207,3 +207,26 @@ def test_cli_check_and_repair(tmp_path, capsys):
     assert len(err) == 1 and "exists" in err[0]
     with pytest.warns(DatabaseWarning):
         assert main(["best", "GMM", "--small", "--db", path]) == 0
+
+
+def test_library_never_runs_trace_text(tmp_path, monkeypatch):
+    """Trace.from_python (the one documented way to run trace text) is never called on data
+    the library reads: opening, querying, replaying, resuming a tune, check and repair."""
+    from workbench.schedule import Trace
+    from workbench.tune import TuneTask, tune
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the library ran trace text")
+    monkeypatch.setattr(Trace, "from_python", staticmethod(refuse))
+    for suffix in ("sqlite", "jsonl"):
+        path = str(tmp_path / f"t.{suffix}")
+        func, recs = write_db(path, 2)
+        db = Database.open(path)
+        db.best(func, "llvm").schedule()
+        check(path)
+        repair(path, str(tmp_path / f"fixed.{suffix}"))
+    task = TuneTask.workload("GMM", **wb.workloads.small("GMM"))
+    tune(task, trials=3, database=str(tmp_path / "t.sqlite"), num_trials_per_iter=1,
+         strategy="replay_trace", cost_model="xgb", verbose=False, baseline=False)
+    with pytest.raises(ValueError):     # a JSON trace holding Python is not trace data
+        Trace.from_json(json.dumps(recs[0].trace.as_python()))

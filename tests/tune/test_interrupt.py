@@ -111,6 +111,15 @@ def interrupt(cmd, ready, tag, deadline=120.0):
             child.wait()
 
 
+def gone(tag, wait=10.0):
+    """Whether every tagged process ended (a worker told by the kernel that its parent died
+    may take a moment)."""
+    end = time.monotonic() + wait
+    while tagged_processes(tag) and time.monotonic() < end:
+        time.sleep(0.05)
+    return tagged_processes(tag) == []
+
+
 @pytest.mark.parametrize("phase", ["search", "build", "run"])
 def test_sigint_stops_cleanly_in_every_phase(tmp_path, phase):
     path, marker = str(tmp_path / "t.sqlite"), str(tmp_path / "marker")
@@ -124,7 +133,7 @@ def test_sigint_stops_cleanly_in_every_phase(tmp_path, phase):
     n = count(path)
     assert n >= 4                                   # the first batch, at least
     assert f"interrupted after {n} trials" in out and f"{n} records in {path}" in out
-    assert tagged_processes(tag) == []              # no worker left behind
+    assert gone(tag)                                # no worker left behind
     records = Database.open(path).records(TuneTask.workload("GMM", b=1, n=32, m=32, k=32).func)
     assert len(records) == n and len({r.trace_hash for r in records}) == n
 
@@ -143,7 +152,7 @@ def test_cli_sigint_then_resume(tmp_path):
     assert out.strip().splitlines()[-1] == (
         f"workbench: interrupted after {n} trials ({n} measured now); {n} records in {path}; "
         f"resume with {' '.join(cmd)}")
-    assert tagged_processes(tag) == []
+    assert gone(tag)
     func = wb.workloads.get("GMM", b=1, n=32, m=32, k=32)
     before = Database.open(path).records(func)
     if n < 12:
@@ -152,3 +161,34 @@ def test_cli_sigint_then_resume(tmp_path):
     after = Database.open(path).records(func)
     assert len(after) == 12 and len({r.trace_hash for r in after}) == 12
     assert [r.trace_hash for r in after[:n]] == [r.trace_hash for r in before]
+
+
+def test_second_sigint_while_stopping_exits_at_once(tmp_path):
+    """Two SIGINTs in quick succession mid-run: the process ends at once, the file passes
+    `db check` with only whole batches, no worker remains."""
+    from workbench.tune.database.repair import check
+    path, marker = str(tmp_path / "t.sqlite"), str(tmp_path / "marker")
+    tag = uuid.uuid4().hex
+    script = tmp_path / "child.py"
+    script.write_text(CHILD.format(here=HERE))
+    env = {**os.environ, "WB_TEST_TAG": tag}
+    child = subprocess.Popen([sys.executable, str(script), "run", marker, path], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        end = time.monotonic() + 120
+        while not os.path.exists(marker) and time.monotonic() < end and child.poll() is None:
+            time.sleep(0.02)
+        assert os.path.exists(marker), child.communicate()[0]
+        os.kill(child.pid, signal.SIGINT)
+        time.sleep(0.01)
+        if child.poll() is None:
+            os.kill(child.pid, signal.SIGINT)
+        out, _ = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode in (130, -signal.SIGINT), out
+    report = check(path)
+    assert report.ok and report.intact >= 4, report
+    assert gone(tag)
