@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..errors import TVMScriptError
 from .buffer import Buffer
-from .expr import (DTYPES, INTRINSICS, Add, And, Div, EQ, Expr, FloorDiv, FloorMod, FloatImm, GE,
+from .expr import (DTYPES, INTRINSICS, Add, And, Cast, Div, EQ, Expr, FloorDiv, FloorMod, FloatImm, GE,
                    GT, IntImm, LE, LT, Max, Min, Mul, NE, Not, Or, Sub, Var, call, cast, const,
                    convert, if_then_else, is_float)
 from .func import PrimFunc
@@ -777,7 +777,7 @@ class _Parser:
             dtype = self.dtype(dtype_node)
             value = self.as_expr(value_node)
             return value if value.dtype == dtype and name == "cast" else \
-                self.checked(node, _Cast, dtype, value)
+                self.checked(node, Cast, dtype, value)
         if name in ("max_value", "min_value"):
             dtype = self.dtype(_one_arg(self, node, f"T.{name}"))
             return const(_limit(dtype, name == "max_value"), dtype)
@@ -835,11 +835,6 @@ class _Parser:
         if value not in DTYPES:
             raise self.error(node, f'unknown dtype "{value}"; expected one of {", ".join(DTYPES)}')
         return value
-
-
-def _Cast(dtype: str, value: Expr) -> Expr:
-    from .expr import Cast
-    return Cast(dtype, value)
 
 
 def _extent(lo: Expr, hi: Expr) -> Expr:
