@@ -57,6 +57,16 @@ def test_hand_schedule_compiles_with_nvcc(label):
         assert text in source, f"{label}: no {text!r} in\n{source}"
 
 
+def test_a_fetch_beside_a_per_thread_reduction_is_not_a_cross_thread_one():
+    # one output per thread, accumulated in a 1-element local buffer over k_0, beside the
+    # cooperative fetch's thread loops: each thread reduces alone (no all-reduce)
+    shape = dict(b=1, n=32, m=64, k=32)
+    sch = S.gmm_shared(tile=1, **shape)
+    assert "all-reduce" not in emit_cuda(sch.func)
+    out, expected = run_emulated("GMM", sch, shape)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
 def test_warp_shuffle_reduction_when_the_axis_is_a_warp():
     sch = S.nrm_cross_thread(b=2, m=4, n=16, threads=32)
     assert "__shfl_xor_sync(0xffffffffu" in emit_cuda(sch.func)

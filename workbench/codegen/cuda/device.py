@@ -500,8 +500,11 @@ def _find_reduction(f: For) -> Optional[_Reduction]:
         found = _Reduction(s.buffer, s.indices, op, None, ())
     if found is None:
         return None
-    found.tags = tuple(sorted({n.thread_tag for n in loops if n.kind == ForKind.THREAD_BINDING
-                               and (n.thread_tag or "") in THREAD_AXES}))
+    # the axes reduced over: thread loops around the accumulating stores (a thread loop of a
+    # cooperative fetch beside them in the nest is not one)
+    paths = _thread_paths(f)
+    found.tags = tuple(sorted({t for s in stores if s.buffer is found.buffer
+                               for t in paths.get(id(s), ())}))
     if not found.tags:
         return None  # a reduction each thread does alone
     for n in loops:
@@ -519,6 +522,27 @@ def _find_reduction(f: For) -> Optional[_Reduction]:
                                  f"its initial value {s.value} depends on the threads")
             found.init = s.value
     return found
+
+
+def _thread_paths(root: Stmt) -> dict[int, frozenset]:
+    """id of each store under ``root`` -> the threadIdx axes of the loops around it."""
+    out: dict[int, frozenset] = {}
+
+    def walk(s: Stmt, tags: frozenset) -> None:
+        if isinstance(s, BufferStore):
+            out[id(s)] = tags
+            return
+        if isinstance(s, For) and s.kind == ForKind.THREAD_BINDING and s.thread_tag in THREAD_AXES:
+            tags = tags | {s.thread_tag}
+        for name in ("body", "then_case", "else_case"):
+            child = getattr(s, name, None)
+            if isinstance(child, Stmt):
+                walk(child, tags)
+        for child in getattr(s, "seq", ()):
+            walk(child, tags)
+
+    walk(root, frozenset())
+    return out
 
 
 def _thread_dependent(e: E.Expr) -> bool:

@@ -39,13 +39,14 @@ def _cooperative_fetch(sch: Schedule, block: Any, at: Any, threads: tuple[int, .
         sch.vectorize(parts[-1])
 
 
-def gmm_shared(n: int = 256, m: int = 256, k: int = 256, b: int = 1) -> Schedule:
-    """C = A @ B: blocks of 32x64 outputs, 8x16 threads of 4x4 outputs, k-tiles of 16."""
+def gmm_shared(n: int = 256, m: int = 256, k: int = 256, b: int = 1, tile: int = 4) -> Schedule:
+    """C = A @ B: blocks of (8 tile)x(16 tile) outputs, 8x16 threads of tile x tile outputs,
+    k-tiles of 16."""
     sch = Schedule(workloads.get("GMM", b=b, n=n, m=m, k=k))
     z = sch.get_block("Z")
     bb, i, j, kk = sch.get_loops(z)
-    i0, i1, i2 = sch.split(i, [None, 8, 4])
-    j0, j1, j2 = sch.split(j, [None, 16, 4])
+    i0, i1, i2 = sch.split(i, [None, 8, tile])
+    j0, j1, j2 = sch.split(j, [None, 16, tile])
     k0, k1 = sch.split(kk, [None, 16])
     sch.reorder(bb, i0, j0, i1, j1, k0, k1, i2, j2)
     sch.bind(sch.fuse(bb, i0), "blockIdx.x")
