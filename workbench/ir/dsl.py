@@ -21,8 +21,8 @@ from .expr import (Expr, FloatImm, IntImm, Max, Min, Var, call, cast, check_dtyp
                    if_then_else, is_float)
 from .func import PrimFunc
 from .functor import pre_order, substitute
-from .stmt import (REDUCE, SPATIAL, Block, BlockRealize, BufferStore, IterVar, Range, TRUE, make_for,
-                   seq)
+from .stmt import (REDUCE, SPATIAL, Block, BlockRealize, BufferStore, IterVar, Range, Stmt, TRUE,
+                   make_for, seq)
 
 __all__ = ["Tensor", "ReduceAxis", "placeholder", "compute", "reduce_axis", "sum", "max", "min",
            "maximum", "minimum", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "fabs", "pow",
@@ -204,7 +204,7 @@ def _loads(expr: Expr) -> list:
     return [n for n in pre_order(expr) if isinstance(n, BufferLoad)]
 
 
-def _stage_block(t: Tensor) -> BlockRealize:
+def _stage_block(t: Tensor) -> Stmt:
     """Loops + block of one compute stage."""
     from .region import infer_access_regions
     body = t.body
@@ -227,7 +227,7 @@ def _stage_block(t: Tensor) -> BlockRealize:
         init = BufferStore(out, cast(out.dtype, red.init), out_idx)
     reads, writes = infer_access_regions(stmt, init)
     block = Block(t.name, tuple(ivars), reads, writes, stmt, init)
-    nest = BlockRealize(tuple(loop_vars), TRUE, block)
+    nest: Stmt = BlockRealize(tuple(loop_vars), TRUE, block)
     extents = list(t.shape) + [r.dom for r in raxes]
     for v, ext in reversed(list(zip(loop_vars, extents))):
         if isinstance(ext, Range):

@@ -68,8 +68,8 @@ class Expr:
     def __le__(self, o): return LE.make(self, o)
     def __gt__(self, o): return GT.make(self, o)
     def __ge__(self, o): return GE.make(self, o)
-    def __eq__(self, o): return EQ.make(self, o)  # type: ignore[override]
-    def __ne__(self, o): return NE.make(self, o)  # type: ignore[override]
+    def __eq__(self, o): return EQ.make(self, o)
+    def __ne__(self, o): return NE.make(self, o)
     __hash__ = object.__hash__
 
     # logic (bool expressions) -----------------------------------------------------------

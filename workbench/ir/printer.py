@@ -129,7 +129,7 @@ def _value(v: Any, p: "_Printer") -> str:
     if isinstance(v, list):
         return "[" + ", ".join(_value(x, p) for x in v) + "]"
     if isinstance(v, tuple):
-        return _shape(tuple(_value(x, p) for x in v)) if v else "()"
+        return ("(" + ", ".join(_value(x, p) for x in v) + (",)" if len(v) == 1 else ")")) if v else "()"
     if isinstance(v, Expr):
         return p.expr(v)
     if isinstance(v, Buffer):
@@ -172,29 +172,29 @@ class _Printer:
         t = type(e)
         if isinstance(e, Var):
             return self.name(e), _ATOM
-        if t is IntImm:
+        if type(e) is IntImm:
             if e.dtype == "bool":
                 return ("True" if e.value else "False"), _ATOM
             if e.dtype != "int32":
                 return f"T.{e.dtype}({e.value})", _ATOM
             return str(e.value), (_UNARY if e.value < 0 else _ATOM)
-        if t is FloatImm:
+        if type(e) is FloatImm:
             return f"T.{e.dtype}({_float_text(e.value)})", _ATOM
-        if t is BufferLoad:
+        if type(e) is BufferLoad:
             return self._subscript(e.buffer, [self.expr(i) for i in e.indices]), _ATOM
         prec = _PREC.get(t)
-        if prec is not None:
+        if prec is not None and isinstance(e, BinaryOp):
             return self._binary(e, prec), prec
-        if t in _CALL_NAMES:
+        if t in _CALL_NAMES and isinstance(e, BinaryOp):
             return f"{_CALL_NAMES[t]}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
-        if t is Not:
+        if type(e) is Not:
             return f"not {self._operand(e.a, _NOT_PREC, strict=False)}", _NOT_PREC
-        if t is Select:
+        if type(e) is Select:
             args = ", ".join(self.expr(x) for x in (e.condition, e.true_value, e.false_value))
             return f"T.Select({args})", _ATOM
-        if t is Cast:
+        if type(e) is Cast:
             return f'T.Cast("{e.dtype}", {self.expr(e.value)})', _ATOM
-        if t is Call:
+        if type(e) is Call:
             return f"T.{e.op}({', '.join(self.expr(a) for a in e.args)})", _ATOM
         if isinstance(e, Expr) and is_dataclass(e):
             # an expression class outside the IR proper (the DSL's Reduce): its fields, so
@@ -240,31 +240,31 @@ class _Printer:
     # statements -----------------------------------------------------------------------
     def stmt(self, s: Stmt, depth: int) -> None:
         t = type(s)
-        if t is SeqStmt:
+        if type(s) is SeqStmt:
             last = len(s.seq) - 1
             for n, x in enumerate(s.seq):
                 if isinstance(x, Allocate) and n != last:
                     self.allocate(x, depth, scoped=True)   # later siblings are outside it
                 else:
                     self.stmt(x, depth)
-        elif t is For:
+        elif type(s) is For:
             self.loop(s, depth)
-        elif t is BlockRealize:
+        elif type(s) is BlockRealize:
             self.block(s.block, depth, s)
-        elif t is Block:
+        elif type(s) is Block:
             self.block(s, depth, None)
-        elif t is BufferStore:
+        elif type(s) is BufferStore:
             target = self._subscript(s.buffer, [self.expr(i) for i in s.indices])
             self.emit(depth, f"{target} = {self.expr(s.value)}")
-        elif t is Evaluate:
+        elif type(s) is Evaluate:
             self.emit(depth, f"T.evaluate({self.expr(s.value)})")
-        elif t is IfThenElse:
+        elif type(s) is IfThenElse:
             self.emit(depth, f"if {self.expr(s.condition)}:")
             self.stmt(s.then_case, depth + 1)
             if s.else_case is not None:
                 self.emit(depth, "else:")
                 self.stmt(s.else_case, depth + 1)
-        elif t is Allocate:
+        elif type(s) is Allocate:
             self.allocate(s, depth, scoped=False)
         else:
             raise TypeError(f"cannot print statement of type {t.__name__}")

@@ -103,14 +103,14 @@ class _Verifier:
     # statements -----------------------------------------------------------------------
     def stmt(self, s: Stmt) -> None:
         t = type(s)
-        if t is SeqStmt:
+        if type(s) is SeqStmt:
             for x in s.seq:
                 self.stmt(x)
-        elif t is For:
+        elif type(s) is For:
             self.loop(s)
-        elif t is BlockRealize:
+        elif type(s) is BlockRealize:
             self.realize(s)
-        elif t is BufferStore:
+        elif type(s) is BufferStore:
             self.buffer(s.buffer, len(s.indices), "stores into")
             for i in s.indices:
                 self.expr(i)
@@ -118,18 +118,18 @@ class _Verifier:
             if s.value.dtype != s.buffer.dtype:
                 self.report(f"stores a {s.value.dtype} value into {s.buffer.dtype} buffer "
                             f"{s.buffer.name!r}")
-        elif t is IfThenElse:
+        elif type(s) is IfThenElse:
             self.condition(s.condition, "if condition")
             self.stmt(s.then_case)
             if s.else_case is not None:
                 self.stmt(s.else_case)
-        elif t is Evaluate:
+        elif type(s) is Evaluate:
             self.expr(s.value)
-        elif t is Allocate:
+        elif type(s) is Allocate:
             fresh = self.allocate((s.buffer,))
             self.stmt(s.body)
             self.buffers.difference_update(fresh)
-        elif t is Block:
+        elif type(s) is Block:
             self.report(f"block {s.name!r} appears without a BlockRealize")
         else:
             self.report(f"unknown statement {t.__name__}")

@@ -259,7 +259,7 @@ class InstructionKind:
         """The instruction as a line of Python, TVM style: ``l1, l2 = sch.split(loop=l0, ...)``."""
         if self.renderer is not None:
             return self.renderer(inst, names)
-        parts = []
+        parts: list[str] = []
         for p in self.params:
             value = inst.args[p.name]
             if p.kind == p.VAR_POSITIONAL:

@@ -48,7 +48,9 @@ class Decisions(dict):
                         "value) returns a new trace with that decision (TVM's spelling: "
                         "trace.with_decision(inst, value, remove_postproc=True))")
 
-    __setitem__ = __delitem__ = __ior__ = update = setdefault = pop = popitem = clear = _read_only
+    # every mutator raises (their signatures differ from dict's, hence the ignores)
+    __setitem__ = __delitem__ = __ior__ = update = _read_only  # type: ignore[assignment]
+    setdefault = pop = popitem = clear = _read_only  # type: ignore[assignment]
 
 
 class NoDecision(KeyError):

@@ -22,7 +22,7 @@ from ...ir import dsl
 from ...ir.buffer import Buffer
 from ...ir.expr import Var
 from ...ir.func import PrimFunc
-from ...ir.stmt import TRUE, Block, BlockRealize, BufferStore, ForKind, make_for, seq
+from ...ir.stmt import TRUE, Block, BlockRealize, BufferStore, ForKind, Stmt, make_for, seq
 from ..state import index, replace
 from ..tensor_intrin import TensorIntrin
 
@@ -100,7 +100,7 @@ def gemm_impl(m: int, n: int, k: int, dtype: str = "float32") -> PrimFunc:
     A, B, C = Buffer("A", (m, k), dtype), Buffer("B", (k, n), dtype), Buffer("C", (m, n), dtype)
     acc = Buffer("acc", (m, n), dtype, scope="local")
 
-    def rows(body) -> object:
+    def rows(body) -> Stmt:
         """``for i (unrolled): for j (vectorized): body(i, j)``."""
         i, j = Var("i"), Var("j")
         return make_for(i, m, make_for(j, n, body(i, j), ForKind.VECTORIZED), ForKind.UNROLLED)

@@ -89,7 +89,8 @@ def _divide(iv: IterVar, value: Expr, inner_vars: set, sim: Simplifier) -> Optio
 
 def _loop_chain(primitive: str, argument: str, idx, top: For) -> tuple[list[For], BlockRealize]:
     """The loops from ``top`` down to the single block under it (a chain, nothing else)."""
-    loops, node = [], top
+    loops: list[For] = []
+    node: Stmt = top
     while isinstance(node, For):
         loops.append(node)
         node = node.body
@@ -138,7 +139,8 @@ def blockize_realize(sch, primitive: str, argument: str, top: For,
                                 f"over the loops above {loop_name(top)} and inner in [0, c) over "
                                 f"the loops from it down", argument=argument, nodes=[top, block])
         divisions.append(d)
-    outer_pred, inner_pred = [], []
+    outer_pred: list[Expr] = []
+    inner_pred: list[Expr] = []
     for c in split_conjuncts(realize.predicate):
         used = free_vars(c)
         if used & inner_vars and used - inner_vars:
