@@ -254,12 +254,20 @@ class _Worker:
             self.conn.close()
         self.conn = None
 
-    def stop(self) -> None:
+    def request_exit(self) -> None:
+        """Ask an idle worker to exit (a busy one is killed by :meth:`stop`)."""
         if self.alive:
             try:
                 self.conn.send(("exit",))
-                self.proc.wait(timeout=2)
-            except (OSError, subprocess.TimeoutExpired):
+            except OSError:
+                pass
+
+    def stop(self, timeout: float = 2.0) -> None:
+        if self.alive:
+            self.request_exit()
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
                 pass
         self.kill()
 
@@ -445,8 +453,11 @@ class LocalRunner(Runner):
 
 
 def _shutdown(workers: list[_Worker]) -> None:
+    for worker in workers:   # all at once: stopping takes one exit's time, not one per worker
+        worker.request_exit()
+    deadline = time.monotonic() + 2.0
     for worker in workers:
-        worker.stop()
+        worker.stop(timeout=max(0.0, deadline - time.monotonic()))
         try:
             worker.log.close()
             os.unlink(worker.log.name)
