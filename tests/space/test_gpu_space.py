@@ -204,3 +204,28 @@ def test_multi_level_tiling_thread_bounds_follow_the_target():
     ann = out.get(out.get_block("Z")).annotations
     assert ann["meta_schedule.thread_extent_low_inclusive"] == 32
     assert ann["meta_schedule.thread_extent_high_inclusive"] == 256
+
+
+def test_tensor_core_space_for_fp16_matmul():
+    """GMM-FP16 gets the Use-Tensor-Core space (A.3's shape, sampled tiles): every sample runs
+    correctly on the emulator; nvcc compiles one with wmma calls."""
+    shape = dict(n=64, m=64, k=64)
+    func = wb.workloads.get("GMM-FP16", **shape)
+    (space,) = generate_design_space(func, target="cuda", seed=0)
+    text = str(space.trace)
+    assert 'storage_scope="wmma.accumulator"' in text and "wmma_sync_16x16x16" in text
+    inputs = wb.workloads.random_args("GMM-FP16", seed=0, **shape)
+    expected = wb.workloads.reference("GMM-FP16", **shape)(*inputs[:-1])
+    for seed in range(4):
+        sch, why = sample(func, space, _posts(), seed=seed)
+        assert why is None
+        lowered = lower_auto_copy(sch.func)
+        args = [a.copy() for a in inputs]
+        wb.build(lowered, target="cuda-emulate")(*args)
+        np.testing.assert_allclose(args[-1], expected, rtol=1e-3, atol=1e-3)
+    if shutil.which("nvcc"):
+        source = wb.build(lowered, target="cuda").source("cuda")
+        assert "nvcuda::wmma::mma_sync(" in source and "load_matrix_sync(" in source
+    # fp32 matrix multiplies keep the SIMT space
+    fp32 = generate_design_space(wb.workloads.get("GMM", **SHAPES["GMM"]), target="cuda")[0]
+    assert "wmma" not in str(fp32.trace)

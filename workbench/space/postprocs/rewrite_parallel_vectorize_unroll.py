@@ -21,6 +21,7 @@ from ...ir.functor import pre_order, substitute
 from ...ir.stmt import (SPATIAL, Block, BlockRealize, BufferStore, For, ForKind, IfThenElse,
                         SeqStmt, Stmt)
 from ...schedule import LoopRV, Schedule
+from ...schedule.primitives.read_write_at import AUTO_COPY
 from ..analysis import (AUTO_TENSORIZE, AUTO_UNROLL_MAX_STEP, PARALLEL, UNROLL_EXPLICIT, UNROLL_EXPLICIT_PRAGMA,
                         UNROLL_IMPLICIT, VECTORIZE, const_extent, loop_iter_type)
 from .base import Postproc
@@ -206,8 +207,10 @@ def _unroll_explicitly(sch: Schedule, top: LoopRV, max_step: int) -> None:
             parts = [visit(x) for x in s.seq]
             return sum(p[0] for p in parts), any(p[1] for p in parts)
         if isinstance(s, BlockRealize):
-            if AUTO_TENSORIZE in s.block.annotations:
-                return 1, True  # to be replaced by an intrinsic: not unrolled around
+            if AUTO_TENSORIZE in s.block.annotations or s.block.annotations.get(AUTO_COPY):
+                # to be replaced by an intrinsic, or a copy the backend spreads over the
+                # threads (read_at / write_at): not unrolled around
+                return 1, True
             steps, blocked = visit(s.block.body)
             if s.block.init is not None:
                 init_steps, init_blocked = visit(s.block.init)

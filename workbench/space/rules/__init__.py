@@ -7,6 +7,7 @@ from .cross_thread_reduction import CrossThreadReduction
 from .multi_level_tiling import MultiLevelTiling, ReuseType
 from .parallel_vectorize_unroll import ParallelizeVectorizeUnroll
 from .random_compute_location import RandomComputeLocation
+from .tensor_core import MultiLevelTilingTensorCore
 from .tensorize import MultiLevelTilingWithIntrin
 
 
@@ -26,6 +27,7 @@ def default_rules(kind: str = "llvm") -> list[ScheduleRule]:
         ]
     if kind == "cuda":
         return [
+            MultiLevelTilingTensorCore(),  # fp16 matrix multiplies on wmma tiles (A.3)
             MultiLevelTiling(structure="SSSRRSRS",
                              tile_binds=["blockIdx.x", "vthread.x", "threadIdx.x"],
                              max_innermost_factor=64, vector_load_lens=[1, 2, 3, 4, 8, 16],
@@ -45,4 +47,4 @@ def default_rules(kind: str = "llvm") -> list[ScheduleRule]:
 
 __all__ = ["ScheduleRule", "fork", "AutoInline", "AutoBind", "CrossThreadReduction", "MultiLevelTiling", "ReuseType",
            "ParallelizeVectorizeUnroll", "RandomComputeLocation", "AddRFactor",
-           "MultiLevelTilingWithIntrin", "default_rules"]
+           "MultiLevelTilingWithIntrin", "MultiLevelTilingTensorCore", "default_rules"]
