@@ -18,7 +18,8 @@ from .postprocs import (DisallowDynamicLoop, Postproc, Rejected, RewriteParallel
                         RewriteUnboundBlock, VerifyGPUCode, default_postprocs, run_postprocs,
                         without_postproc)
 from .rules import (AddRFactor, AutoBind, AutoInline, CrossThreadReduction, MultiLevelTiling,
-                    MultiLevelTilingWithIntrin, ParallelizeVectorizeUnroll,
+                    MultiLevelTilingTensorCore, MultiLevelTilingWithIntrin,
+                    ParallelizeVectorizeUnroll,
                     RandomComputeLocation, ReuseType, ScheduleRule, default_rules, fork)
 
 
@@ -32,6 +33,7 @@ __all__ = [
     "generate_design_space", "SpaceGenerator", "PostOrderApply", "ScheduleFn", "SpaceUnion",
     "as_space", "post_order_blocks", "replay", "sample",
     "ScheduleRule", "fork", "AutoInline", "AutoBind", "CrossThreadReduction", "MultiLevelTiling", "MultiLevelTilingWithIntrin",
+    "MultiLevelTilingTensorCore",
     "ReuseType",
     "ParallelizeVectorizeUnroll", "RandomComputeLocation", "AddRFactor", "default_rules",
     "Postproc", "Rejected", "run_postprocs", "without_postproc", "DisallowDynamicLoop",
