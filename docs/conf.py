@@ -20,8 +20,6 @@ DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(ROOT))          # document the tree being built, not an installed copy
 
-import workbench  # noqa: E402  (after the path is set)
-
 project = "workbench"
 author = "the workbench authors"
 copyright = "the workbench authors, Apache-2.0"
