@@ -32,11 +32,14 @@ __all__ = ["build_cuda", "build_cuda_emulate", "emit_cuda", "CUDAKernel", "GPURa
 
 
 def _program(func: PrimFunc, target: Union[str, Target], kinds: tuple[str, ...]) -> tuple:
-    from ..lower import lower
+    from ..lower import is_lowered, lower
     target = Target.of(target)
     if target.kind not in kinds:
         raise BuildError(f"target {str(target)!r} is not a {' or '.join(kinds)} target")
-    lowered = lower(func)
+    # the read_at / write_at copies dealt over the threads first (TVM's LowerAutoCopy; only GPU
+    # targets: a serial backend has no threads to deal them to)
+    from ..auto_copy import lower_auto_copy
+    lowered = lower(func if is_lowered(func) else lower_auto_copy(func, target.thread_warp_size))
     return target, lowered, device_program(lowered, target)
 
 
