@@ -32,6 +32,7 @@ from .scheduler import TaskScheduler, TaskState
 from .search import SearchContext, SearchStrategy
 from .task import TuneTask, as_tasks, make_space
 
+
 class TuneInterrupted(KeyboardInterrupt):
     """``tune()`` stopped by Ctrl-C; every finished record is in the database.
 
@@ -136,8 +137,11 @@ def tune(func_or_list: Union[PrimFunc, str, TuneTask, Sequence[Any]], target: An
             session.run(trials, num_trials_per_iter)
             summary = session.summary(baseline)
         except KeyboardInterrupt as exc:
-            stop = session.interrupted(exc, trials) if session is not None else \
-                TuneInterrupted(sum(len(db.records(t.func, target)) for t in tasks), trials, 0, db)
+            if session is not None:
+                stop = session.interrupted(exc, trials)
+            else:   # while preparing: nothing measured yet
+                stop = TuneInterrupted(sum(len(db.records(t.func, target)) for t in tasks),
+                                       trials, 0, db)
             dispatch(callbacks, "on_interrupt", stop)
             raise stop from None
         dispatch(callbacks, "on_end", summary)
@@ -234,7 +238,7 @@ class _Session:
             self._batch(k, min(per_batch, trials - total), trials)
 
     def _batch(self, k: int, n: int, budget: int) -> None:
-        task, ctx, state = self.tasks[k], self.contexts[k], self.states[k]
+        task, state = self.tasks[k], self.states[k]
         t0 = time.monotonic()
         cands = self.strategies[k].propose(n)
         search_s = time.monotonic() - t0

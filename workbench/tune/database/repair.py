@@ -15,10 +15,9 @@ import os
 import sqlite3
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
 
 from ...errors import DatabaseError, DatabaseWarning
-from .base import Database, Record, WorkloadEntry
+from .base import Database, Record
 from .jsonl import JSONDatabase
 from .sqlite import (_TABLES, SCHEMA_VERSION, check_header, connect, decode_record,
                      quick_check_lines, text)
