@@ -1,4 +1,4 @@
-"""The GPU backend: lowered IR -> CUDA C -> nvcc (or NVRTC) -> pycuda; and an emulator.
+"""The GPU backend: lowered IR -> CUDA C -> nvcc -> pycuda; and an emulator.
 
     >>> kernel = wb.build(sch, target="cuda")            # CUDA C, compiled by nvcc
     >>> print(kernel.source("cuda"))                      # the CUDA C; "ptx": the PTX

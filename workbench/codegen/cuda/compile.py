@@ -1,7 +1,9 @@
-"""CUDA C -> cubin / PTX: nvcc when it is on the PATH, else NVRTC through pycuda.
+"""CUDA C -> cubin / PTX with nvcc (the CUDA toolkit, on the PATH).
 
-A compiler error becomes a ``BuildError`` quoting the compiler's messages, each followed by the
-source line it names, so the reader sees the offending code without opening a file.
+A compiler error becomes a ``BuildError`` quoting nvcc's messages, each followed by the source
+line it names, so the reader sees the offending code without opening a file. (pycuda's own
+``compiler`` calls nvcc too, so it is no fallback; an NVRTC path would need ``libnvrtc``, which
+the toolkit on these machines lacks, so none is offered untested.)
 """
 from __future__ import annotations
 
@@ -24,15 +26,10 @@ def nvcc_path() -> str | None:
 
 
 def compiler_available() -> str | None:
-    """Why CUDA C cannot be compiled here, or None when it can (nvcc, or pycuda's NVRTC)."""
+    """Why CUDA C cannot be compiled here, or None when it can."""
     if nvcc_path():
         return None
-    try:
-        import pycuda.compiler  # noqa: F401
-    except ImportError:
-        return ("neither nvcc (the CUDA toolkit, on the PATH) nor pycuda (pip install "
-                "'workbench[cuda]') is available to compile CUDA C")
-    return None
+    return "nvcc (the CUDA toolkit) is not on the PATH to compile CUDA C"
 
 
 def compile_cuda(source: str, arch: str, output: str = "cubin") -> bytes:
@@ -46,7 +43,7 @@ def compile_cuda(source: str, arch: str, output: str = "cubin") -> bytes:
 def _compile(source: str, arch: str, output: str) -> bytes:
     nvcc = nvcc_path()
     if nvcc is None:
-        return _compile_nvrtc(source, arch, output)
+        raise BuildError(compiler_available() or "no CUDA compiler")
     key = hashlib.sha1(source.encode()).hexdigest()[:12]
     with tempfile.TemporaryDirectory(prefix="wb-cuda-") as tmp:
         src = os.path.join(tmp, f"kernel_{key}.cu")
@@ -62,17 +59,6 @@ def _compile(source: str, arch: str, output: str) -> bytes:
             raise BuildError(quote_errors("nvcc", proc.stderr + proc.stdout, source, src))
         with open(out, "rb") as f:
             return f.read()
-
-
-def _compile_nvrtc(source: str, arch: str, output: str) -> bytes:
-    try:
-        from pycuda.compiler import compile as pycuda_compile  # NVRTC / nvcc wrapped by pycuda
-    except ImportError:
-        raise BuildError(compiler_available() or "no CUDA compiler") from None
-    try:
-        return pycuda_compile(source, arch=arch, target=output, no_extern_c=True)
-    except Exception as exc:  # pycuda.driver.CompileError carries the log in its message
-        raise BuildError(quote_errors("nvrtc", str(exc), source, "kernel.cu")) from None
 
 
 def quote_errors(tool: str, log: str, source: str, path: str) -> str:
