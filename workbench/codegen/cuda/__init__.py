@@ -50,14 +50,19 @@ def emit_cuda(func: PrimFunc, target: Union[str, Target] = "cuda") -> str:
 
 
 def build_cuda(func: PrimFunc, target: Union[str, Target] = "cuda") -> "CUDAKernel":
-    """Generate CUDA C for ``func``, compile it with nvcc for ``-arch`` (default sm_80), and
-    return a kernel that runs on the GPU where there is one."""
+    """Generate CUDA C for ``func``, compile it with nvcc for ``-arch`` (default: the GPU's own
+    where there is one, else sm_80), and return a kernel that runs on the GPU, if any."""
     target, _, program = _program(func, target, ("cuda",))
     source = cuda_source(program)
     why = compiler_available()
     if why:
         raise BuildError(f"cannot build for {target}: {why}")
-    cubin = compile_cuda(source, target.cuda_arch, "cubin")
+    arch = target.cuda_arch
+    if "arch" not in target.options and gpu_unavailable() is None:
+        from .launch import device_arch
+        arch = device_arch() or arch  # a cubin runs only on its own major architecture
+        target = Target(f"{target} -arch={arch}")
+    cubin = compile_cuda(source, arch, "cubin")
     return CUDAKernel(func, target, program, source, cubin)
 
 

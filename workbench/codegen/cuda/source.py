@@ -345,8 +345,9 @@ class _KernelPrinter:
                                                     self.ranges)):
                 fn = "wb_floordiv" if t is E.FloorDiv else "wb_floormod"
                 return f"{fn}({a}, {b})"
-            if E.is_float(e.dtype):
-                return f"floorf({a} / {b})" if t is E.FloorDiv else f"fmodf({a}, {b})"
+            if E.is_float(e.dtype):  # floor semantics: a - floor(a / b) * b for the modulus
+                fl = "floor" if e.dtype == "float64" else "floorf"
+                return f"{fl}({a} / {b})" if t is E.FloorDiv else f"({a} - {fl}({a} / {b}) * {b})"
             return f"({a} {'/' if t is E.FloorDiv else '%'} {b})"
         if t is E.Div:
             return f"({self.expr(e.a)} / {self.expr(e.b)})"
