@@ -13,6 +13,7 @@ repeat sets, nor the mean, which one descheduled repeat on a shared machine sets
 from __future__ import annotations
 
 import math
+import numbers
 import statistics
 import time
 from typing import Any, Callable, Sequence
@@ -105,7 +106,13 @@ def time_runs(fn: Callable[..., Any], args: Sequence[Any] = (), *, number: int =
     can stall for a scheduler tick now and then, and ``number`` was sized on the fast runs.
     With ``min_repeat_ms == 0`` every repeat is exactly ``number`` runs.
     """
-    if number < 1 or repeat < 1 or warmup < 0 or min_repeat_ms < 0:
+    counts = (number, repeat, warmup)
+    if not all(isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in counts) \
+            or not isinstance(min_repeat_ms, numbers.Real):
+        raise TypeError(f"time: number, repeat and warmup are ints, min_repeat_ms a number; got "
+                        f"number={number!r}, repeat={repeat!r}, warmup={warmup!r}, "
+                        f"min_repeat_ms={min_repeat_ms!r}")
+    if number < 1 or repeat < 1 or warmup < 0 or not 0 <= min_repeat_ms < math.inf:
         raise ValueError(f"time: need number >= 1, repeat >= 1, warmup >= 0 and "
                          f"min_repeat_ms >= 0, got number={number}, repeat={repeat}, "
                          f"warmup={warmup}, min_repeat_ms={min_repeat_ms}")

@@ -138,8 +138,7 @@ class Schedule:
                pinned: bool = False) -> Any:
         """Check, run atomically and (when outermost) record one primitive call."""
         outer = not self._running
-        saved = (self.func, dict(self.symbols), len(self.trace), len(self.history),
-                 self.rng.getstate())
+        saved = self._save()
         try:
             args = kind.check(self, args)
             if decision is not None and not kind.is_sampling:
@@ -153,10 +152,7 @@ class Schedule:
             if kind.is_sampling:
                 result, decision = result
         except BaseException:
-            self.func, self.symbols, n_trace, n_hist, state = saved
-            del self.trace.insts[n_trace:]
-            del self.history[n_hist:]
-            self.rng.setstate(state)
+            self._restore(saved)
             raise
         if outer:
             outputs = tuple(iter_rvs(result))
@@ -165,6 +161,17 @@ class Schedule:
             self.trace.append(inst)
             self.history.append((inst, self.func))
         return result
+
+    def _save(self) -> tuple:
+        """What :meth:`_restore` needs to undo every step taken after this call."""
+        return (self.func, dict(self.symbols), len(self.trace), len(self.history),
+                self.rng.getstate())
+
+    def _restore(self, saved: tuple) -> None:
+        self.func, self.symbols, n_trace, n_hist, state = saved
+        del self.trace.insts[n_trace:]
+        del self.history[n_hist:]
+        self.rng.setstate(state)
 
     # copies and randomness ----------------------------------------------------------------
     def copy(self) -> "Schedule":

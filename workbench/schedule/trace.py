@@ -163,32 +163,43 @@ class Trace:
 
     @classmethod
     def from_json(cls, data: Union[dict, str]) -> "Trace":
-        """Rebuild a trace from :meth:`as_json` data (or its JSON text); no code is evaluated."""
-        if isinstance(data, str):
-            data = json.loads(data)
-        if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
-            raise ValueError(f"not a workbench trace (expected format {JSON_FORMAT!r})")
+        """Rebuild a trace from :meth:`as_json` data (or its JSON text); no code is evaluated.
+
+        Anything malformed raises :class:`TraceFormatError` (a ``ValueError``) naming the
+        instruction; an unknown instruction kind raises :class:`UnknownInstructionKind` (also a
+        ``KeyError``). Replaying the trace checks the arguments themselves.
+        """
+        try:
+            if isinstance(data, (str, bytes)):
+                data = json.loads(data)
+            if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
+                raise TraceFormatError(f"not a workbench trace (expected format "
+                                       f"{JSON_FORMAT!r})")
+            if not isinstance(data.get("insts"), list):
+                raise TraceFormatError("trace JSON: 'insts' must be a list of instructions")
+        except RecursionError:
+            raise TraceFormatError("trace JSON nested too deeply") from None
+        except ValueError as exc:  # json's decoding errors
+            if isinstance(exc, TraceFormatError):
+                raise
+            raise TraceFormatError(f"trace JSON cannot be read: {exc}") from None
         rvs: dict[str, RV] = {}
 
-        def ref(name: str) -> RV:
-            if name not in rvs:
-                raise ValueError(f"trace uses random variable {name!r} before defining it")
+        def ref(name: Any) -> RV:
+            if not isinstance(name, str) or name not in rvs:
+                raise TraceFormatError(f"trace uses random variable {name!r} before defining it")
             return rvs[name]
 
         insts = []
         for k, rec in enumerate(data["insts"]):
-            kind = get_kind(rec["kind"])
-            args = kind.complete({a: _from_json(v, ref) for a, v in rec["args"].items()})
-            outputs = []
-            for name in rec.get("outputs", []):
-                cls_ = RV_CLASSES.get(name[:1])
-                if cls_ is None or name in rvs:
-                    raise ValueError(f"instruction {k} ({kind.name}): bad output name {name!r}")
-                rvs[name] = cls_()
-                outputs.append(rvs[name])
-            insts.append(Instruction(kind, args, tuple(outputs), bool(rec.get("multi", False)),
-                                     _from_json(rec.get("decision"), ref),
-                                     bool(rec.get("pinned", False))))
+            try:
+                insts.append(_instruction_from_json(rec, ref, rvs))
+            except TraceFormatError as exc:
+                raise type(exc)(f"instruction {k}: {exc}") from None
+            except (KeyError, TypeError, AttributeError, ValueError, RecursionError) as exc:
+                what = f"missing {exc}" if type(exc) is KeyError else str(exc)
+                raise TraceFormatError(f"instruction {k}: malformed ({what}): "
+                                       f"{_clip(rec)}") from None
         return cls(insts)
 
     @staticmethod
@@ -209,7 +220,19 @@ class Trace:
         Sampling instructions use their recorded decision unless a ``decision_provider`` is
         given and the instruction is not pinned: then ``decision_provider(inst, decision)`` is
         used (None draws a new one from ``sch.rng``; see :func:`resample`).
+
+        All or nothing: an instruction that cannot be applied raises its ``ScheduleError`` (a
+        trace that uses a variable it never defines: ``ValueError``) and ``sch`` is left as it
+        was before the call.
         """
+        saved = sch._save()
+        try:
+            return self._replay(sch, decision_provider)
+        except BaseException:
+            sch._restore(saved)
+            raise
+
+    def _replay(self, sch: Any, decision_provider: Optional[DecisionProvider]) -> dict[RV, RV]:
         rv_map: dict[RV, RV] = {}
 
         def lookup(rv: RV) -> RV:
@@ -306,6 +329,50 @@ class Trace:
         return Trace(keep, self.base_func)
 
 
+class TraceFormatError(ValueError):
+    """Trace JSON that is not a well-formed trace (``Trace.from_json``)."""
+
+
+class UnknownInstructionKind(TraceFormatError, KeyError):
+    """Trace JSON naming an instruction kind that is not registered (also a ``KeyError``)."""
+
+    def __str__(self) -> str:        # KeyError would print the message's repr
+        return str(self.args[0])
+
+
+def _instruction_from_json(rec: Any, ref: Callable[[str], RV], rvs: dict[str, RV]
+                           ) -> Instruction:
+    if not isinstance(rec, dict):
+        raise TraceFormatError(f"expected an object, got {_clip(rec)}")
+    name = rec["kind"]
+    if not isinstance(name, str):
+        raise TraceFormatError(f"kind must be a string, got {_clip(name)}")
+    try:
+        kind = get_kind(name)
+    except KeyError as exc:
+        raise UnknownInstructionKind(str(exc.args[0])) from None
+    if not isinstance(rec["args"], dict):
+        raise TraceFormatError(f"{kind.name}: args must be an object, got {_clip(rec['args'])}")
+    args = kind.complete({a: _from_json(v, ref) for a, v in rec["args"].items()})
+    outputs = []
+    names = rec.get("outputs", [])
+    if not isinstance(names, list):
+        raise TraceFormatError(f"{kind.name}: outputs must be a list, got {_clip(names)}")
+    for out in names:
+        cls_ = RV_CLASSES.get(out[:1]) if isinstance(out, str) else None
+        if cls_ is None or out in rvs:
+            raise TraceFormatError(f"{kind.name}: bad output name {out!r}")
+        rvs[out] = cls_()
+        outputs.append(rvs[out])
+    return Instruction(kind, args, tuple(outputs), bool(rec.get("multi", False)),
+                       _from_json(rec.get("decision"), ref), bool(rec.get("pinned", False)))
+
+
+def _clip(value: Any, width: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def _to_json(value: Any, names: dict[RV, str]) -> Any:
     if isinstance(value, RV):
         return {"rv": names[value]}
@@ -326,5 +393,5 @@ def _from_json(value: Any, ref: Callable[[str], RV]) -> Any:
             return ref(value["rv"])
         if set(value) == {"dict"}:
             return {k: _from_json(v, ref) for k, v in value["dict"]}
-        raise ValueError(f"unexpected object in trace JSON: {value!r}")
+        raise TraceFormatError(f"unexpected object in trace JSON: {_clip(value)}")
     return value

@@ -16,6 +16,12 @@ def _describe(node: Any) -> str:
     return f"block {node.name!r}" if isinstance(node, Block) else f"loop {node.loop_var.name!r}"
 
 
+def _check_key(primitive: str, key: Any) -> None:
+    if not isinstance(key, str) or not key:
+        raise ScheduleError(primitive, f"the key must be a non-empty string, got {key!r}",
+                            argument="ann_key")
+
+
 def _value(sch, value: Any) -> Any:
     """The stored annotation value: an ExprRV's current int, plain values, tuples of them."""
     if isinstance(value, ExprRV):
@@ -38,9 +44,7 @@ def annotate(sch, block_or_loop: BlockRV | LoopRV, ann_key: str,
 
         for i in range(8):                 for i in range(8, annotations={"pragma_unroll": 1}):
     """
-    if not isinstance(ann_key, str) or not ann_key:
-        raise ScheduleError("annotate", f"the key must be a non-empty string, got {ann_key!r}",
-                            argument="ann_key")
+    _check_key("annotate", ann_key)
     node = sch.get(block_or_loop)
     value = _value(sch, ann_val)
     sch.replace(node, node.with_(annotations={**node.annotations, ann_key: value}))
@@ -49,6 +53,7 @@ def annotate(sch, block_or_loop: BlockRV | LoopRV, ann_key: str,
 @schedule_primitive("unannotate")
 def unannotate(sch, block_or_loop: BlockRV | LoopRV, ann_key: str) -> None:
     """Remove annotation ``ann_key`` from a block or loop (it must be there)."""
+    _check_key("unannotate", ann_key)
     node = sch.get(block_or_loop)
     if ann_key not in node.annotations:
         have = ", ".join(map(repr, node.annotations)) or "none"

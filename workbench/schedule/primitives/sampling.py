@@ -15,6 +15,11 @@ from ..rv import ExprRV, LoopRV
 from .loops import const_extent, loop_name
 
 
+#: the most tiles ``sample_perfect_tile`` draws (a decision is a list of n ints: a huge n
+#: would only exhaust memory; TVM's deepest tiling structures use 5)
+MAX_TILE_PARTS = 64
+
+
 def _prime_exponents(n: int) -> dict[int, int]:
     out: dict[int, int] = {}
     p = 2
@@ -78,9 +83,9 @@ def sample_perfect_tile(sch, loop: LoopRV, n: int, max_innermost_factor: Optiona
         v0, v1 = sch.sample_perfect_tile(loop=l0, n=2, max_innermost_factor=16, decision=[8, 16])
         l2, l3 = sch.split(loop=l0, factors=[v0, v1])
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ScheduleError("sample_perfect_tile", f"n must be a positive int, got {n!r}",
-                            argument="n")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_TILE_PARTS:
+        raise ScheduleError("sample_perfect_tile", f"n must be an int from 1 to "
+                            f"{MAX_TILE_PARTS}, got {n!r}", argument="n")
     max_inner = None if max_innermost_factor in (None, -1) else max_innermost_factor
     if max_inner is not None and (not isinstance(max_inner, int) or max_inner < 1):
         raise ScheduleError("sample_perfect_tile", f"max_innermost_factor must be a positive "
@@ -115,9 +120,11 @@ def sample_categorical(sch, candidates: list[int], probs: list[float],
         raise ScheduleError("sample_categorical", f"candidates must be a non-empty list of ints, "
                             f"got {candidates!r}", argument="candidates")
     if (not isinstance(probs, (list, tuple)) or len(probs) != len(candidates)
-            or not all(isinstance(p, (int, float)) and p >= 0 for p in probs) or sum(probs) <= 0):
+            or not all(isinstance(p, (int, float)) and p >= 0 for p in probs)
+            or not 0 < sum(probs) < math.inf):
         raise ScheduleError("sample_categorical", f"probs must be {len(candidates)} non-negative "
-                            f"numbers with a positive sum, got {probs!r}", argument="probs")
+                            f"numbers with a positive sum (and finite), got {probs!r}",
+                            argument="probs")
     if decision is None:
         decision = sch.rng.choices(range(len(candidates)), weights=probs)[0]
     if (isinstance(decision, bool) or not isinstance(decision, int)
