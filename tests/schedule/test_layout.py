@@ -101,7 +101,7 @@ def test_set_scope(name, block, scope):
 
 def test_set_scope_of_a_cache_by_name_and_same_scope_is_a_no_op():
     sch = small_schedule("GMM")
-    cache = sch.cache_read("Z", 1, "shared")
+    cache = sch.cache_read("Z", 0, "shared")
     sch.set_scope(cache, "X_shared", "local")
     assert sch.get(cache).writes[0].buffer.scope == "local"
     before = sch.func
@@ -164,10 +164,10 @@ def test_storage_align_refuses_parameters():
 def test_transform_layout_of_the_padded_input_c2d():
     sch = small_schedule("C2D")
     sch.decompose_padding("PadInput", sch.get_loops("PadInput")[0])
-    sch.transform_layout("conv2d_nhwc", ("read", 1), lambda n, h, w, c: (n, c, h, w))
+    sch.transform_layout("conv2d_nhwc", ("read", 0), lambda n, h, w, c: (n, c, h, w))
     assert alloc(sch, "PadInput").shape == (1, 3, 10, 10)
     text = str(sch.trace)
-    assert "index_map=lambda n, h, w, c: (n, c, h, w)" in text and 'buffer=("read", 1)' in text
+    assert "index_map=lambda n, h, w, c: (n, c, h, w)" in text and 'buffer=("read", 0)' in text
     check_both(sch, "C2D")
 
 
@@ -191,7 +191,7 @@ def test_transform_layout_with_padding_needs_and_writes_pad_value():
 
 def test_transform_layout_of_a_cache_by_name_json_holds_the_text():
     sch = small_schedule("GMM")
-    sch.cache_read("Z", 1, "shared")
+    sch.cache_read("Z", 0, "shared")
     sch.transform_layout("Z", "X_shared", "lambda b, i, k: (b, k // 4, i, k % 4)")
     assert alloc(sch, "X_shared").shape == (1, 4, 16, 4)
     args = json.loads(json.dumps(sch.trace.as_json()))["insts"][-1]["args"]

@@ -130,7 +130,10 @@ def infer_access_regions(body: Stmt, init: Optional[Stmt] = None, *,
                          var_ranges: VarRanges = None) -> tuple[tuple[BufferRegion, ...], tuple[BufferRegion, ...]]:
     """``(reads, writes)`` of a block body: one BufferRegion per buffer, in first-use order.
 
-    A buffer both read and written (a reduction's output) appears in both. Buffers in
+    A block with an ``init`` (a reduction) does not list the buffers it writes among its reads,
+    as in TVM: ``C[i, j] += A[i, k] * B[k, j]`` reads ``A, B``, so read index 0 is A in traces
+    and course material alike. Without an init (e.g. the update block after
+    ``decompose_reduction``) a buffer both read and written appears in both. Buffers in
     ``alloc_buffers`` (the block's own) are left out. ``var_ranges`` (usually the block's
     iterators and their domains) lets unions of non-constant offsets simplify.
     """
@@ -138,7 +141,8 @@ def infer_access_regions(body: Stmt, init: Optional[Stmt] = None, *,
     for s in (init, body):
         if s is not None:
             c.stmt(s)
-    return (tuple(BufferRegion(b, r) for b, r in c.reads.items()),
+    written = c.writes.keys() if init is not None else ()
+    return (tuple(BufferRegion(b, r) for b, r in c.reads.items() if b not in written),
             tuple(BufferRegion(b, r) for b, r in c.writes.items()))
 
 

@@ -435,7 +435,10 @@ def decompose_reduction(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
     for l in chosen:  # innermost first
         nest = For(fresh[l.loop_var], substitute(l.min, fresh), substitute(l.extent, fresh),
                    l.kind, nest, l.thread_tag)
-    sch.replace(blk, blk.with_(init=None))
+    # without its init the block reads what it accumulates into: its writes come first (TVM's order)
+    read_bufs = {r.buffer for r in blk.reads}
+    reads = tuple(w for w in blk.writes if w.buffer not in read_bufs) + blk.reads
+    sch.replace(blk, blk.with_(init=None, reads=reads))
     target = sch.index.loops[target.loop_var]
     sch.replace(target, seq(nest, target))
     return sch.new_rv(BlockRV, init_block.name)
