@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .expr import (Add, Expr, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, convert, is_const)
+from .expr import (Add, BinaryOp, Expr, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, convert, is_const)
 from .functor import pre_order, substitute
 from .stmt import Range
 
@@ -162,12 +162,13 @@ def _text(e: Expr) -> str:
         return e.name
     if isinstance(e, IntImm):
         return str(e.value)
+    assert isinstance(e, BinaryOp), e     # index maps hold variables, constants and + - * // %
     prec = _PRECEDENCE[type(e)]
     left, right = _text(e.a), _text(e.b)
     # left-associative: the right operand of an equal-precedence operator keeps its parens
-    if _PRECEDENCE.get(type(e.a), 3) < prec:
+    if _PRECEDENCE.get(type(e.a), 3) < prec:  # type: ignore[arg-type]
         left = f"({left})"
-    if _PRECEDENCE.get(type(e.b), 3) <= prec:
+    if _PRECEDENCE.get(type(e.b), 3) <= prec:  # type: ignore[arg-type]
         right = f"({right})"
     return f"{left} {_SYMBOL[type(e)]} {right}"
 
@@ -286,6 +287,7 @@ def _evaluate(e: Expr, env: dict) -> Any:
         return env[e]
     if isinstance(e, IntImm):
         return np.int64(e.value)
+    assert isinstance(e, BinaryOp), e
     a, b = _evaluate(e.a, env), _evaluate(e.b, env)
     if isinstance(e, Add):
         return a + b
@@ -341,7 +343,7 @@ class _Inverter:
             if isinstance(const, IntImm) and const.value > 0:
                 return [_Digit(d.var, d.lower, d.extent, d.scale * const.value)
                         for d in self.digits(other)]
-        if isinstance(e, (FloorDiv, FloorMod)):
+        if isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm):   # else: fail below
             terms = sorted(self.digits(e.a), key=lambda d: d.scale)
             return self.divmod(terms, e.b.value, isinstance(e, FloorDiv), e)
         raise self.fail(f"{_text(e)} is not a sum of scaled splits of the parameters")

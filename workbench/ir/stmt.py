@@ -30,7 +30,7 @@ class Stmt:
 
     def with_(self, **changes: Any):
         """A copy with some fields changed (the original is untouched)."""
-        return replace(self, **changes)
+        return replace(self, **changes)  # type: ignore[type-var]  # every Stmt is a dataclass
 
 
 class ForKind(str, Enum):

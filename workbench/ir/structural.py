@@ -45,7 +45,7 @@ _NODES = (Expr, Stmt, Range, IterVar, BufferRegion, PrimFunc)
 _VAR_DEFS = {For: "loop_var", IterVar: "var"}
 _BUFFER_DEFS = {Block: "alloc_buffers", Allocate: "buffer"}
 #: fields not walked: a function's name is a label; its params are defined first, by hand
-_SKIP = {PrimFunc: ("name", "params")}
+_SKIP: dict[type, tuple[str, ...]] = {PrimFunc: ("name", "params")}
 
 _FIELD_CACHE: dict[type, tuple[tuple[str, str], ...]] = {}
 
@@ -123,7 +123,8 @@ def _first_difference(a: Any, b: Any, make) -> str:
     n = next((k for k, (x, y) in enumerate(zip(ta, tb)) if x != y), min(len(ta), len(tb)))
 
     def at(s: _Serializer, toks: list) -> str:
-        return f"{s.paths[n]} ({toks[n]!r})" if n < len(toks) else "<end>"
+        paths = s.paths or []     # the serializer was made with paths=True
+        return f"{paths[n]} ({toks[n]!r})" if n < len(toks) else "<end>"
 
     return f"{at(sa, ta)} vs {at(sb, tb)}"
 
@@ -217,7 +218,7 @@ class _Serializer:
         if not isinstance(node, _NODES):
             raise TypeError(f"cannot compare or hash {cls.__name__} {node!r}")
         self.emit(cls.__name__)
-        if cls is PrimFunc:
+        if isinstance(node, PrimFunc):
             for b in node.params:
                 self.define_buffer(b, with_name=True)
         base = self.path
