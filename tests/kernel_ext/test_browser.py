@@ -29,6 +29,8 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 ARTIFACTS = pathlib.Path(__file__).parents[1] / "artifacts"
+TUTORIALS = pathlib.Path(__file__).parents[2] / "tutorials"
+LESSON = "01_ir_and_loop_nests.ipynb"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 if CHROMIUM is None or CHROMEDRIVER is None:
@@ -68,6 +70,8 @@ def lab(tmp_path_factory):
                                                            "display_name": "Python 3",
                                                            "language": "python"}})
     nbformat.write(nb, root / "browser_test.ipynb")
+    for name in (LESSON, "checks.py"):       # a lesson of the course and its checks, side by side
+        shutil.copy(TUTORIALS / name, root / name)
     port, token = _free_port(), secrets.token_hex(16)
     settings = root / ".lab-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
@@ -135,9 +139,8 @@ def _shot(driver, element, name: str) -> pathlib.Path:
     return path
 
 
-def test_widgets_render_and_respond_in_jupyterlab(lab, browser):
-    url, token = lab
-    browser.get(f"{url}/lab/tree/browser_test.ipynb?token={token}&reset")
+def _open_and_run_all(browser, url: str, token: str, notebook: str) -> None:
+    browser.get(f"{url}/lab/tree/{notebook}?token={token}&reset")
     WebDriverWait(browser, 90).until(lambda d: d.execute_script(
         "return !!(window.jupyterapp && window.jupyterapp.shell.currentWidget"
         " && window.jupyterapp.shell.currentWidget.sessionContext"
@@ -145,6 +148,11 @@ def test_widgets_render_and_respond_in_jupyterlab(lab, browser):
         " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel)"))
     time.sleep(2)
     browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells');")
+
+
+def test_widgets_render_and_respond_in_jupyterlab(lab, browser):
+    url, token = lab
+    _open_and_run_all(browser, url, token, "browser_test.ipynb")
     # widget clicks are handled by the kernel, which is busy until the last cell is done
     done = ".wb-decision-tree, .wb-decision-tree-fallback"
     errors = "[data-mime-type='application/vnd.jupyter.error']"
@@ -195,3 +203,39 @@ def test_widgets_render_and_respond_in_jupyterlab(lab, browser):
     assert conv.find_elements(By.CSS_SELECTOR, ".js-plotly-plot, .plot-container")
     assert conv.find_elements(By.CSS_SELECTOR, ".scatterlayer .point, .scatterlayer path.js-line")
     _shot(browser, conv, "5_convergence_done")
+
+
+def test_a_lesson_shows_its_exercise_feedback_in_jupyterlab(lab, browser):
+    """Lesson 1 of the course, run in JupyterLab as a student would: each exercise's check
+    renders its verdict (the starting points are wrong on purpose, so both say what to fix)."""
+    url, token = lab
+    _open_and_run_all(browser, url, token, LESSON)
+    errors = "[data-mime-type='application/vnd.jupyter.error']"
+    WebDriverWait(browser, 300).until(
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, ".wb-feedback")) >= 2
+        or d.find_elements(By.CSS_SELECTOR, errors))
+    failed = browser.find_elements(By.CSS_SELECTOR, errors)
+    assert not failed, f"a cell of {LESSON} failed in JupyterLab: {failed[0].text[-2000:]}"
+    first, second = browser.find_elements(By.CSS_SELECTOR, ".wb-feedback")[:2]
+    assert "Exercise 1" in first.text and "it computes A - B.T" in first.text
+    assert "wb-feedback-wrong" in first.get_attribute("class")
+    assert "Exercise 2" in second.text and "no block has a reduction axis" in second.text
+    _shot(browser, first, "7_lesson_exercise_feedback")
+
+    # the student fixes exercise 2 in its cell and runs it again: the verdict turns green
+    fixed = ('A = wb.placeholder((32, 16), "float32", name="A")\n'
+             'j = wb.reduce_axis(16, name="j")\n'
+             'M = wb.compute((32,), lambda i: wb.max(A[i, j], axis=j), name="M")\n'
+             'func = wb.create_func([A, M], name="row_max")\n'
+             'check_exercise_2(func)')
+    browser.execute_script(
+        "const nb = window.jupyterapp.shell.currentWidget.content;"
+        "const i = nb.widgets.findIndex(c => c.model.sharedModel.getSource()"
+        "                                     .includes('check_exercise_2('));"
+        "nb.activeCellIndex = i;"
+        "nb.widgets[i].model.sharedModel.setSource(arguments[0]);"
+        "window.jupyterapp.commands.execute('notebook:run-cell');", fixed)
+    ok = WebDriverWait(browser, 120).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, ".wb-feedback-ok"))[0]
+    assert "Exercise 2" in ok.text and "M = A.max(axis=1)" in ok.text
+    _shot(browser, ok, "8_lesson_exercise_fixed")
