@@ -159,7 +159,7 @@ def tune_held_out(names, model, ranker, out_dir, seed):
     cols = [("L", "learned", 32), ("L-noR", "learned_noranker", 16), ("evo", "evo", 64),
             ("rand", "rand", 32), ("evo+L", "evo_learned_init", 32)]
     head = (f"{'wl':<4} " + " ".join(f"{c + '@10':>10} {'@' + str(n):>8}" for c, _, n in cols)
-            + " | to 95% of evo@64: " + " ".join(f"{c:>6}" for c, _, _ in cols)
+            + " | trials to 95% of evo@64: " + " ".join(f"{c:>6}" for c, _, _ in cols)
             + "  rej%  busy/noisy")
     print(head + "\n" + "-" * len(head), flush=True)
     runs = {}
@@ -182,7 +182,7 @@ def tune_held_out(names, model, ranker, out_dir, seed):
         print(f"{name:<4} " + " ".join(f"{ms(best_after(r[c]['curve'], 10)):>10} "
                                        f"{ms(best_after(r[c]['curve'], n)):>8}"
                                        for c, _, n in cols)
-              + f" | {'':>17}" + " ".join(f"{trials_to(r[c]['curve'], goal):>6}"
+              + f" | {'':>25}" + " ".join(f"{trials_to(r[c]['curve'], goal):>6}"
                                           for c, _, _ in cols)
               + f"  {100 * rej:4.0f}  {flags} of {total}", flush=True)
     return runs
