@@ -88,13 +88,18 @@ def count(path):
         return 0
 
 
+def default_sigint():
+    """In the child: SIGINT at its default, as from a terminal (pytest itself may run with it
+    ignored, e.g. as a background job)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt(cmd, ready, tag, deadline=120.0):
     """Start ``cmd`` (SIGINT at its default, as from a terminal), wait until ``ready()``, send
     SIGINT; returns (exit status, stdout + stderr, seconds it took to stop)."""
     env = {**os.environ, "WB_TEST_TAG": tag}
     child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             env=env, preexec_fn=lambda: signal.signal(signal.SIGINT,
-                                                                       signal.SIG_DFL))
+                             env=env, preexec_fn=default_sigint)
     try:
         end = time.monotonic() + deadline
         while not ready() and time.monotonic() < end and child.poll() is None:
@@ -173,7 +178,8 @@ def test_second_sigint_while_stopping_exits_at_once(tmp_path):
     script.write_text(CHILD.format(here=HERE))
     env = {**os.environ, "WB_TEST_TAG": tag}
     child = subprocess.Popen([sys.executable, str(script), "run", marker, path], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             preexec_fn=default_sigint)
     try:
         end = time.monotonic() + 120
         while not os.path.exists(marker) and time.monotonic() < end and child.poll() is None:
