@@ -31,8 +31,7 @@ def outcome_counts(name: str, shape: dict, n: int, nvcc: bool = True,
     import numpy as np
 
     import workbench as wb
-    from workbench.codegen.auto_copy import lower_auto_copy
-    from workbench.space import default_postprocs, sample
+        from workbench.space import default_postprocs, sample
 
     func = wb.workloads.get(name, **shape)
     inputs = wb.workloads.random_args(name, seed=seed, **shape)
@@ -47,15 +46,14 @@ def outcome_counts(name: str, shape: dict, n: int, nvcc: bool = True,
         if sch is None:
             counts["rejected: " + _reason(why)] += 1
             continue
-        lowered = lower_auto_copy(sch.func)
         try:
             args = [a.copy() for a in inputs]
-            wb.build(lowered, target="cuda-emulate")(*args)
+            wb.build(sch, target="cuda-emulate")(*args)
             if not np.allclose(args[-1], expected, rtol=1e-3, atol=1e-3):
                 counts["WRONG"] += 1
                 continue
             if nvcc:
-                wb.build(lowered, target="cuda")
+                wb.build(sch, target="cuda")
             counts["ok"] += 1
         except Exception as exc:  # a bug of the space or the backend: counted, shown
             counts[f"ERROR {type(exc).__name__}: {str(exc).splitlines()[0][:100]}"] += 1

@@ -14,13 +14,16 @@ Differences from the text of A.3, each forced by the workload or by the text its
   as TVM's MultiLevelTilingTensorCore annotates it today;
 * ``reindex`` gives B the layout ``[j, k]`` (TVM orders the new buffer by block iterators), so
   the mma is the ``_trans`` intrinsic (B column-major), as TVM's dense uses;
-* ``transform_block_layout`` on a reindex block takes that block's two iterators.
+* ``transform_block_layout`` on a reindex block takes that block's two iterators;
+* the software pipeline of the outer reduction loop has one stage and order entry per
+  statement of its body here (A copy, B copy, inner loop: ``[0, 0, 1]``, ``[0, 1, 2]``): A.3's
+  ``[0, 0, 0, 0, 1, 1]`` / ``[0, 3, 1, 4, 5, 2, 6]`` count the extra register stages of TVM's
+  ``local_stage`` copies (and disagree with each other in length).
 """
 import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.codegen.auto_copy import lower_auto_copy
 from workbench.errors import BuildError, ScheduleError
 from workbench.schedule.intrinsics.cuda import WMMA_LAYOUT, WMMA_OP
 from workbench.space.analysis import (AUTO_TENSORIZE, AUTO_TENSORIZE_INIT, TILING_STRUCTURE,
@@ -98,8 +101,8 @@ def use_tensor_core(sch, pipeline=True):
     if pipeline:
         sch.annotate(l58, "software_pipeline_stage", [0, 0, 1])
         sch.annotate(l58, "software_pipeline_order", [0, 1, 2])
-        sch.annotate(l57, "software_pipeline_stage", [0, 0, 0, 0, 1, 1])
-        sch.annotate(l57, "software_pipeline_order", [0, 3, 1, 4, 5, 2, 6])
+        sch.annotate(l57, "software_pipeline_stage", [0, 0, 1])
+        sch.annotate(l57, "software_pipeline_order", [0, 1, 2])
     v71 = sch.sample_categorical([0, 16, 64, 512, 1024], [0.2, 0.2, 0.2, 0.2, 0.2], decision=3)
     sch.annotate(b9, UNROLL_EXPLICIT, v71)
 
@@ -202,23 +205,26 @@ def test_a3_runs_on_the_emulator_and_matches_numpy(func):
     _backend("cuda-emulate")
     sch = _scheduled(func, pipeline=False)
     assert _postprocess(sch) is None
-    # the copies shared by the threads, and the fragment loads / stores (TVM's LowerAutoCopy)
-    check_numeric(lower_auto_copy(sch.func), "GMM-FP16", target="cuda-emulate", **SHAPE)
+    check_numeric(sch, "GMM-FP16", target="cuda-emulate", **SHAPE)
 
 
 def test_a3_compiles_with_nvcc(func):
     _backend("cuda")
     sch = _scheduled(func, pipeline=False)
     assert _postprocess(sch) is None
-    kernel = wb.build(lower_auto_copy(sch.func), target="cuda")
+    kernel = wb.build(sch, target="cuda")
     source = kernel.source("cuda")
     for call in ("load_matrix_sync", "mma_sync", "fill_fragment", "store_matrix_sync"):
         assert f"nvcuda::wmma::{call}(" in source
 
 
-def test_a3_pipeline_annotations_are_refused_clearly(func):
-    _backend("cuda")
+def test_a3_with_its_software_pipeline(func):
+    """The pipelined A.3 kernel either runs right on the emulator, or the backend refuses the
+    annotations naming them (never ignores them silently)."""
+    _backend("cuda-emulate")
     sch = _scheduled(func, pipeline=True)
     assert _postprocess(sch) is None
-    with pytest.raises(BuildError, match="software_pipeline"):
-        wb.build(lower_auto_copy(sch.func), target="cuda")
+    try:
+        check_numeric(sch, "GMM-FP16", target="cuda-emulate", **SHAPE)
+    except BuildError as exc:
+        assert "software_pipeline" in str(exc) or "software pipeline" in str(exc)
