@@ -96,9 +96,13 @@ def test_tune_magic_interrupted_shows_the_message(ip, tmp_path, capsys):
                 pass
             time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGINT)
-    threading.Thread(target=interrupt_after_a_batch, daemon=True).start()
-    db = ip.run_line_magic("tune", f"GMM n=16 m=16 k=16 --trials 400 --per-batch 2 "
-                                   f"--database {path}")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a kernel
+    try:
+        threading.Thread(target=interrupt_after_a_batch, daemon=True).start()
+        db = ip.run_line_magic("tune", f"GMM n=16 m=16 k=16 --trials 400 --per-batch 2 "
+                                       f"--database {path}")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     out = capsys.readouterr().out
     n = len(db)
     assert n >= 2 and f"interrupted after {n} trials" in out and f"{n} records in {path}" in out
