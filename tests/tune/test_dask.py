@@ -112,3 +112,22 @@ def test_a_bad_address_or_argument_is_one_clear_error():
         DaskRunner("tcp://127.0.0.1:9", connect_timeout=0.5)
     with pytest.raises(TypeError, match="distributed.Client or a scheduler address"):
         DaskRunner(8786)
+
+
+def test_the_cli_measures_on_a_dask_scheduler(cluster, db_path, capsys):
+    from workbench.cli import main
+    assert main(["tune", "GMM", "--small", "--trials", "4", "--per-iter", "4", "--db", db_path,
+                 "--strategy", "replay_trace", "--cost-model", "random",
+                 "--dask", cluster.scheduler_address]) == 0
+    assert "records in" in capsys.readouterr().out
+    records = wb.tune.Database.open(db_path).records(small_task().func)
+    assert [r.status for r in records] == ["ok"] * 4
+
+
+def test_the_cli_refuses_an_unreachable_scheduler_in_one_line(db_path, capsys, monkeypatch):
+    from workbench.cli import main
+    monkeypatch.setattr(wb.tune.dask_runner, "CONNECT_TIMEOUT", 0.5)
+    assert main(["tune", "GMM", "--small", "--trials", "4", "--db", db_path,
+                 "--dask", "tcp://127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cannot reach a Dask scheduler" in err

@@ -3,6 +3,7 @@
     workbench tune GMM --trials 64                    tune at the paper shape into tuning.sqlite
     workbench tune all --small --trials 8             every workload, small shapes, 8 trials each
     workbench tune C2D --shape h=28 w=28 --db c2d.jsonl
+    workbench tune GMM --dask tcp://host:8786         measure on Dask workers (docs/distributed.md)
     workbench best GMM                                the best schedule's IR and trace
     workbench import-tvm records_zen3/ --db t.sqlite  import TVM MetaSchedule JSON databases
     workbench export-tvm GMM --db t.sqlite [--all]    the best trace as TVM Python
@@ -47,6 +48,9 @@ def add_parsers(sub: Any, shape_kwargs) -> None:
                    help="candidates per measured batch")
     p.add_argument("--workers", type=positive_int, default=None,
                    help="build/run worker processes")
+    p.add_argument("--dask", metavar="ADDRESS", default=None,
+                   help="measure on the workers of a Dask scheduler (tcp://host:8786); "
+                        "see docs/distributed.md")
     p.set_defaults(fn=lambda a: _cmd_tune(a, shape_kwargs))
 
     p = sub.add_parser("best", help="print the best schedule found for a workload")
@@ -114,6 +118,13 @@ def _cmd_tune(args, shape_kwargs) -> int:
         if problem:
             return _user_error(problem)
     db = Database.open(args.db)      # a damaged or unwritable file: one line, before any work
+    runner = None
+    if args.dask:
+        from .dask_runner import DaskRunner
+        try:
+            runner = DaskRunner(args.dask)
+        except (ImportError, ConnectionError, TypeError, ValueError) as exc:
+            return _user_error(exc)
     if threading.current_thread() is threading.main_thread():
         # `kill -INT` stops a tune even when its shell started it with SIGINT ignored (a
         # background job of a script)
@@ -122,11 +133,15 @@ def _cmd_tune(args, shape_kwargs) -> int:
         tune(tasks, target=args.target, trials=args.trials * len(tasks), database=db,
              seed=args.seed, strategy=strategy, cost_model=args.cost_model,
              num_trials_per_iter=args.per_iter, workers=args.workers, verbose=True,
-             task_scheduler="round_robin" if args.name == "all" else "gradient")
+             task_scheduler="round_robin" if args.name == "all" else "gradient",
+             runner=runner)
     except TuneInterrupted as stop:
         stop.resume = shlex.join(["workbench", *getattr(args, "argv", ["tune", args.name])])
         print(f"workbench: {stop}", file=sys.stderr)
         return 130
+    finally:
+        if runner is not None:
+            runner.close()
     ok = all(db.best(t.func, args.target) is not None for t in tasks)
     print(f"records in {args.db}: {len(db)}")
     if args.strategy == "learned" and strategy.drawn:

@@ -22,8 +22,11 @@ from __future__ import annotations
 import threading
 from typing import Any, Optional, Sequence
 
-from .runner import LocalRunner, MeasureInput, MeasureResult, Runner, Task
+from .runner import (LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner,
+                     Task)
 
+#: seconds to wait for the scheduler at an address before giving up
+CONNECT_TIMEOUT = 10.0
 #: seconds to wait for a Dask worker to join before a batch fails with a clear error
 WAIT_FOR_WORKERS = 60.0
 
@@ -39,7 +42,7 @@ class DaskRunner(Runner):
     def __init__(self, client_or_address: Any, build_timeout: float = 30.0,
                  run_timeout: float = 20.0, number: int = 3, repeat: int = 3,
                  min_repeat_ms: float = 25.0, check: bool = True, max_retries: int = 2,
-                 max_spread: float = 2.0, connect_timeout: float = 10.0):
+                 max_spread: float = 2.0, connect_timeout: Optional[float] = None):
         try:
             import distributed
         except ImportError as exc:
@@ -50,7 +53,8 @@ class DaskRunner(Runner):
             self.client, self._own_client = client_or_address, False
         elif isinstance(client_or_address, str):
             try:
-                self.client = distributed.Client(client_or_address, timeout=connect_timeout)
+                self.client = distributed.Client(client_or_address,
+                                                 timeout=connect_timeout or CONNECT_TIMEOUT)
             except (OSError, TimeoutError) as exc:
                 raise ConnectionError(f"DaskRunner: cannot reach a Dask scheduler at "
                                       f"{client_or_address!r} ({exc})") from None
@@ -85,7 +89,10 @@ class DaskRunner(Runner):
         try:
             for future in self._distributed.as_completed(futures):
                 results[index[future.key]] = self._result_of(future)
-        except BaseException:  # Ctrl-C, a lost scheduler: leave no candidate running
+        except KeyboardInterrupt:   # Ctrl-C: drop the unfinished, keep what finished
+            self.client.cancel(futures)
+            raise MeasureInterrupted(results) from None
+        except BaseException:  # a lost scheduler: leave no candidate running
             self.client.cancel(futures)
             raise
         return results  # type: ignore[return-value]
