@@ -198,3 +198,20 @@ def test_second_sigint_while_stopping_exits_at_once(tmp_path):
     report = check(path)
     assert report.ok and report.intact >= 4, report
     assert gone(tag)
+
+
+def test_commit_holds_sigint_back_until_stored():
+    """A SIGINT arriving while a finished batch is committed is raised after the commit."""
+    from workbench.tune.tuning import interrupts_deferred
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    done = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts_deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)          # the handler has run by now: it only noted it
+                done.append("stored")
+        assert done == ["stored"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
