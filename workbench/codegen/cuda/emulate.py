@@ -35,7 +35,7 @@ from ...errors import BuildError
 from ...ir import expr as E
 from ...ir.arith import simplify
 from ...ir.buffer import Buffer
-from ...ir.functor import pre_order
+from ...ir.functor import pre_order, substitute
 from ...ir.stmt import (Allocate, BufferStore, Evaluate, For, IfThenElse, Range, SeqStmt, Stmt)
 from .device import (HW, PRIVATE_SCOPES, AllReduce, Barrier, DeviceKernel, DeviceProgram,
                      Wmma)
@@ -131,12 +131,16 @@ class _State:
                 f"({h['blockIdx.x']}, {h['blockIdx.y']}, {h['blockIdx.z']})")
 
     def _keys(self, bid: int, flat, m, what: str):
-        """(keys into the buffer's array, lanes) of the active lanes; bounds checked."""
+        """(keys into the buffer's array, lanes) of the active lanes, flattened; bounds
+        checked. ``flat``: one index per lane, or rows of them (shape (..., lanes))."""
         arr, name, shared, _, size = self.bufs[bid]
-        flat = np.broadcast_to(np.asarray(flat, dtype=np.int64), (self.n,))
-        lanes = self.lanes
+        flat = np.asarray(flat, dtype=np.int64)
+        shape = flat.shape if flat.ndim and flat.shape[-1] == self.n else (self.n,)
+        flat = np.broadcast_to(flat, shape)
+        lanes = np.broadcast_to(self.lanes, shape)
         if m is not None:
-            flat, lanes = flat[m], lanes[m]
+            flat, lanes = flat[..., m], lanes[..., m]
+        flat, lanes = flat.reshape(-1), lanes.reshape(-1)
         if flat.size:
             bad = (flat < 0) | (flat >= size)
             if bad.any():
@@ -145,7 +149,7 @@ class _State:
                                  f"(size {size}) in {self.thread(int(lanes[i]))}, at "
                                  f"{self.at}")
         keys = flat * self.nb + self.blk[lanes] if shared else flat
-        return keys, lanes
+        return keys, lanes, shape
 
     def ld(self, bid: int, flat, m):
         arr, name, shared, track, _ = self.bufs[bid]
@@ -159,7 +163,7 @@ class _State:
             if m is None:
                 self._keys(bid, flat, m, "load")
                 return arr[flat]
-        keys, lanes = self._keys(bid, flat, m, "load")
+        keys, lanes, shape = self._keys(bid, flat, m, "load")
         if track is not None and keys.size:
             writer, wphase, reader, rphase = track
             w = writer[keys]
@@ -171,21 +175,20 @@ class _State:
             reader[keys] = lanes
             rphase[keys] = self.phase
         if m is None:
-            return arr[keys]
-        out = np.zeros(self.n, arr.dtype)
-        out[m] = arr[keys]
+            return arr[keys].reshape(shape)
+        out = np.zeros(shape, arr.dtype)
+        out[..., m] = arr[keys].reshape(shape[:-1] + (-1,))
         return out
 
     def st(self, bid: int, flat, value, m) -> None:
         if m is False:
             return
         arr, name, shared, track, _ = self.bufs[bid]
-        keys, lanes = self._keys(bid, flat, m, "store to")
+        keys, lanes, shape = self._keys(bid, flat, m, "store to")
         if not keys.size:
             return
-        value = np.broadcast_to(np.asarray(value), (self.n,))
-        if m is not None:
-            value = value[m]
+        value = np.broadcast_to(np.asarray(value), shape)
+        value = (value if m is None else value[..., m]).reshape(-1)
         if track is not None:
             writer, wphase, reader, rphase = track
             order = np.argsort(keys, kind="stable")
@@ -264,6 +267,74 @@ class _State:
         r = _OPS[op].reduce(v, axis=axis, keepdims=True)
         acc[0] = np.broadcast_to(r, v.shape).reshape(-1)
         self.phase += 1  # the reduction synchronizes the block
+
+    # tensor-core tiles --------------------------------------------------------------------------
+    @staticmethod
+    def offsets(coefs: list, sizes: list) -> np.ndarray:
+        """The flat offsets of a tile over the loop grid (one axis per loop)."""
+        out = np.zeros(sizes, np.int64)
+        for axis, (c, n) in enumerate(zip(coefs, sizes)):
+            shape = [1] * len(sizes)
+            shape[axis] = n
+            out = out + c * np.arange(n, dtype=np.int64).reshape(shape)
+        return out
+
+    @staticmethod
+    def varying(off: np.ndarray) -> np.ndarray:
+        """``off`` with the grid axes it does not vary along cut to length 1."""
+        return off[tuple(slice(None) if np.ptp(off, axis=ax).any() else slice(0, 1)
+                         for ax in range(off.ndim))]
+
+    def tile_load(self, spec, m) -> np.ndarray:
+        """The tile ``spec`` names, for every lane: shape (*grid, lanes), axes the tile does
+        not vary along of length 1."""
+        where, private, base, off = spec
+        off = self.varying(off)
+        idx = off[..., None] + np.asarray(base, dtype=np.int64)
+        if private:
+            return where[idx, self.lanes]
+        return self.ld(where, np.broadcast_to(idx, off.shape + (self.n,)), m)
+
+    def tile_store(self, spec, value: np.ndarray, m) -> None:
+        where, private, base, off = spec
+        if m is False:
+            return
+        off = self.varying(off)
+        idx = np.broadcast_to(off[..., None] + np.asarray(base, dtype=np.int64),
+                              off.shape + (self.n,))
+        value = np.broadcast_to(value, off.shape + (self.n,))
+        if private:
+            if m is None:
+                where[idx, self.lanes] = value
+            else:
+                where[idx[..., m], self.lanes[m]] = value[..., m]
+            return
+        self.st(where, idx, value, m)
+
+    def tile_copy(self, dst, src, m, leader, const=None) -> None:
+        """wmma load / store / fill: the whole tile at once (memory written by the warp's
+        first lane, fragments by every lane: each holds the warp's fragment)."""
+        value = self.tile_load(src, m) if src is not None else const
+        self.tile_store(dst, value, m if dst[1] else leader)
+
+    def tile_mma(self, c, a, b, m) -> None:
+        """wmma mma_sync: C[i, j] += sum_k A * B in float32, the loops (i, j, k) being the grid
+        axes; an operand's axes are those its offsets vary along."""
+        tiles = [self.tile_load(x, m) for x in (c, a, b)]
+        axes = [tuple(ax for ax in range(c[3].ndim) if np.ptp(x[3], axis=ax).any())
+                for x in (c, a, b)]
+        letters = "ijklmn"
+        terms = []
+        for tile, ax in zip(tiles[1:], axes[1:]):
+            squeezed = tile[tuple(slice(None) if i in ax else 0 for i in range(tile.ndim - 1))]
+            terms.append((squeezed.astype(np.float32), "".join(letters[i] for i in ax) + "z"))
+        out_axes = "".join(letters[i] for i in axes[0]) + "z"
+        prod = np.einsum(f"{terms[0][1]},{terms[1][1]}->{out_axes}", terms[0][0], terms[1][0])
+        acc = tiles[0][tuple(slice(None) if i in axes[0] else 0
+                             for i in range(tiles[0].ndim - 1))]
+        full = (acc + prod).astype(tiles[0].dtype)
+        shape = [c[3].shape[i] if i in axes[0] else 1 for i in range(c[3].ndim)] + [self.n]
+        self.tile_store(c, full.reshape(shape), m)
 
     @staticmethod
     def range(lo, ext, name: str):
@@ -411,13 +482,75 @@ class _EmulatedKernel:
             # first lane of the warp stores to memory
             leader = self.fresh("m")
             self.emit(d, f"{leader} = S.band({m}, S.warp_leader)")
-            self.warp_store = leader
-            self.stmt(s.loop, d, m)
-            self.warp_store = None
+            if not self.wmma_tiles(s, d, m, leader):  # (the loop nest, element by element)
+                self.warp_store = leader
+                self.stmt(s.loop, d, m)
+                self.warp_store = None
         elif isinstance(s, Evaluate):
             pass
         else:
             raise BuildError(f"cuda-emulate: cannot run statement {type(s).__name__}")
+
+    def wmma_tiles(self, s: Wmma, d: int, m: str, leader: str) -> bool:
+        """Emit ``s`` as whole-tile numpy operations (gathers and an einsum over the lanes)
+        when its nest is a perfect one of affine accesses; False: not emitted."""
+        from .source import _innermost
+        try:
+            loops, store = _innermost(s.loop)
+        except BuildError:
+            return False
+        vars_ = [f.loop_var for f in loops]
+        if any(not E.is_const(f.min, 0) or not isinstance(f.extent, E.IntImm) for f in loops):
+            return False
+        sizes = [f.extent.value for f in loops]
+
+        def spec(buf: Buffer, indices) -> Any:
+            """'(array or id, private?, base, offsets)' text, or None if not affine."""
+            flat = _flat_of(buf, indices)
+            zero = {v: E.IntImm(0) for v in vars_}
+            base = simplify(substitute(flat, zero), self.ranges)
+            coefs = []
+            for v in vars_:
+                c = simplify(E.Sub(substitute(flat, {**zero, v: E.IntImm(1)}), base), self.ranges)
+                if not isinstance(c, E.IntImm):
+                    return None
+                coefs.append(c.value)
+            rest = flat
+            for v, c in zip(vars_, coefs):
+                rest = E.Sub(rest, E.Mul(v, E.IntImm(c)))
+            if not E.is_const(simplify(E.Sub(rest, base), self.ranges), 0):
+                return None
+            private = buf.scope in PRIVATE_SCOPES
+            where = self.names[buf] if private else str(self.buffer_id(buf))
+            return f"({where}, {private}, {self.expr(base, m)}, S.offsets({coefs}, {sizes}))"
+
+        dst = spec(store.buffer, store.indices)
+        if dst is None:
+            return False
+        value = store.value
+        if s.op == "mma_sync":
+            loads = [n for n in pre_order(value) if isinstance(n, E.BufferLoad)]
+            a = next((n for n in loads if n.buffer.scope == "wmma.matrix_a"), None)
+            b = next((n for n in loads if n.buffer.scope == "wmma.matrix_b"), None)
+            if a is None or b is None:
+                return False
+            specs = [spec(a.buffer, a.indices), spec(b.buffer, b.indices)]
+            if None in specs:
+                return False
+            self.emit(d, f"S.at = {('wmma mma_sync ' + _describe(store))!r}")
+            self.emit(d, f"S.tile_mma({dst}, {specs[0]}, {specs[1]}, {m})")
+            return True
+        if isinstance(value, E.BufferLoad):
+            src = spec(value.buffer, value.indices)
+            if src is None:
+                return False
+            self.emit(d, f"S.at = {('wmma ' + s.op + ' ' + _describe(store))!r}")
+            self.emit(d, f"S.tile_copy({dst}, {src}, {m}, {leader})")
+            return True
+        if isinstance(value, (E.FloatImm, E.IntImm)):
+            self.emit(d, f"S.tile_copy({dst}, None, {m}, {leader}, {self.expr(value, m)})")
+            return True
+        return False
 
     def buffer_id(self, b: Buffer) -> int:
         if b not in self.ids:
@@ -487,6 +620,13 @@ class _EmulatedKernel:
 _BIN = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.FloorDiv: "//", E.FloorMod: "%", E.EQ: "==",
         E.NE: "!=", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">="}
 _NP = {"float16": "float16", "float32": "float32", "float64": "float64"}
+
+
+def _flat_of(buf: Buffer, indices) -> E.Expr:
+    flat: E.Expr = E.IntImm(0)
+    for idx, stride in zip(indices, buf.strides()):
+        flat = flat + idx * stride
+    return flat
 
 
 def _describe(s: BufferStore) -> str:
