@@ -12,8 +12,10 @@ Each section is one function ``section(args) -> list[str]`` (lines to print) in 
   average was above the CPUs: with several tuners on a few cores, most are) and each
   process's exit status and wall time, and whether the tuner's summary warned about the load.
 
-A section measuring something else (e.g. candidates per minute with 1 vs 2 Dask workers) is
-one more function appended to ``SECTIONS``.
+* :func:`dask_throughput` — candidates measured per minute with 1 vs 2 local Dask workers
+  (``DaskRunner`` on a ``LocalCluster``), side by side with the ``LocalRunner``.
+
+A new section is one more function appended to ``SECTIONS``; ``--only NAME`` runs some.
 """
 from __future__ import annotations
 
@@ -77,8 +79,62 @@ def concurrent_tunes(args) -> list[str]:
     return lines
 
 
+def dask_throughput(args) -> list[str]:
+    """Candidates measured per minute on a Dask ``LocalCluster`` of 1 and of 2 worker
+    processes (one thread each), side by side: the same candidates (the first workload's
+    design space, drawn once), each cluster warmed up first (its measurement processes
+    started, the task sent). A ``LocalRunner`` with 1 and 2 build workers for comparison."""
+    from distributed import Client, LocalCluster
+
+    from workbench.tune import DaskRunner, LocalRunner, MeasureInput, Task
+
+    name = args.workloads[0]
+    shape = wb.workloads.small(name) if args.small else {}
+    func = wb.workloads.get(name, **shape)
+    seen, cands = set(), []
+    for seed in range(args.trials * 4):
+        for sch in wb.generate_design_space(func, seed=seed):
+            key = str(sch.func)
+            if key not in seen:
+                seen.add(key)
+                cands.append(sch.func)
+        if len(cands) >= args.trials:
+            break
+    cands = cands[:args.trials]
+    task = Task(func, "llvm", wb.workloads.reference(name, **shape))
+    inputs = [MeasureInput(task, c) for c in cands]
+    rows = []
+
+    def timed(label: str, runner) -> None:
+        runner.measure(inputs[:2])                      # warm up
+        t0 = time.monotonic()
+        results = runner.measure(inputs)
+        seconds = time.monotonic() - t0
+        ok = sum(r.status == "ok" for r in results)
+        rows.append((label, len(results), ok, seconds, 60 * len(results) / seconds,
+                     os.getloadavg()[0]))
+
+    for workers in (1, 2):
+        with LocalRunner(workers=workers) as runner:
+            timed(f"LocalRunner, {workers} build worker{'s' * (workers > 1)}", runner)
+    for workers in (1, 2):
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=":0") as cluster, Client(cluster) as client, \
+                DaskRunner(client) as runner:
+            timed(f"Dask LocalCluster, {workers} worker{'s' * (workers > 1)}", runner)
+    lines = [f"{name} {shape or '(paper shape)'}: {len(cands)} distinct candidates of its design "
+             f"space, measured by each runner in one batch (after a 2-candidate warm-up)",
+             f"{'runner':34} {'cands':>5} {'ok':>4} {'seconds':>8} {'per min':>8} {'load':>5}"]
+    for label, n, ok, seconds, rate, load in rows:
+        lines.append(f"{label:34} {n:>5} {ok:>4} {seconds:>8.1f} {rate:>8.1f} {load:>5.1f}")
+    dask1, dask2 = rows[2][4], rows[3][4]
+    lines.append(f"Dask: 2 workers / 1 worker = {dask2 / dask1:.2f}x candidates per minute "
+                 f"(on {os.cpu_count()} CPUs shared with the load above)")
+    return lines
+
+
 #: the sections run in order; each returns the lines it prints
-SECTIONS = [concurrent_tunes]
+SECTIONS = [concurrent_tunes, dask_throughput]
 
 
 def main() -> None:
@@ -89,11 +145,15 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="each workload's small shape")
     parser.add_argument("--dir", default=None, help="where the databases go (default: a "
                         "temporary directory)")
+    parser.add_argument("--only", nargs="*", choices=[f.__name__ for f in SECTIONS],
+                        help="run only these sections")
     args = parser.parse_args()
     args.dir = args.dir or tempfile.mkdtemp(prefix="wb-load-")
     print(f"CPU: {cpu_model()}, {os.cpu_count()} CPUs; load average "
           f"{os.getloadavg()[0]:.1f} at start")
     for section in SECTIONS:
+        if args.only and section.__name__ not in args.only:
+            continue
         print()
         for line in section(args):
             print(line)
