@@ -48,7 +48,7 @@ def gmm(n=32, rows=8, cols=16, parallel=False, decompose=False, cache_x=None):
     ko, ki = sch.split(k, [None, 4])
     sch.reorder(jo, io, ko, ki, ii, ji)
     if cache_x:
-        sch.compute_at(sch.cache_read(block, 1, cache_x), ko)
+        sch.compute_at(sch.cache_read(block, 0, cache_x), ko)  # X (a reduction reads: X, Y)
     sch.reverse_compute_at(sch.cache_write(block, 0, "local"), io)
     if decompose:
         sch.decompose_reduction(block, ko)

@@ -272,7 +272,8 @@ class _Planner:
                     extent: Optional[int]) -> Range:
         """The values of index ``idx`` while the loops ``path[depth:]`` run (``[0, extent)``
         where unbounded)."""
-        key = (id(idx), id(path), depth, extent, self.thread_shared)  # a reduction reads what it writes: same idx
+        # (a reduction reads what it writes: the same idx)
+        key = (id(idx), id(path), depth, extent, self.thread_shared)
         found = self._points.get(key)
         if found is None:
             relaxer = self.relaxer(path, depth)

@@ -22,7 +22,7 @@ copies are made synchronously: the same values, without that overlap.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 from ..errors import BuildError
 from ..ir import expr as E
@@ -84,7 +84,7 @@ def inject(loop: For, children: Sequence[Stmt], local: Sequence[Buffer]) -> Stmt
         iteration = E.Sub(step, E.IntImm(stages[i])) if stages[i] else step
         body = substitute(children[i], {loop.loop_var: E.Add(loop.min, iteration)})
         body = _add_version(body, versioned, versions, iteration)
-        guard = None
+        guard: Optional[E.Expr] = None
         if stages[i] > 0:
             guard = E.GE(step, E.IntImm(stages[i]))
         if stages[i] < depth:

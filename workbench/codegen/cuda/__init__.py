@@ -31,7 +31,8 @@ __all__ = ["build_cuda", "build_cuda_emulate", "emit_cuda", "CUDAKernel", "GPURa
            "gpu_unavailable", "device_program"]
 
 
-def _program(func: PrimFunc, target: Union[str, Target], kinds: tuple[str, ...]) -> tuple:
+def _program(func: PrimFunc, target: Union[str, Target],
+             kinds: tuple[str, ...]) -> tuple[Target, PrimFunc, DeviceProgram]:
     from ..lower import is_lowered, lower
     target = Target.of(target)
     if target.kind not in kinds:

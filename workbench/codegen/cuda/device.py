@@ -34,7 +34,6 @@ from typing import Optional
 
 from ...errors import BuildError
 from ...ir import expr as E
-from ...ir.arith import simplify
 from ...ir.buffer import Buffer
 from ...ir.func import PrimFunc
 from ...ir.functor import pre_order, substitute, uses_var
@@ -225,7 +224,7 @@ class _Kernelizer:
         self.check_limits()
         body = self.stmt(self.item, _Ctx())
         body = insert_barriers(body, self.launch)
-        params = [b for b in self.func.params]
+        params = list(self.func.params)
         used = {n.buffer for n in pre_order(body) if isinstance(n, (BufferStore, E.BufferLoad))}
         params += [b for b in self.host if b in used]
         k = DeviceKernel(self.name, tuple(params),
@@ -441,7 +440,7 @@ class _Reduction:
     tags: tuple[str, ...]   # the thread axes reduced over
 
 
-_OPS = {E.Add: "sum", E.Max: "max", E.Min: "min", E.Mul: "prod"}
+_OPS: dict[type, str] = {E.Add: "sum", E.Max: "max", E.Min: "min", E.Mul: "prod"}
 
 
 def _combined_value(s: BufferStore, op: str) -> Optional[E.Expr]:

@@ -27,7 +27,7 @@ the same phase (or read in it, for a write), or another block wrote at all, rais
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -392,14 +392,14 @@ class _EmulatedKernel:
         self.vars: dict[E.Var, str] = {}
         self.ranges: dict[E.Var, Range] = {HW[t]: Range.from_extent(kernel.extent(t)) for t in HW}
         self.n = 0
-        self.warp_store = None  # the mask of stores inside a wmma operation
+        self.warp_store: Optional[str] = None  # the mask of stores inside a wmma operation
         for i, b in enumerate(list(kernel.params) + list(kernel.shared) + list(kernel.dyn_shared)):
             self.ids[b] = i
         self.source = self.generate()
-        namespace = {"np": np, "_rsqrt": _rsqrt, "_sigmoid": _sigmoid, "_round": _round,
+        namespace: dict[str, Any] = {"np": np, "_rsqrt": _rsqrt, "_sigmoid": _sigmoid, "_round": _round,
                      "_erf": _erf, "math": math, "inf": math.inf, "nan": math.nan}
         exec(compile(self.source, f"<cuda-emulate {kernel.name}>", "exec"), namespace)  # noqa
-        self.fn = namespace[kernel.name]
+        self.fn: Callable[[_State], None] = namespace[kernel.name]
 
     def run(self, mem: dict[Buffer, np.ndarray]) -> None:
         with np.errstate(all="ignore"):  # IEEE results (inf, nan) as the GPU computes them
@@ -416,7 +416,8 @@ class _EmulatedKernel:
     def generate(self) -> str:
         k = self.kernel
         self.emit(0, f"def {k.name}(S):")
-        self.emit(1, f"# grid {k.grid}, block {k.block}: {k.num_threads * k.grid[0] * k.grid[1] * k.grid[2]} lanes")
+        lanes = k.num_threads * k.grid[0] * k.grid[1] * k.grid[2]
+        self.emit(1, f"# grid {k.grid}, block {k.block}: {lanes} lanes")
         for tag, var in HW.items():
             name = tag.replace(".", "_")
             self.vars[var] = name
@@ -516,8 +517,8 @@ class _EmulatedKernel:
                     return None
                 coefs.append(c.value)
             rest = flat
-            for v, c in zip(vars_, coefs):
-                rest = E.Sub(rest, E.Mul(v, E.IntImm(c)))
+            for v, coef in zip(vars_, coefs):
+                rest = E.Sub(rest, E.Mul(v, E.IntImm(coef)))
             if not E.is_const(simplify(E.Sub(rest, base), self.ranges), 0):
                 return None
             private = buf.scope in PRIVATE_SCOPES

@@ -102,5 +102,6 @@ class Launcher:
             self.launch(mem)
             sync()
 
-        fn.memory = mem  # type: ignore[attr-defined]  (keeps the allocations alive)
+        # (the function keeps the allocations alive)
+        fn.memory = mem  # type: ignore[attr-defined]
         return fn

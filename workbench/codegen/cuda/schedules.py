@@ -42,7 +42,7 @@ def _cooperative_fetch(sch: Schedule, block: Any, at: Any, threads: tuple[int, .
 def gmm_shared(n: int = 256, m: int = 256, k: int = 256, b: int = 1, tile: int = 4) -> Schedule:
     """C = A @ B: blocks of (8 tile)x(16 tile) outputs, 8x16 threads of tile x tile outputs,
     k-tiles of 16."""
-    sch = Schedule(workloads.get("GMM", b=b, n=n, m=m, k=k))
+    sch: Any = Schedule(workloads.get("GMM", b=b, n=n, m=m, k=k))
     z = sch.get_block("Z")
     bb, i, j, kk = sch.get_loops(z)
     i0, i1, i2 = sch.split(i, [None, 8, tile])
@@ -67,7 +67,7 @@ def gmm_shared(n: int = 256, m: int = 256, k: int = 256, b: int = 1, tile: int =
 def c2d_shared(**shape: Any) -> Schedule:
     """conv2d NHWC: a 4x4 output tile per block, (pixel, channel) per thread; the input tile
     (with its halo, padded) fetched into shared memory once per block."""
-    sch = Schedule(workloads.get("C2D", **shape))
+    sch: Any = Schedule(workloads.get("C2D", **shape))
     pad, conv = sch.get_block("PadInput"), sch.get_block("conv2d_nhwc")
     n, h, w, co, rh, rw, rc = sch.get_loops(conv)
     h0, h1 = sch.split(h, [None, 4])
@@ -93,7 +93,7 @@ def c2d_shared(**shape: Any) -> Schedule:
 
 def sfm_cross_thread(m: int = 256, n: int = 256, threads: int = 64) -> Schedule:
     """softmax: a row per block; max and sum reduced across ``threads`` threads."""
-    sch = Schedule(workloads.get("SFM", m=m, n=n))
+    sch: Any = Schedule(workloads.get("SFM", m=m, n=n))
     norm = sch.get_block("T_softmax_norm")
     row, col = sch.get_loops(norm)
     sch.bind(row, "blockIdx.x")
@@ -109,7 +109,7 @@ def sfm_cross_thread(m: int = 256, n: int = 256, threads: int = 64) -> Schedule:
 
 def nrm_cross_thread(b: int = 256, m: int = 256, n: int = 256, threads: int = 128) -> Schedule:
     """norm: one batch per block, its m*n squares summed across ``threads`` threads."""
-    sch = Schedule(workloads.get("NRM", b=b, m=m, n=n))
+    sch: Any = Schedule(workloads.get("NRM", b=b, m=m, n=n))
     c = sch.get_block("C")
     bb, i, j = sch.get_loops(c)
     sch.bind(bb, "blockIdx.x")
@@ -126,7 +126,7 @@ def gmm_wmma(n: int = 128, m: int = 128, k: int = 128) -> Schedule:
     """C (fp32) = A @ B (fp16) on tensor cores: a 32x32 tile per block, one 16x16 accumulator
     fragment per warp (4 warps on threadIdx.y), k-tiles of 16 staged in shared memory."""
     from ...schedule.intrinsics.cuda import FILL, SYNC, load_intrin, store_intrin
-    sch = Schedule(workloads.get("GMM-FP16", n=n, m=m, k=k))
+    sch: Any = Schedule(workloads.get("GMM-FP16", n=n, m=m, k=k))
     c = sch.get_block("C")
     i, j, kk = sch.get_loops(c)
     i0, i1, i2 = sch.split(i, [None, 2, 16])

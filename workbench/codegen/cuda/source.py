@@ -295,8 +295,8 @@ class _KernelPrinter:
         # shared-memory tree: the group of a thread is its siblings along the axis
         buf = self.fresh("wb_red_buf")
         stride = [1, k.block[0], k.block[0] * k.block[1]][axis]
-        tid = "((int)threadIdx.x + (int)threadIdx.y * {} + (int)threadIdx.z * {})".format(
-            k.block[0], k.block[0] * k.block[1])
+        tid = (f"((int)threadIdx.x + (int)threadIdx.y * {k.block[0]} + (int)threadIdx.z * "
+               f"{k.block[0] * k.block[1]})")
         me = f"((int){s.tag})"
         p = 1 << max(n - 1, 0).bit_length()
         self.emit(d, f"// all-reduce ({s.op}) over {s.tag}: a tree in shared memory")
@@ -305,8 +305,9 @@ class _KernelPrinter:
         self.emit(d + 1, f"{buf}[{tid}] = {acc};")
         self.emit(d + 1, "__syncthreads();")
         self.emit(d + 1, f"for (int wb_s = {p // 2}; wb_s > 0; wb_s >>= 1) {{")
+        mine, other = f"{buf}[{tid}]", f"{buf}[{tid} + wb_s * {stride}]"
         self.emit(d + 2, f"if ({me} < wb_s && {me} + wb_s < {n}) "
-                         f"{buf}[{tid}] = {comb.format(a=f'{buf}[{tid}]', b=f'{buf}[{tid} + wb_s * {stride}]')};")
+                         f"{mine} = {comb.format(a=mine, b=other)};")
         self.emit(d + 2, "__syncthreads();")
         self.emit(d + 1, "}")
         self.emit(d + 1, f"{acc} = {buf}[{tid} - {me} * {stride}];")
