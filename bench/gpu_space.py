@@ -31,7 +31,7 @@ def outcome_counts(name: str, shape: dict, n: int, nvcc: bool = True,
     import numpy as np
 
     import workbench as wb
-        from workbench.space import default_postprocs, sample
+    from workbench.space import default_postprocs, sample
 
     func = wb.workloads.get(name, **shape)
     inputs = wb.workloads.random_args(name, seed=seed, **shape)
