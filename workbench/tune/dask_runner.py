@@ -62,6 +62,8 @@ class DaskRunner(Runner):
         else:
             raise TypeError(f"DaskRunner: expected a distributed.Client or a scheduler "
                             f"address like 'tcp://host:8786', got {client_or_address!r}")
+        #: the scheduler's address, for messages
+        self.address = str(getattr(self.client.scheduler, "address", client_or_address))
         self.settings = (("build_timeout", build_timeout), ("run_timeout", run_timeout),
                          ("number", number), ("repeat", repeat),
                          ("min_repeat_ms", min_repeat_ms), ("check", check),
@@ -69,7 +71,7 @@ class DaskRunner(Runner):
         self._tasks: dict[str, Any] = {}   # Task.key -> its future on the cluster
 
     def __repr__(self) -> str:
-        return f"DaskRunner({self.client.scheduler.address!r})"
+        return f"DaskRunner({self.address!r})"
 
     def measure(self, inputs: Sequence[MeasureInput], timing: Optional[dict] = None,
                 run_timeout: Optional[float] = None) -> list[MeasureResult]:
@@ -79,7 +81,7 @@ class DaskRunner(Runner):
             self.client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS)
         except TimeoutError:
             raise RuntimeError(f"DaskRunner: no Dask worker joined the scheduler "
-                               f"{self.client.scheduler.address} within "
+                               f"{self.address} within "
                                f"{WAIT_FOR_WORKERS:g} s") from None
         futures = [self.client.submit(_measure_on_worker, self._on_cluster(inp.task), inp.func,
                                       self.settings, timing, run_timeout, pure=False)
