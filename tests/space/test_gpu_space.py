@@ -223,3 +223,14 @@ def test_tensor_core_space_for_fp16_matmul():
     # fp32 matrix multiplies keep the SIMT space
     fp32 = generate_design_space(wb.workloads.get("GMM", **SHAPES["GMM"]), target="cuda")[0]
     assert "wmma" not in str(fp32.trace)
+
+
+def test_tune_on_the_emulator(tmp_path):
+    """wb.tune with target cuda-emulate: the cuda space, every candidate checked (the
+    unscheduled function, which no GPU can run, gives the expected output on the CPU)."""
+    func = wb.workloads.get("GMM", **SHAPES["GMM"])
+    db = wb.tune(func, target="cuda-emulate", trials=4, database=str(tmp_path / "t.jsonl"),
+                 seed=0, num_trials_per_iter=4)
+    records = db.records(func)
+    assert len(records) == 4 and all(r.status == "ok" for r in records)
+    assert 'thread_axis="threadIdx.x"' in str(db.best(func, target="cuda-emulate").trace)
