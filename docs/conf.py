@@ -7,7 +7,7 @@ anything. Why Sphinx: docs/design.md ("Documentation").
 from __future__ import annotations
 
 import importlib.metadata
-import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -35,12 +35,17 @@ source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-n
 exclude_patterns = ["_build", "**/.ipynb_checkpoints", "**/__pycache__", "**/*.sqlite*",
                     "tutorials/**/solutions/**"]
 
-# lessons and notebooks live at the top of the repository; docs/ reaches them by symlinks
-# (committed), so a new lesson is in the site as soon as it is in its folder.
+# lessons and notebooks live at the top of the repository; each build copies them into docs/
+# (gitignored), so a new lesson is in the site as soon as it is in its folder, and their links
+# to each other resolve (through a symlink Sphinx would see the real path, outside docs/).
 for folder in ("tutorials", "notebooks"):
-    link = DOCS / folder
-    if not link.exists() and not link.is_symlink():
-        os.symlink(os.path.join("..", folder), link)
+    copy = DOCS / folder
+    if copy.is_symlink():
+        copy.unlink()
+    elif copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(ROOT / folder, copy, ignore=shutil.ignore_patterns(
+        "__pycache__", ".ipynb_checkpoints", "*.sqlite*", "*.jsonl", "*.py"))
 
 nb_execution_mode = "off"        # notebooks are executed by the tests, not by the docs build
 myst_enable_extensions = ["colon_fence", "deflist"]
