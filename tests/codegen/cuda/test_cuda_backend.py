@@ -105,6 +105,26 @@ def test_serial_loop_around_a_kernel_is_rejected():
         wb.build(sch, target="cuda-emulate")
 
 
+def test_one_block_axis_bound_twice_is_rejected():
+    sch = wb.Schedule(wb.workloads.get("GMM", b=1, n=16, m=16, k=16))
+    b, i, j, k = sch.get_loops(sch.get_block("Z"))
+    sch.bind(sch.fuse(b, i), "blockIdx.x")
+    sch.bind(j, "blockIdx.x")
+    with pytest.raises(wb.BuildError, match="loop 'j' is bound to blockIdx.x inside another "
+                                            "loop bound to blockIdx.x"):
+        wb.build(sch, target="cuda-emulate")
+
+
+def test_a_shared_fetch_computed_under_thread_loops_fetches_the_whole_tile():
+    # compute_at relaxes a shared buffer's region over the thread loops above the target loop
+    # (TVM): the fetch at k_0, under threadIdx.y / threadIdx.x, copies the block's 32 x 16 tile
+    # of X, which compaction then allocates at that size
+    sch = S.gmm_shared(b=1, n=64, m=128, k=32)
+    source = emit_cuda(sch.func)  # (one thread's part would be 4 x 16 of X, 16 x 4 of Y)
+    assert "__shared__ __align__(16) float X_shared[512];" in source  # 32 x 16
+    assert "__shared__ __align__(16) float Y_shared[1024];" in source  # 16 x 64
+
+
 def test_too_many_threads_per_block():
     sch = wb.Schedule(wb.workloads.get("GMM", b=1, n=64, m=64, k=4))
     b, i, j, k = sch.get_loops(sch.get_block("Z"))

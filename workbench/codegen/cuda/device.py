@@ -29,7 +29,7 @@ allows, a cross-thread reduction under a thread-dependent condition.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from ...errors import BuildError
@@ -207,6 +207,7 @@ class _Ctx:
     divergent: Optional[str] = None      # why threads may take different paths here
     in_loop: Optional[str] = None        # the innermost serial loop (blockIdx below is wrong)
     in_reduction: bool = False           # inside a cross-thread reduction nest
+    blocks: frozenset = frozenset()      # blockIdx axes bound on the path
 
 
 class _Kernelizer:
@@ -295,8 +296,7 @@ class _Kernelizer:
         if isinstance(s, IfThenElse):
             inner = ctx
             if _thread_dependent(s.condition):
-                inner = _Ctx(ctx.bound, ctx.divergent or f"the condition {s.condition}",
-                             ctx.in_loop)
+                inner = replace(ctx, divergent=ctx.divergent or f"the condition {s.condition}")
             return IfThenElse(s.condition, self.stmt(s.then_case, inner),
                               None if s.else_case is None else self.stmt(s.else_case, inner))
         if isinstance(s, Allocate):
@@ -325,12 +325,16 @@ class _Kernelizer:
             raise BuildError(f"cuda: loop {_loop_name(f)!r} is parallel: CPU threads do not exist "
                              f"in a GPU kernel; bind it to a thread axis instead")
         if tag is not None and tag.startswith("blockIdx"):
+            if tag in ctx.blocks:
+                raise BuildError(f"cuda: loop {_loop_name(f)!r} is bound to {tag} inside another "
+                                 f"loop bound to {tag}; fuse them and bind the fused loop once")
             if ctx.bound or ctx.in_loop:
                 where = f"thread axes {', '.join(sorted(ctx.bound))}" if ctx.bound else \
                     f"loop {ctx.in_loop!r}"
                 raise BuildError(f"cuda: loop {_loop_name(f)!r} bound to {tag} is inside "
                                  f"{where}; blockIdx loops must be outermost")
-            return self.stmt(substitute(f.body, {f.loop_var: HW[tag]}), ctx)
+            inner = replace(ctx, blocks=ctx.blocks | {tag})
+            return self.stmt(substitute(f.body, {f.loop_var: HW[tag]}), inner)
         if "wmma" in f.annotations:
             if ctx.divergent:
                 raise BuildError(f"cuda: the wmma {f.annotations['wmma']} of loop "
@@ -344,16 +348,15 @@ class _Kernelizer:
         if tag is None or tag.startswith("vthread"):
             if tag is not None:  # virtual threads: each thread runs them in turn
                 f = For(f.loop_var, f.min, f.extent, ForKind.UNROLLED, f.body)
-            inner = _Ctx(ctx.bound, ctx.divergent, _loop_name(f), ctx.in_reduction)
+            inner = replace(ctx, in_loop=_loop_name(f))
             return f.with_(body=self.stmt(f.body, inner))
         # threadIdx.* (bound again under a loop of the same axis: the same threads, as in a
         # cooperative fetch under the compute's thread loops)
         ext = f.extent.value
         hw = HW[tag]
         partial = ext < self.launch[tag]
-        inner = _Ctx(ctx.bound | {tag},
-                     ctx.divergent or (f"{tag} < {ext}" if partial else None), ctx.in_loop,
-                     ctx.in_reduction)
+        inner = replace(ctx, bound=ctx.bound | {tag},
+                        divergent=ctx.divergent or (f"{tag} < {ext}" if partial else None))
         out = self.stmt(substitute(f.body, {f.loop_var: hw}), inner)
         if partial:
             out = IfThenElse(E.LT(hw, E.IntImm(ext)), out)
@@ -414,7 +417,7 @@ class _Kernelizer:
             return s
 
         body = rewrite(f)
-        inner = _Ctx(ctx.bound, None, ctx.in_loop, in_reduction=True)
+        inner = replace(ctx, divergent=None, in_reduction=True)
         local = self.stmt(body, inner) if body is not None else Evaluate(E.IntImm(0))
         start = red.init if red.init is not None else E.BufferLoad(red.buffer, red.indices)
         result = BufferStore(red.buffer, _combine(red.op, start, acc_load), red.indices)
