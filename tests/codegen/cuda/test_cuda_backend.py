@@ -67,6 +67,26 @@ def test_a_fetch_beside_a_per_thread_reduction_is_not_a_cross_thread_one():
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
+def test_virtual_threads_run_in_turn_in_each_thread():
+    shape = dict(b=1, n=32, m=32, k=8)
+    sch = wb.Schedule(wb.workloads.get("GMM", **shape))
+    z = sch.get_block("Z")
+    b, i, j, k = sch.get_loops(z)
+    i0, iv, it = sch.split(i, [None, 2, 8])
+    j0, jt = sch.split(j, [None, 16])
+    sch.reorder(b, i0, j0, iv, it, jt, k)
+    sch.bind(sch.fuse(b, i0), "blockIdx.x")
+    sch.bind(j0, "blockIdx.y")
+    sch.bind(iv, "vthread.x")
+    sch.bind(it, "threadIdx.y")
+    sch.bind(jt, "threadIdx.x")
+    source = emit_cuda(sch.func)
+    assert "#pragma unroll\n  for (int i_1 = 0; i_1 < 2; ++i_1)" in source
+    assert "block (16, 8, 1)" in source
+    out, expected = run_emulated("GMM", sch, shape)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
 def test_warp_shuffle_reduction_when_the_axis_is_a_warp():
     sch = S.nrm_cross_thread(b=2, m=4, n=16, threads=32)
     assert "__shfl_xor_sync(0xffffffffu" in emit_cuda(sch.func)
