@@ -1,8 +1,13 @@
 """The GPU backend: lowered IR -> CUDA C -> nvcc -> pycuda; and an emulator.
 
+    >>> from workbench.codegen.cuda.schedules import gmm_shared
+    >>> sch = gmm_shared(n=64, m=64, k=64)                # blocks, threads, shared memory
+    >>> a, b, c = wb.workloads.random_args("GMM", n=64, m=64, k=64)
     >>> kernel = wb.build(sch, target="cuda")            # CUDA C, compiled by nvcc
     >>> print(kernel.source("cuda"))                      # the CUDA C; "ptx": the PTX
-    >>> kernel(a, b, c)                                   # runs on the GPU (pycuda), if any
+    #include <cuda_fp16.h>
+    ...
+    >>> kernel(a, b, c)                                   # on the GPU  # doctest: +SKIP
     >>> wb.build(sch, target="cuda-emulate")(a, b, c)     # the same kernels, run on the CPU
 
 Both targets share one translation (:mod:`.device`: kernels, launch extents, guards,
