@@ -20,8 +20,7 @@ from hypothesis import strategies as st
 import workbench as wb
 from workbench.errors import ScheduleError
 from workbench.ir.index_map import IndexMap
-from workbench.schedule import Schedule, Trace
-from workbench.schedule.trace import TraceFormatError
+from workbench.schedule import Schedule, Trace, TraceFormatError
 from workbench.schedule.instruction import REGISTRY
 from workbench.schedule.rv import ExprRV
 from workbench.testing import check_trace_roundtrip

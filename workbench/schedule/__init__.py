@@ -7,9 +7,9 @@ from .instruction import (REGISTRY, Instruction, InstructionKind, get_kind, sche
 from .rv import BlockRV, ExprRV, LoopRV
 from .schedule import Schedule
 from .state import FuncIndex, index, replace, replace_all
-from .trace import Trace
+from .trace import Trace, TraceFormatError, UnknownInstructionKind
 from . import primitives  # noqa: F401  (registers the primitives)
 
 __all__ = ["Schedule", "Trace", "BlockRV", "LoopRV", "ExprRV", "Instruction", "InstructionKind",
            "schedule_primitive", "unregister", "REGISTRY", "get_kind", "FuncIndex", "index",
-           "replace", "replace_all"]
+           "replace", "replace_all", "TraceFormatError", "UnknownInstructionKind"]
