@@ -206,7 +206,7 @@ def check_exercise_2(func) -> Feedback:
             raise _Wrong("it computes the row minimum: use wb.max instead of wb.min")
         _same_as_numpy(got, x.max(axis=1))
         return (f"M = A.max(axis=1); block {reductions[0]!r} has the reduction axis "
-                f"(its T.init() starts each row at the smallest float).")
+                f"(its T.init() starts each row at -inf).")
     return _check(2, body)
 
 
