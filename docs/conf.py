@@ -7,6 +7,7 @@ anything. Why Sphinx: docs/design.md ("Documentation").
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 import shutil
 import sys
 from pathlib import Path
@@ -79,9 +80,10 @@ class PrimitiveReference(SphinxDirective):
             families.setdefault(kind.fn.__module__, []).append(name)
         lines: list[str] = []
         for module, names in families.items():
-            summary = (sys.modules[module].__doc__ or module).strip().splitlines()[0]
+            # the module docstring states the rules the family shares
+            intro = inspect.cleandoc(sys.modules[module].__doc__ or "").splitlines()
             title = module.rsplit(".", 1)[-1].replace("_", " ")
-            lines += [title.capitalize(), "-" * len(title), "", summary, "",
+            lines += [title.capitalize(), "-" * len(title), "", *intro, "",
                       f"*Module* ``{module}``", ""]
             for name in names:
                 lines += [f".. automethod:: workbench.Schedule.{name}", ""]

@@ -51,6 +51,9 @@ def _set_kind(sch, primitive: str, rv: LoopRV, kind: ForKind,
 def parallel(sch, loop: LoopRV) -> None:
     """Run the iterations of ``loop`` on several CPU threads.
 
+    Rules: ``loop`` is serial, has a constant extent, and feeds only spatial iterators of the
+    blocks under it (no two iterations update one element).
+
     Before / after::
 
         for i in range(128):               for i in T.parallel(128):
@@ -62,6 +65,8 @@ def parallel(sch, loop: LoopRV) -> None:
 @schedule_primitive("vectorize")
 def vectorize(sch, loop: LoopRV) -> None:
     """Run the iterations of ``loop`` as SIMD lanes (usually an innermost loop).
+
+    Rules: as for ``parallel`` (serial, constant extent, only spatial iterators fed).
 
     Before / after::
 
@@ -75,6 +80,8 @@ def vectorize(sch, loop: LoopRV) -> None:
 def unroll(sch, loop: LoopRV) -> None:
     """Replicate the body of ``loop`` once per iteration (any iterator kind is fine).
 
+    Rules: ``loop`` is serial and has a constant extent.
+
     Before / after::
 
         for k in range(4):                 for k in T.unroll(4):
@@ -86,6 +93,10 @@ def unroll(sch, loop: LoopRV) -> None:
 @schedule_primitive("bind")
 def bind(sch, loop: LoopRV, thread_axis: str) -> None:
     """Map ``loop`` onto a GPU thread axis (``blockIdx.x``, ``threadIdx.y``, ``vthread.x`` …).
+
+    Rules: ``thread_axis`` is a known axis; ``loop`` is serial, has a constant extent, and feeds
+    only spatial iterators — a ``threadIdx.*`` loop may also feed reduce iterators (a
+    cross-thread reduction).
 
     Before / after ``bind(i, "blockIdx.x")``::
 

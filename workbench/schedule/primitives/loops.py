@@ -103,6 +103,10 @@ def split(sch, loop: LoopRV, factors: list[ExprRV | int | None],
     ``i_0 * f1 + i_1 < extent``. ``preserve_unit_iters=False`` replaces the variables of
     unit-extent new loops by 0 in the block bindings.
 
+    Rules: ``loop`` is serial, unannotated, starts at 0 and has a constant extent; there are at
+    least 2 factors, positive ints or ExprRVs with at most one ``None``, multiplying to at least
+    the extent.
+
     Before / after ``split(i, factors=[None, 16])`` on a 128-loop::
 
         for i in range(128):               for i_0 in range(8):
