@@ -164,6 +164,14 @@ def test_shared_memory_beyond_the_target_limit():
         wb.build(sch, target="cuda-emulate -max-shared-memory-per-block=4096")
 
 
+def test_shared_memory_cannot_outlive_a_kernel():
+    sch = S.nrm_cross_thread(b=2, m=4, n=16)
+    sch.set_scope(sch.get_block("C"), 0, "shared")  # C: written by kernel 0, read by kernel 1
+    with pytest.raises(wb.BuildError, match="shared buffer C_shared of norm_bmn is used by 2 "
+                                            "kernels .* shared memory lives within one kernel"):
+        wb.build(sch, target="cuda-emulate")
+
+
 def test_parallel_loop_is_rejected():
     sch = wb.Schedule(wb.workloads.get("GMM", b=1, n=16, m=16, k=16))
     b, i, j, k = sch.get_loops(sch.get_block("Z"))

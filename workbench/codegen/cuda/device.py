@@ -141,28 +141,43 @@ def _loop_name(f: For) -> str:
 def device_program(func: PrimFunc, target: Target) -> DeviceProgram:
     """The kernels of ``func`` (lowered), checked against ``target``'s limits."""
     host: list[Buffer] = []
-    body = func.body
-    items: list[Stmt] = []
 
-    def top(s: Stmt) -> None:
+    def top(s: Stmt) -> list[Stmt]:
+        """The launches under ``s``; a buffer of a GPU scope allocated above them goes into
+        the one that uses it."""
         if isinstance(s, SeqStmt):
-            for x in s.seq:
-                top(x)
-        elif isinstance(s, Allocate) and s.buffer.scope == "global":
+            return [item for x in s.seq for item in top(x)]
+        if isinstance(s, Allocate) and s.buffer.scope == "global":
             host.append(s.buffer)
-            top(s.body)
-        elif isinstance(s, Evaluate):
-            return
-        else:
-            items.append(s)
+            return top(s.body)
+        if isinstance(s, Allocate):
+            inner = top(s.body)
+            users = [n for n, item in enumerate(inner) if _uses_buffer(item, s.buffer)]
+            if len(users) > 1:
+                raise BuildError(
+                    f"cuda: {s.buffer.scope} buffer {s.buffer.name} of {func.name} is used by "
+                    f"{len(users)} kernels (top-level thread-bound loop nests), but "
+                    f"{s.buffer.scope} memory lives within one kernel; compute its producer "
+                    f"and consumers under one blockIdx loop (compute_at), or keep it global")
+            for n in users:
+                inner[n] = Allocate(s.buffer, inner[n])
+            return inner
+        if isinstance(s, Evaluate):
+            return []
+        return [s]
 
-    top(body)
+    items = top(func.body)
     kernels = []
     for n, item in enumerate(items):
         _check_bound(item, func)
         name = f"{_c_name(func.name)}_kernel{n}"
         kernels.append(_Kernelizer(name, item, target, func, host).kernel())
     return DeviceProgram(func, kernels, host)
+
+
+def _uses_buffer(s: Stmt, buf: Buffer) -> bool:
+    return any(isinstance(n, (BufferStore, E.BufferLoad)) and n.buffer is buf
+               for n in pre_order(s))
 
 
 def _c_name(name: str) -> str:
