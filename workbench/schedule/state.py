@@ -75,7 +75,7 @@ class FuncIndex:
     def scope(self, stmt: Stmt) -> Optional[Block]:
         """The nearest block strictly enclosing ``stmt`` (None for the root realize)."""
         node = self.parent.get(stmt)
-        if isinstance(stmt, Block):  # a block is enclosed by its realize: skip it
+        if isinstance(stmt, Block) and node is not None:  # enclosed by its realize: skip it
             node = self.parent.get(node)
         while node is not None and not isinstance(node, Block):
             node = self.parent.get(node)
@@ -199,4 +199,4 @@ def _with_children(node: Stmt, rebuild) -> Stmt:
                 raise InternalError(f"replace: cannot remove the {name} of a {type(node).__name__}")
             if new is not old:
                 changes[name] = new
-    return dataclasses.replace(node, **changes) if changes else node
+    return dataclasses.replace(node, **changes) if changes else node  # type: ignore[type-var]

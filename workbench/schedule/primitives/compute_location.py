@@ -59,9 +59,10 @@ def _subtrees(loop: For) -> tuple[Stmt, ...]:
 
 def _check_placement(primitive: str, idx: FuncIndex, block: Block, loop: For) -> None:
     check_in_scope(primitive, idx, block)
-    if idx.scope(loop) is not idx.scope(block):
+    scope = idx.scope(block)
+    if idx.scope(loop) is not scope:
         raise ScheduleError(primitive, f"{loop_name(loop)} is not in the block scope of block "
-                            f"{block.name!r} (scope {idx.scope(block).name!r})",
+                            f"{block.name!r} (scope {scope.name if scope else 'root'!r})",
                             argument="loop", nodes=[loop, block])
     if loop in idx.ancestors(idx.realizes[block.name]):
         raise ScheduleError(primitive, f"{loop_name(loop)} encloses block {block.name!r}: the "
@@ -226,7 +227,7 @@ def _loop_plan(primitive: str, block: Block, iv: IterVar, need: Optional[Range],
                             f"block {block.name!r}: extent {ext}", argument="block", nodes=[block])
     exact = is_const(ext, ext_hi)
     conds = [] if exact else [lambda v: v < lo + ext]
-    if is_const(lo):
+    if isinstance(lo, IntImm):
         start, end = max(lo.value, d0), min(lo.value + ext_hi, d0 + dn)
         if end <= start:
             raise ScheduleError(primitive, f"block {block.name!r}: iterator {iv.var.name!r} "

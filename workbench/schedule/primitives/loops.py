@@ -85,7 +85,7 @@ def _factor_values(sch, factors, extent: int, loop: For) -> list[int]:
         values[infer] = -(-extent // rest)
     total = 1
     for v in values:
-        total *= v
+        total *= v or 1     # None only before the inferred factor is filled in
     if total < extent:
         raise ScheduleError("split", f"factors {values} multiply to {total}, less than the "
                             f"extent {extent} of {loop_name(loop)}", argument="factors",
