@@ -602,7 +602,7 @@ def to_tvm_python(trace: Any) -> str:
             raise ValueError(f"{name} has no TVM counterpart: this trace cannot be exported")
         method, renames = TVM_METHODS[name]
         if inst.kind.renderer is not None:   # custom rendering (index maps): TVM's form already
-            lines.append(inst.kind.as_python(inst, names))
+            lines.append(inst.kind.as_python(inst, names).replace(f"sch.{name}(", f"sch.{method}(", 1))
             continue
         parts = []
         for p in inst.kind.params:
