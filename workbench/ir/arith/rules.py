@@ -10,6 +10,7 @@ ideal integers with floor semantics — the randomized tests check each on every
 from __future__ import annotations
 
 from math import gcd
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..expr import EQ, GE, GT, LE, LT, NE, Expr, FloorDiv, FloorMod, IntImm, Max, Min, Mul
 from . import interval as iv
@@ -27,6 +28,17 @@ def _tq(k: int, c: int) -> int:
 
 class IntRules:
     """Mixed into :class:`~.simplifier.Simplifier`, whose state and helpers it uses."""
+
+    if TYPE_CHECKING:   # what the Simplifier provides (declared for the type checker only)
+        _cons: dict[Any, Expr]
+
+        def to_expr(self, x: Any) -> Expr: ...
+        def as_lin(self, e: Expr) -> Lin: ...
+        def bound_lin(self, l: Lin) -> iv.Interval: ...
+        def bound_atom(self, a: Expr) -> iv.Interval: ...
+        def _atom(self, key: tuple, make: Callable[[], Expr]) -> Lin: ...
+        def _int(self, value: int, dtype: str) -> IntImm: ...
+        def _cons_node(self, key: tuple, make: Callable[[], Expr]) -> Expr: ...
 
     def floordiv(self, x: Lin, y: Lin) -> Lin:
         if not y.terms:
@@ -151,10 +163,9 @@ class IntRules:
 
     def _binary_atom(self, cls: type, x: Lin, y: Lin) -> Lin:
         ex, ey = self.to_expr(x), self.to_expr(y)
+        key: tuple[type, Expr, Expr] = (cls, ex, ey)
         if cls in (Mul, Min, Max) and id(ey) < id(ex):
             key = (cls, ey, ex)  # commutative: one key for both operand orders
-        else:
-            key = (cls, ex, ey)
         return self._atom(key, lambda: cls(ex, ey))
 
     def merge_divmod(self, l: Lin) -> Lin:
@@ -173,7 +184,7 @@ class IntRules:
         return l
 
     @staticmethod
-    def _replace_pair(l: Lin, m: Expr, d: Expr, x: Lin) -> Lin:
+    def _replace_pair(l: Lin, m: Expr, d: Expr, x: Lin | None) -> Lin:
         """``l`` without the terms of ``m`` and ``d``, plus ``x`` where the first of them was
         (so the recombined index keeps its place in the printed sum)."""
         terms: dict = {}
@@ -207,7 +218,7 @@ class IntRules:
         ea, eb = self.to_expr(a), self.to_expr(b)
         other = Max if cls is Min else Min
         for p, q in ((ea, eb), (eb, ea)):
-            if type(p) is cls and (p.a is q or p.b is q):
+            if type(p) is cls and isinstance(p, (Min, Max)) and (p.a is q or p.b is q):
                 return lin.atom(p, p.dtype)      # min(min(x, y), x) -> min(x, y)
             if type(p) is other and (p.a is q or p.b is q):
                 return self.as_lin(q)            # min(max(x, y), x) -> x
