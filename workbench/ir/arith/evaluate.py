@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, Call, Cast, Div, Expr,
+from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, BufferLoad, Call, Cast, Div, Expr,
                     FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, Not, Or, Select, Sub,
                     Var, is_float)
 
@@ -141,27 +141,28 @@ def evaluate(expr: Expr, env: Mapping[Any, Any] | None = None) -> Any:
         if key in memo:
             return memo[key]
         t = type(e)
-        if t is IntImm:
+        v: Any
+        if type(e) is IntImm:
             v = bool(e.value) if e.dtype == "bool" else e.value
-        elif t is FloatImm:
+        elif type(e) is FloatImm:
             v = e.value
-        elif t is Var:
+        elif type(e) is Var:
             if e not in env:
                 raise KeyError(f"variable {e.name} has no value")
             v = env[e]
             v = fold_cast(v, e.dtype) if e.dtype != "bool" else bool(v)
-        elif t is Not:
+        elif type(e) is Not:
             v = not ev(e.a)
-        elif t is Select:
+        elif type(e) is Select:
             v = ev(e.true_value) if ev(e.condition) else ev(e.false_value)
-        elif t is Cast:
+        elif type(e) is Cast:
             v = fold_cast(ev(e.value), e.dtype)
-        elif t is Call:
+        elif type(e) is Call:
             v = fold_call(e.op, tuple(ev(a) for a in e.args), e.dtype)
-        elif t is BufferLoad:
+        elif type(e) is BufferLoad:
             arr = env[e.buffer]
             v = arr[tuple(ev(i) for i in e.indices)].item()
-        elif t in _INT_OPS or t in _CMP_OPS:
+        elif (t in _INT_OPS or t in _CMP_OPS) and isinstance(e, BinaryOp):
             v = fold_binary(t, ev(e.a), ev(e.b), e.a.dtype)
         else:
             raise TypeError(f"cannot evaluate {t.__name__} nodes")
