@@ -46,7 +46,8 @@ class Relaxer:
         return found
 
     def interval(self, l: Lin) -> Bounds:
-        lo = hi = lin.constant(l.const, l.dtype)
+        lo: Lin | None = lin.constant(l.const, l.dtype)
+        hi: Lin | None = lo
         for a, c in l.terms.items():
             if not self.depends(a):
                 piece = Lin({a: c}, 0, l.dtype)
@@ -76,9 +77,9 @@ class Relaxer:
 
     def _atom_interval(self, a: Expr) -> Bounds:
         sim, t = self.sim, type(a)
-        if t is Var:
+        if type(a) is Var:       # exactly: a DSL reduce axis is not a loop variable here
             return self.range_bounds(self.dom[a])
-        if t in (FloorDiv, FloorMod) and type(a.b) is IntImm and a.b.value > 0:
+        if isinstance(a, (FloorDiv, FloorMod)) and isinstance(a.b, IntImm) and a.b.value > 0:
             c = lin.constant(a.b.value, a.dtype)
             lo, hi = self.interval(sim.as_lin(a.a))
             if t is FloorDiv:  # monotone
@@ -89,18 +90,18 @@ class Relaxer:
                 if sim.same(q, sim.floordiv(hi, c)):  # one period: the modulo is a shift
                     shift = lin.scale(q, -a.b.value)
                     return lin.add(lo, shift), lin.add(hi, shift)
-        elif t in (Min, Max):
+        elif isinstance(a, (Min, Max)):
             alo, ahi = self.interval(sim.as_lin(a.a))
             blo, bhi = self.interval(sim.as_lin(a.b))
             # monotone in both operands: combine lower bounds, and upper bounds
             return (_combine(sim, t, alo, blo, strict=t is Min),
                     _combine(sim, t, ahi, bhi, strict=t is Max))
-        elif t is Select:
+        elif isinstance(a, Select):
             tlo, thi = self.interval(sim.as_lin(a.true_value))
             flo, fhi = self.interval(sim.as_lin(a.false_value))
             return (_combine(sim, Min, tlo, flo, strict=True),
                     _combine(sim, Max, thi, fhi, strict=True))
-        elif t is Mul and sim.bound_expr(a.a)[0] >= 0 and sim.bound_expr(a.b)[0] >= 0:
+        elif isinstance(a, Mul) and sim.bound_expr(a.a)[0] >= 0 and sim.bound_expr(a.b)[0] >= 0:
             alo, ahi = self.interval(sim.as_lin(a.a))
             blo, bhi = self.interval(sim.as_lin(a.b))
             return (None if alo is None or blo is None else sim.mul(alo, blo),
