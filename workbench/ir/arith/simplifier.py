@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Callable, Mapping
 
-from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, BufferLoad, Call, Cast, Div, Expr,
+from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, BufferLoad, Call, Cast, Div, Expr,
                     FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, Not, Or, Select, Sub,
                     Var, const, is_float)
 from ..stmt import Range
@@ -96,7 +96,7 @@ class Simplifier(IntRules):
         e = self._cons.get(key)
         if e is None:
             e = self._cons[key] = IntImm(wrap_int(value, dtype), dtype)
-        return e
+        return e  # type: ignore[return-value]  # the "int" keys hold IntImm only
 
     def _atom(self, key: tuple, make: Callable[[], Expr]) -> Lin:
         a = self._cons.get(key)
@@ -200,17 +200,17 @@ class Simplifier(IntRules):
 
     def _atom_bound(self, a: Expr) -> iv.Interval:
         t = type(a)
-        if t is Var:
+        if type(a) is Var:
             return self.var_bound(a)
-        if t in _IV_BINARY:
+        if t in _IV_BINARY and isinstance(a, BinaryOp):
             return _IV_BINARY[t](self.bound_expr(a.a), self.bound_expr(a.b))
-        if t is Select:
+        if type(a) is Select:
             return iv.union(self.bound_expr(a.true_value), self.bound_expr(a.false_value))
-        if t is Cast:
+        if type(a) is Cast:
             src = self.bound_expr(a.value) if not is_float(a.value.dtype) else iv.FULL
             lo, hi = int_range(a.dtype)
             return src if lo <= src[0] and src[1] <= hi else (lo, hi)
-        if t is Call and a.op == "abs":
+        if type(a) is Call and a.op == "abs":
             return iv.absolute(self.bound_expr(a.args[0]))
         return dtype_interval(a.dtype)
 
