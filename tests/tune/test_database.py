@@ -139,3 +139,17 @@ def test_failed_batch_leaves_nothing(tmp_path):
     assert len(db) == 0
     db.add(recs)
     assert len(db) == 2
+
+
+
+def test_record_trace_is_parsed_once_so_its_instructions_stay_valid(path):
+    """``rec.trace.with_decision(inst, v)`` takes an ``inst`` read from an earlier ``rec.trace``
+    (a fresh Trace per access made that fail with "not an instruction of this trace")."""
+    func, _, recs = gmm_records(1)
+    db = Database.open(path)
+    db.add(recs)
+    best = db.best(func, "llvm")
+    inst = next(i for i in best.trace.insts if i.kind.is_sampling)
+    edited = best.trace.with_decision(inst, best.trace.decisions[inst])
+    assert best.trace is best.trace and best.trace.base_func is func
+    assert len(edited.insts) == len(best.trace.insts)

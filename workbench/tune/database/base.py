@@ -153,11 +153,15 @@ class Record:
 
     @property
     def trace(self):
-        """The record's ``Trace`` (parsed from JSON; no code is evaluated); its ``base_func``
-        is the record's function when the record was read through one."""
-        from ...schedule import Trace
-        trace = Trace.from_json(self.trace_json)
-        trace.base_func = self.func
+        """The record's ``Trace`` (parsed from JSON once; no code is evaluated); its
+        ``base_func`` is the record's function when the record was read through one. The same
+        object every time, so ``rec.trace.with_decision(inst, v)`` takes an ``inst`` read from
+        an earlier ``rec.trace``."""
+        trace = self.__dict__.get("_trace")
+        if trace is None:
+            from ...schedule import Trace
+            trace = self.__dict__["_trace"] = Trace.from_json(self.trace_json)
+        trace.base_func = self.func   # the database sets ``func`` when a query names it
         return trace
 
     @property
