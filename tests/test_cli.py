@@ -1,0 +1,29 @@
+"""The `workbench workloads | show | run` commands, in process (tune/best/db: tests/tune)."""
+from workbench import workloads
+from workbench.cli import main
+
+SMALL = ["--shape", "b=1", "n=16", "m=16", "k=16"]
+
+
+def test_workloads_lists_every_registered_name(capsys):
+    assert main(["workloads"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == workloads.names()
+
+
+def test_show_prints_the_workload_at_the_asked_shape(capsys):
+    assert main(["show", "GMM", *SMALL]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("@T.prim_func") and 'T.Buffer((1, 16, 16), "float32")' in out
+
+
+def test_run_checks_against_numpy_and_times_both(capsys):
+    assert main(["run", "GMM", *SMALL, "--number", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "GMM on llvm: matches numpy" in out and "ms vs numpy reference" in out
+
+
+def test_a_bad_shape_is_one_line_and_status_2(capsys):
+    assert main(["show", "GMM", "--shape", "n=0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--shape expects key=positive-integer" in err[0]
