@@ -20,7 +20,7 @@ def matmul(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"
     for i, j, k in T.grid(128, 128, 128):
         with T.block("C"):
             vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            T.reads(C[vi, vj], A[vi, vk], B[vk, vj])
+            T.reads(A[vi, vk], B[vk, vj])
             T.writes(C[vi, vj])
             with T.init():
                 C[vi, vj] = T.float32(0)
