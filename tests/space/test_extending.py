@@ -217,8 +217,8 @@ def test_with_decision_remove_postproc_drops_the_postprocessing_part():
 
 def test_mutate_auto_inline_is_answered_with_the_mutators_that_exist():
     message = r"TVM MetaSchedule has no MutateAutoInline.*AutoInline schedule rule.*" \
-              r"workbench's mutators: MutateComputeLocation, MutateParallel, MutateTileSize, " \
-              r"MutateUnroll"
+              r"workbench's mutators: MutateComputeLocation, MutateParallel, " \
+              r"MutateThreadBinding, MutateTileSize, MutateUnroll"
     with pytest.raises(ImportError, match=message):
         wb.space.mutators.MutateAutoInline()
     with pytest.raises(ImportError, match=message):
