@@ -20,7 +20,6 @@ Differences from the text of A.3, each forced by the workload or by the text its
   ``[0, 0, 0, 0, 1, 1]`` / ``[0, 3, 1, 4, 5, 2, 6]`` count the extra register stages of TVM's
   ``local_stage`` copies (and disagree with each other in length).
 """
-import numpy as np
 import pytest
 
 import workbench as wb

@@ -11,8 +11,7 @@ from workbench.ir import dsl
 from workbench.ir.stmt import ForKind
 from workbench.schedule import Schedule
 from workbench.space import (AutoBind, CrossThreadReduction, MultiLevelTiling, MutateThreadBinding,
-                             Rejected, RewriteCooperativeFetch, RewriteUnboundBlock, VerifyGPUCode,
-                             default_mutators, default_postprocs, default_rules,
+                             Rejected, RewriteUnboundBlock, default_mutators, default_postprocs, default_rules,
                              generate_design_space, run_postprocs, sample)
 from workbench.space.analysis import COOPERATIVE_FETCH
 from workbench.testing import check_trace_roundtrip
@@ -34,8 +33,8 @@ def _bindings(sch):
 
 def test_default_sets_for_cuda():
     assert [type(r).__name__ for r in default_rules("cuda")] == [
-        "MultiLevelTilingTensorCore", "MultiLevelTiling", "AutoInline", "CrossThreadReduction", "ParallelizeVectorizeUnroll",
-        "AutoBind"]
+        "MultiLevelTilingTensorCore", "MultiLevelTiling", "AutoInline", "CrossThreadReduction",
+        "ParallelizeVectorizeUnroll", "AutoBind"]
     mlt = default_rules("cuda")[1]
     assert mlt.structure == "SSSRRSRS"
     assert mlt.tile_binds == ["blockIdx.x", "vthread.x", "threadIdx.x"]

@@ -32,7 +32,8 @@ def __getattr__(name: str):
 __all__ = [
     "generate_design_space", "SpaceGenerator", "PostOrderApply", "ScheduleFn", "SpaceUnion",
     "as_space", "post_order_blocks", "replay", "sample",
-    "ScheduleRule", "fork", "AutoInline", "AutoBind", "CrossThreadReduction", "MultiLevelTiling", "MultiLevelTilingWithIntrin",
+    "ScheduleRule", "fork", "AutoInline", "AutoBind", "CrossThreadReduction", "MultiLevelTiling",
+    "MultiLevelTilingWithIntrin",
     "MultiLevelTilingTensorCore",
     "ReuseType",
     "ParallelizeVectorizeUnroll", "RandomComputeLocation", "AddRFactor", "default_rules",

@@ -22,8 +22,8 @@ from ...ir.stmt import (SPATIAL, Block, BlockRealize, BufferStore, For, ForKind,
                         SeqStmt, Stmt)
 from ...schedule import LoopRV, Schedule
 from ...schedule.primitives.read_write_at import AUTO_COPY
-from ..analysis import (AUTO_TENSORIZE, AUTO_UNROLL_MAX_STEP, PARALLEL, UNROLL_EXPLICIT, UNROLL_EXPLICIT_PRAGMA,
-                        UNROLL_IMPLICIT, VECTORIZE, const_extent, loop_iter_type)
+from ..analysis import (AUTO_TENSORIZE, AUTO_UNROLL_MAX_STEP, PARALLEL, UNROLL_EXPLICIT,
+                        UNROLL_EXPLICIT_PRAGMA, UNROLL_IMPLICIT, VECTORIZE, const_extent, loop_iter_type)
 from .base import Postproc
 
 _KEYS = (PARALLEL, VECTORIZE, UNROLL_EXPLICIT, UNROLL_IMPLICIT)

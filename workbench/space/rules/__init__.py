@@ -45,6 +45,7 @@ def default_rules(kind: str = "llvm") -> list[ScheduleRule]:
     raise ValueError(f"no default schedule rules for target kind {kind!r} (known: llvm, cuda)")
 
 
-__all__ = ["ScheduleRule", "fork", "AutoInline", "AutoBind", "CrossThreadReduction", "MultiLevelTiling", "ReuseType",
+__all__ = ["ScheduleRule", "fork", "AutoInline", "AutoBind", "CrossThreadReduction",
+           "MultiLevelTiling", "ReuseType",
            "ParallelizeVectorizeUnroll", "RandomComputeLocation", "AddRFactor",
            "MultiLevelTilingWithIntrin", "MultiLevelTilingTensorCore", "default_rules"]
