@@ -11,8 +11,8 @@ from workbench.ir import dsl
 from workbench.ir.stmt import ForKind
 from workbench.schedule import Schedule
 from workbench.space import (AutoBind, CrossThreadReduction, MultiLevelTiling, MutateThreadBinding,
-                             Rejected, RewriteUnboundBlock, default_mutators, default_postprocs, default_rules,
-                             generate_design_space, run_postprocs, sample)
+                             Rejected, RewriteUnboundBlock, default_mutators, default_postprocs,
+                             default_rules, generate_design_space, run_postprocs, sample)
 from workbench.space.analysis import COOPERATIVE_FETCH
 from workbench.testing import check_trace_roundtrip
 
