@@ -52,8 +52,8 @@ def replay_with_pins(trace: "wb.Trace", func: "wb.PrimFunc", seed: Optional[int]
         try:
             trace.apply_to_schedule(sch, decision_provider=provider)
             return sch
-        except wb.ScheduleError:
-            failed = len(sch.trace)     # primitives are atomic: the trace stops before it
+        except wb.ScheduleError as err:
+            failed = err.step           # the failing instruction (the replay is undone)
             culprit = _free_sampling_before(trace, failed, redraw)
             if culprit is None:
                 raise

@@ -23,7 +23,7 @@ from workbench.ir.index_map import IndexMap
 from workbench.schedule import Schedule, Trace, TraceFormatError
 from workbench.schedule.instruction import REGISTRY
 from workbench.schedule.rv import ExprRV
-from workbench.testing import check_trace_roundtrip
+from workbench.testing import check_trace_roundtrip, original_func
 
 FUZZ = settings(derandomize=True, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
@@ -210,7 +210,7 @@ def test_a_damaged_trace_is_a_trace_format_error_or_replays_all_or_nothing(workl
     except ValueError as exc:
         assert isinstance(exc, TraceFormatError), exc
         return
-    sch = Schedule(BASES[workload].func)
+    sch = Schedule(original_func(BASES[workload]))
     before = snapshot(sch)
     try:
         trace.apply_to_schedule(sch)
@@ -286,9 +286,10 @@ def test_found_a_failed_replay_leaves_the_schedule_as_it_was():
     data = BASES["SFM"].trace.as_json()
     split = next(i for i in data["insts"] if i["kind"] == "split")
     split["args"]["factors"] = [0, 7]                   # a zero factor: fails mid-trace
-    sch = Schedule(BASES["SFM"].func)
+    sch = Schedule(original_func(BASES["SFM"]))
     sch.get_block("T_softmax_exp")
     before = snapshot(sch)
-    with pytest.raises(ScheduleError):
+    with pytest.raises(ScheduleError) as err:
         Trace.from_json(data).apply_to_schedule(sch)
     assert snapshot(sch) == before
+    assert err.value.step == data["insts"].index(split)     # which instruction failed

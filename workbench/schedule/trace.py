@@ -221,9 +221,9 @@ class Trace:
         given and the instruction is not pinned: then ``decision_provider(inst, decision)`` is
         used (None draws a new one from ``sch.rng``; see :func:`resample`).
 
-        All or nothing: an instruction that cannot be applied raises its ``ScheduleError`` (a
-        trace that uses a variable it never defines: ``ValueError``) and ``sch`` is left as it
-        was before the call.
+        All or nothing: an instruction that cannot be applied raises its ``ScheduleError``,
+        whose ``step`` is that instruction's index in this trace (a trace that uses a variable
+        it never defines: ``ValueError``), and ``sch`` is left as it was before the call.
         """
         saved = sch._save()
         try:
@@ -242,16 +242,21 @@ class Trace:
                 raise ValueError(f"trace uses a random variable ({rv!r}) it never "
                                  f"defines") from None
 
-        for inst in self.insts:
-            args = {k: map_rvs(v, lookup) for k, v in inst.args.items()}
-            decision = inst.decision
-            if inst.kind.is_sampling and decision_provider is not None and not inst.pinned:
-                decision = decision_provider(inst, decision)
-            result = sch._apply(inst.kind, args, decision, pinned=inst.pinned)
-            outputs = list(iter_rvs(result))
-            if len(outputs) != len(inst.outputs):
-                raise ScheduleError(inst.kind.name, f"replay returned {len(outputs)} random "
-                                    f"variables where the trace recorded {len(inst.outputs)}")
+        for step, inst in enumerate(self.insts):
+            try:
+                args = {k: map_rvs(v, lookup) for k, v in inst.args.items()}
+                decision = inst.decision
+                if inst.kind.is_sampling and decision_provider is not None and not inst.pinned:
+                    decision = decision_provider(inst, decision)
+                result = sch._apply(inst.kind, args, decision, pinned=inst.pinned)
+                outputs = list(iter_rvs(result))
+                if len(outputs) != len(inst.outputs):
+                    raise ScheduleError(inst.kind.name, f"replay returned {len(outputs)} "
+                                        f"random variables where the trace recorded "
+                                        f"{len(inst.outputs)}")
+            except ScheduleError as exc:
+                exc.step = step     # type: ignore[attr-defined]
+                raise
             rv_map.update(zip(inst.outputs, outputs))
         return rv_map
 
