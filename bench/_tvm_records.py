@@ -8,6 +8,7 @@ CPU, run it once on the parent's inputs (``DATA/manifest.json``, outputs filled 
 the outputs as ``DATA/<WL>.tvm<k>.out<j>.npy`` and time a plain Python loop of calls
 (``timing.time_calls``). Prints one JSON line. Imports neither workbench nor torch.
 """
+
 import argparse
 import json
 import os
@@ -23,8 +24,7 @@ from timing import time_calls  # noqa: E402
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("jobs")
     p.add_argument("data")
     p.add_argument("--repeat", type=int, default=5)
@@ -41,8 +41,13 @@ def main(argv=None):
         jobs = json.load(f)
     with open(os.path.join(args.data, "manifest.json")) as f:
         manifest = json.load(f)
-    target = tvm.target.Target({"kind": "llvm", "num-cores": args.threads,
-                                "mcpu": args.mcpu or tvm.target.codegen.llvm_get_system_cpu()})
+    target = tvm.target.Target(
+        {
+            "kind": "llvm",
+            "num-cores": args.threads,
+            "mcpu": args.mcpu or tvm.target.codegen.llvm_get_system_cpu(),
+        }
+    )
     dev = tvm.cpu()
     funcs, results = {}, []
     for k, job in enumerate(jobs):
@@ -65,8 +70,7 @@ def main(argv=None):
             continue
         for j, o in enumerate(entry["outputs"]):
             np.save(os.path.join(args.data, f"{name}.tvm{k}.out{j}.npy"), tensors[o].numpy())
-        results.append({"samples": time_calls(lambda: fn(*tensors), args.repeat,
-                                              args.min_repeat_ms)})
+        results.append({"samples": time_calls(lambda: fn(*tensors), args.repeat, args.min_repeat_ms)})
     print(json.dumps({"tvm": tvm.__version__, "results": results}))
 
 

@@ -10,6 +10,7 @@ scope) and, when ``tvm_trace`` is given, apply that trace to another one and com
 modules with ``tvm_ffi.structural_equal``. Prints one JSON line: per job ``{"ok", "equal",
 "error"}``. Imports neither workbench nor torch.
 """
+
 import json
 import sys
 

@@ -10,6 +10,7 @@ of calls of its PackedFunc on those tvm tensors with ``timing.time_calls`` (the 
 workbench and numpy too). Threads: ``TVM_NUM_THREADS``, set by the parent. Prints one JSON line.
 Imports neither workbench nor torch.
 """
+
 import argparse
 import json
 import os
@@ -24,8 +25,7 @@ from timing import time_calls  # noqa: E402  (bench/timing.py)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--libs", required=True, help="folder of the exported <WL>.so kernels")
     p.add_argument("--data", required=True, help="folder with manifest.json and the .npy inputs")
     p.add_argument("--workloads", required=True)
@@ -34,10 +34,16 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     import tvm
-    versions = {"tvm": tvm.__version__, "python": sys.version.split()[0],
-                "numpy": np.__version__, "TVM_NUM_THREADS": os.environ.get("TVM_NUM_THREADS")}
+
+    versions = {
+        "tvm": tvm.__version__,
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "TVM_NUM_THREADS": os.environ.get("TVM_NUM_THREADS"),
+    }
     try:
         import tvm_ffi
+
         versions["tvm_ffi"] = tvm_ffi.__version__
     except ImportError:
         pass

@@ -12,6 +12,7 @@ to 4 arrays (4 floats each: the kernel itself takes nanoseconds), prints the tim
 measured side by side in one run (alternated, best of the rounds: ``bench/timing.py``), minus
 the cost of the empty ``lambda`` that wraps each call. The goal: at most 3 µs for 4 arrays.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,10 @@ def main() -> None:
     args = parser.parse_args()
     load = os.getloadavg()[0]
     print(f"# {cpu_model()}, {len(os.sched_getaffinity(0))} CPUs, 1-min load {load:.2f}")
-    print("# microseconds per call (the empty lambda around each call subtracted); best of "
-          f"{args.rounds} rounds of {args.number} calls")
+    print(
+        "# microseconds per call (the empty lambda around each call subtracted); best of "
+        f"{args.rounds} rounds of {args.number} calls"
+    )
     print(f"{'arrays':>6} {'kernel()':>9} {'entry()':>8} {'old path':>9} {'old / new':>9}")
     for n in range(1, 5):
         kernel = trivial_kernel(n)
@@ -65,8 +68,10 @@ def main() -> None:
         if kernel._fast is None:
             print("  (the native fast path is unavailable here: kernel() is the Python path)")
         empty, new, timed, before = side_by_side(
-            [lambda: None, lambda: kernel(*arrays), lambda: entry(*arrays),
-             lambda: old(*arrays)], rounds=args.rounds, number=args.number)
+            [lambda: None, lambda: kernel(*arrays), lambda: entry(*arrays), lambda: old(*arrays)],
+            rounds=args.rounds,
+            number=args.number,
+        )
         new_us, entry_us, old_us = ((t - empty) * 1e6 for t in (new, timed, before))
         print(f"{n:>6} {new_us:>9.2f} {entry_us:>8.2f} {old_us:>9.2f} {old_us / new_us:>8.1f}x")
 

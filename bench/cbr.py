@@ -13,6 +13,7 @@ ratios are printed:
   run only when those primitives are registered;
 * ``numpy``: the workload's numpy reference (float64 matmuls per kernel tap, numpy's BLAS).
 """
+
 from __future__ import annotations
 
 import os
@@ -68,10 +69,10 @@ def fused_cached(func) -> Schedule:
     fuse_epilogue(sch)
     conv = sch.get_block("Conv2dOutput")
     write_back = sch.cache_write(conv, 0, "local")
-    sch.reverse_compute_inline(sch.get_block("bias_add"))     # the epilogue joins the write-back
+    sch.reverse_compute_inline(sch.get_block("bias_add"))  # the epilogue joins the write-back
     fo, ry = tile_conv(sch, conv)
     sch.reverse_compute_at(write_back, fo)
-    sch.decompose_reduction(conv, ry)           # the init's loops copy the tile's kinds
+    sch.decompose_reduction(conv, ry)  # the init's loops copy the tile's kinds
     sch.vectorize(sch.get_loops(write_back)[-1])
     return sch
 
@@ -84,8 +85,10 @@ def main() -> None:
     args = workloads.random_args("CBR", seed=0)
     reference = workloads.reference("CBR")
     expected = reference(*args[:-1])
-    print(f"host: {target.mcpu}, {target.num_cores} cores; load average "
-          f"{os.getloadavg()[0]:.2f} (other work on the machine skews timings)")
+    print(
+        f"host: {target.mcpu}, {target.num_cores} cores; load average "
+        f"{os.getloadavg()[0]:.2f} (other work on the machine skews timings)"
+    )
     print(f"CBR at the paper shape {shape}, {workloads.flops('CBR') / 1e9:.2f} GFLOP")
     variants = {"unscheduled": func, "fused": fused(func)}
     if {"cache_write", "decompose_reduction"} <= set(REGISTRY):

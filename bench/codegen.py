@@ -23,6 +23,7 @@ both alike). Printed:
 
 The issue's goal: ``primitives`` at 1024^3 reaches at least 0.7x numpy's throughput.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,8 +38,7 @@ from workbench.codegen.build import build
 from workbench.codegen.llvm import build_llvm
 from workbench.codegen.lower import lower
 from workbench.codegen.target import Target
-from workbench.ir import (Allocate, Buffer, BufferStore, FloatImm, ForKind, IntImm, PrimFunc, Var,
-                          seq)
+from workbench.ir import Allocate, Buffer, BufferStore, FloatImm, ForKind, IntImm, PrimFunc, Var, seq
 from workbench.ir.stmt import make_for
 from workbench.schedule import Schedule
 from timing import side_by_side  # bench/timing.py (scripts run from bench/)
@@ -86,8 +86,18 @@ def gmm_micro_kernel(n: int) -> PrimFunc:
     packed = Buffer("Y_packed", (n // COLS, n, COLS))
     acc = Buffer("acc", (ROWS, COLS), scope="local")
     pj, pk, pc = Var("pj"), Var("pk"), Var("pc")
-    pack = make_for(pj, n // COLS, make_for(pk, n, make_for(pc, COLS, BufferStore(
-        packed, Y[0, pk, pj * COLS + pc], (pj, pk, pc)), ForKind.VECTORIZED)), ForKind.PARALLEL)
+    pack = make_for(
+        pj,
+        n // COLS,
+        make_for(
+            pk,
+            n,
+            make_for(
+                pc, COLS, BufferStore(packed, Y[0, pk, pj * COLS + pc], (pj, pk, pc)), ForKind.VECTORIZED
+            ),
+        ),
+        ForKind.PARALLEL,
+    )
     io, jo, k, ii, jj = Var("io"), Var("jo"), Var("k"), Var("ii"), Var("jj")
     row, col = io * ROWS + ii, jo * COLS + jj
 
@@ -95,12 +105,24 @@ def gmm_micro_kernel(n: int) -> PrimFunc:
         return make_for(ii, ROWS, make_for(jj, COLS, body, ForKind.VECTORIZED), ForKind.UNROLLED)
 
     update = BufferStore(acc, acc[ii, jj] + X[0, row, k] * packed[jo, k, jj], (ii, jj))
-    nest = make_for(io, n // ROWS, make_for(jo, n // COLS, Allocate(acc, seq(
-        tile(BufferStore(acc, FloatImm(0.0), (ii, jj))),
-        make_for(k, n, tile(update)),
-        tile(BufferStore(Z, acc[ii, jj], (IntImm(0), row, col)))))), ForKind.PARALLEL)
-    return PrimFunc("gmm_micro_kernel", (X, Y, Z), Allocate(packed, seq(pack, nest)),
-                    {"lowered": True})
+    nest = make_for(
+        io,
+        n // ROWS,
+        make_for(
+            jo,
+            n // COLS,
+            Allocate(
+                acc,
+                seq(
+                    tile(BufferStore(acc, FloatImm(0.0), (ii, jj))),
+                    make_for(k, n, tile(update)),
+                    tile(BufferStore(Z, acc[ii, jj], (IntImm(0), row, col))),
+                ),
+            ),
+        ),
+        ForKind.PARALLEL,
+    )
+    return PrimFunc("gmm_micro_kernel", (X, Y, Z), Allocate(packed, seq(pack, nest)), {"lowered": True})
 
 
 def timed_build(what):
@@ -111,31 +133,43 @@ def timed_build(what):
 
 def bench_gmm(sizes, rounds):
     names = ["primitives", "+cache_write local", "(whole)", "micro-kernel"]
-    print(f"GMM float32 n^3 (GFLOP/s; ratio = kernel / numpy throughput)")
-    print(f"{'n':>6} {'numpy':>8}" + "".join(f" {name:>{max(len(name), 7)}} {'ratio':>5}"
-                                           for name in names) + f" {'compile s':>10}")
+    print("GMM float32 n^3 (GFLOP/s; ratio = kernel / numpy throughput)")
+    print(
+        f"{'n':>6} {'numpy':>8}"
+        + "".join(f" {name:>{max(len(name), 7)}} {'ratio':>5}" for name in names)
+        + f" {'compile s':>10}"
+    )
     compile_times = []
     for n in sizes:
         rng = np.random.default_rng(0)
         x = rng.uniform(-1, 1, (1, n, n)).astype("float32")
         y = rng.uniform(-1, 1, (1, n, n)).astype("float32")
-        kernels = [timed_build(gmm_primitives(n)), timed_build(gmm_cache_write(n)),
-                   timed_build(lower(gmm_cache_write(n).func, compact=False)),
-                   timed_build(gmm_micro_kernel(n))]
+        kernels = [
+            timed_build(gmm_primitives(n)),
+            timed_build(gmm_cache_write(n)),
+            timed_build(lower(gmm_cache_write(n).func, compact=False)),
+            timed_build(gmm_micro_kernel(n)),
+        ]
         compile_times += [t for _, t in kernels]
         outs = [np.zeros((1, n, n), "float32") for _ in range(len(kernels) + 1)]
         expected = x[0] @ y[0]
         for (kernel, _), out in zip(kernels, outs[1:]):
             kernel(x, y, out)
-            np.testing.assert_allclose(out[0], expected, rtol=1e-3, atol=1e-3 * n ** 0.5)
-        number = max(1, int(1e10 / n ** 3))  # ~0.1 s per round at 200 GFLOP/s
-        times = side_by_side([lambda: np.matmul(x[0], y[0], out=outs[0][0])]
-                             + [lambda k=k, o=o: k.entry(x, y, o)
-                                for (k, _), o in zip(kernels, outs[1:])], rounds, number)
-        gf = [2 * n ** 3 / t / 1e9 for t in times]
-        print(f"{n:>6} {gf[0]:>8.1f}" + "".join(
-            f" {g:>{max(len(name), 7)}.1f} {g / gf[0]:>5.2f}" for name, g in zip(names, gf[1:]))
-              + " " + "/".join(f"{t:.2f}" for _, t in kernels))
+            np.testing.assert_allclose(out[0], expected, rtol=1e-3, atol=1e-3 * n**0.5)
+        number = max(1, int(1e10 / n**3))  # ~0.1 s per round at 200 GFLOP/s
+        times = side_by_side(
+            [lambda: np.matmul(x[0], y[0], out=outs[0][0])]
+            + [lambda k=k, o=o: k.entry(x, y, o) for (k, _), o in zip(kernels, outs[1:])],
+            rounds,
+            number,
+        )
+        gf = [2 * n**3 / t / 1e9 for t in times]
+        print(
+            f"{n:>6} {gf[0]:>8.1f}"
+            + "".join(f" {g:>{max(len(name), 7)}.1f} {g / gf[0]:>5.2f}" for name, g in zip(names, gf[1:]))
+            + " "
+            + "/".join(f"{t:.2f}" for _, t in kernels)
+        )
     return compile_times
 
 
@@ -154,24 +188,30 @@ def bench_parallel_overhead(rounds):
     a = np.zeros(cores, "float32")
     t_par, t_ser = side_by_side([lambda: par.entry(a), lambda: ser.entry(a)], rounds, 5)
     overhead = (t_par - t_ser) / regions * 1e6
-    print(f"parallel region overhead: {overhead:.2f} us per region "
-          f"({cores} threads, libgomp GOMP_parallel, {regions} regions per call)")
+    print(
+        f"parallel region overhead: {overhead:.2f} us per region "
+        f"({cores} threads, libgomp GOMP_parallel, {regions} regions per call)"
+    )
 
 
 def bench_compile(gmm_times):
     times = []
     for name in workloads.names():
         times.append(timed_build(workloads.get(name))[1])  # paper shapes, unscheduled
-    print(f"compile time per kernel: GMM kernels {statistics.median(gmm_times) * 1e3:.0f} ms "
-          f"median; the 12 workloads unscheduled: median {statistics.median(times) * 1e3:.0f} ms,"
-          f" max {max(times) * 1e3:.0f} ms")
+    print(
+        f"compile time per kernel: GMM kernels {statistics.median(gmm_times) * 1e3:.0f} ms "
+        f"median; the 12 workloads unscheduled: median {statistics.median(times) * 1e3:.0f} ms,"
+        f" max {max(times) * 1e3:.0f} ms"
+    )
 
 
 def main() -> None:
     quick = "--quick" in sys.argv
     target = Target("llvm")
-    print(f"host: {target.mcpu}, {target.num_cores} cores, {target.vector_width_bits}-bit SIMD; "
-          f"load average {os.getloadavg()[0]:.2f} (other work on the machine skews timings)")
+    print(
+        f"host: {target.mcpu}, {target.num_cores} cores, {target.vector_width_bits}-bit SIMD; "
+        f"load average {os.getloadavg()[0]:.2f} (other work on the machine skews timings)"
+    )
     gmm_times = bench_gmm([128, 512] if quick else [128, 512, 1024], rounds=3 if quick else 7)
     bench_parallel_overhead(rounds=3 if quick else 10)
     bench_compile(gmm_times)

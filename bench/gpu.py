@@ -14,6 +14,7 @@ GMM for ``--trials`` trials on the GPU and times the best record the same way.
 Everything is measured side by side in one run on one GPU; it prints the GPU and the host CPU.
 Elsewhere it prints why there is no GPU and exits 0.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,11 @@ from workbench.codegen.cuda import schedules as S  # noqa: E402
 CASES = {
     "GMM shared tiles": ("GMM", S.gmm_shared, dict(b=1, n=1024, m=1024, k=1024)),
     "GMM-FP16 wmma": ("GMM-FP16", S.gmm_wmma, dict(n=1024, m=1024, k=1024)),
-    "C2D shared tile": ("C2D", S.c2d_shared, dict(n=1, h=56, w=56, ci=64, co=64, kernel=3,
-                                                  stride=1, padding=1)),
+    "C2D shared tile": (
+        "C2D",
+        S.c2d_shared,
+        dict(n=1, h=56, w=56, ci=64, co=64, kernel=3, stride=1, padding=1),
+    ),
     "SFM cross-thread": ("SFM", S.sfm_cross_thread, dict(m=256, n=256)),
     "NRM cross-thread": ("NRM", S.nrm_cross_thread, dict(b=256, m=256, n=256)),
 }
@@ -47,6 +51,7 @@ def vendor_matmul(a: np.ndarray, b: np.ndarray):
     when neither is installed."""
     try:
         import cupy as cp
+
         da, db = cp.asarray(a), cp.asarray(b)
         start, stop = cp.cuda.Event(), cp.cuda.Event()
         cp.matmul(da, db)
@@ -61,6 +66,7 @@ def vendor_matmul(a: np.ndarray, b: np.ndarray):
         pass
     try:
         import torch
+
         if not torch.cuda.is_available():
             return None
         da, db = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
@@ -82,12 +88,15 @@ def main() -> int:
     args = ap.parse_args()
     why = gpu_unavailable()
     if why is not None:
-        print(f"bench/gpu.py: no GPU here ({why}); nothing measured. "
-              f"python bench/gpu_space.py checks the GPU path without one (nvcc + emulator).")
+        print(
+            f"bench/gpu.py: no GPU here ({why}); nothing measured. "
+            f"python bench/gpu_space.py checks the GPU path without one (nvcc + emulator)."
+        )
         return 0
     from timing import cpu_model  # bench/timing.py
     from workbench.codegen.cuda.launch import device_arch
     import pycuda.driver as drv
+
     arch = device_arch()
     target = f"cuda -arch={arch}"
     print(f"GPU: {drv.Device(0).name()} ({arch}); host CPU: {cpu_model()}")
@@ -97,23 +106,28 @@ def main() -> int:
         data = wb.workloads.random_args(name, seed=0, **shape)
         kernel(*data)
         expected = wb.workloads.reference(name, **shape)(*data[:-1])
-        np.testing.assert_allclose(data[-1], expected, rtol=2e-3, atol=2e-3,
-                                   err_msg=f"{label}: wrong result on the GPU")
+        np.testing.assert_allclose(
+            data[-1], expected, rtol=2e-3, atol=2e-3, err_msg=f"{label}: wrong result on the GPU"
+        )
         t = kernel.time(*data)
         rate = f"{wb.workloads.flops(name, **shape) / t / 1e9:9.1f}"
         vendor = ""
         if name in ("GMM", "GMM-FP16"):
             a, b = data[0].reshape(data[0].shape[-2:]), data[1].reshape(data[1].shape[-2:])
             found = vendor_matmul(a, b)
-            vendor = "cupy/torch not installed" if found is None else \
-                f"{found[0]}: {found[1] * 1e3:.4f} ms, ours / theirs = {t / found[1]:.2f}"
+            vendor = (
+                "cupy/torch not installed"
+                if found is None
+                else f"{found[0]}: {found[1] * 1e3:.4f} ms, ours / theirs = {t / found[1]:.2f}"
+            )
         print(f"{label:22s} {str(shape):38s} {t * 1e3:9.4f} {rate}  {vendor}")
     if args.trials:
         shape = CASES["GMM shared tiles"][2]
         func = wb.workloads.get("GMM", **shape)
         with tempfile.TemporaryDirectory() as tmp:
-            db = wb.tune(func, target=target, trials=args.trials,
-                         database=os.path.join(tmp, "gpu.sqlite"), seed=0)
+            db = wb.tune(
+                func, target=target, trials=args.trials, database=os.path.join(tmp, "gpu.sqlite"), seed=0
+            )
             rec = db.best(func, target=target)
             if rec is None:
                 print(f"tune: no successful record in {args.trials} trials")
@@ -121,8 +135,13 @@ def main() -> int:
                 kernel = wb.build(rec.schedule(), target=target)
                 data = wb.workloads.random_args("GMM", seed=0, **shape)
                 kernel(*data)
-                np.testing.assert_allclose(data[-1], wb.workloads.reference("GMM", **shape)(
-                    *data[:-1]), rtol=2e-3, atol=2e-3, err_msg="tuned GMM: wrong result")
+                np.testing.assert_allclose(
+                    data[-1],
+                    wb.workloads.reference("GMM", **shape)(*data[:-1]),
+                    rtol=2e-3,
+                    atol=2e-3,
+                    err_msg="tuned GMM: wrong result",
+                )
                 print(f"tuned GMM ({args.trials} trials): {kernel.time(*data) * 1e3:.4f} ms")
     return 0
 

@@ -9,6 +9,7 @@ sample of ``wb.generate_design_space(f, target="cuda")`` is either rejected by a
 Prints, per workload, the number of samples in each outcome: ``ok`` (compiled and correct),
 ``rejected: <postprocessor>: <reason>`` and, were there any, ``WRONG`` / ``ERROR`` (a bug).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,12 +22,15 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 #: small shapes (the emulator runs every thread in numpy)
-SHAPES = {"GMM": dict(b=1, n=32, m=32, k=32), "C2D": None, "SFM": dict(m=16, n=256),
-          "NRM": dict(b=2, m=8, n=64)}
+SHAPES = {
+    "GMM": dict(b=1, n=32, m=32, k=32),
+    "C2D": None,
+    "SFM": dict(m=16, n=256),
+    "NRM": dict(b=2, m=8, n=64),
+}
 
 
-def outcome_counts(name: str, shape: dict, n: int, nvcc: bool = True,
-                   seed: int = 0) -> collections.Counter:
+def outcome_counts(name: str, shape: dict, n: int, nvcc: bool = True, seed: int = 0) -> collections.Counter:
     """Outcomes of ``n`` random samples of the cuda design space of workload ``name``."""
     import numpy as np
 
@@ -63,6 +67,7 @@ def outcome_counts(name: str, shape: dict, n: int, nvcc: bool = True,
 def _reason(why: str) -> str:
     """The postprocessor and the kind of reason, without the sample's numbers."""
     import re
+
     return re.sub(r"\d+", "N", why)
 
 
@@ -73,6 +78,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-nvcc", action="store_true", help="skip the nvcc compilation")
     args = parser.parse_args(argv)
     import workbench as wb
+
     nvcc = not args.no_nvcc and shutil.which("nvcc") is not None
     print(f"nvcc: {'yes' if nvcc else 'no (emulator only)'}")
     for name in args.workloads:

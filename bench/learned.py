@@ -26,6 +26,7 @@
 The tuning databases stay in ``--out`` (default bench/out/learned_bench): running again
 reuses finished runs (a tune resumes from its database) and re-prints the table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,10 +45,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
-from workbench.tune import (EvolutionarySearch, MeasureResult, ReplayFunc,  # noqa: E402
-                            TuneTask, XGBModel, tune)
-from workbench.tune.learned import (DecisionAwareModel, DecisionModel,  # noqa: E402
-                                    LearnedSampling, rank_metrics, tasks_of)
+from workbench.tune import (
+    EvolutionarySearch,
+    MeasureResult,
+    ReplayFunc,  # noqa: E402
+    TuneTask,
+    XGBModel,
+    tune,
+)
+from workbench.tune.learned import (
+    DecisionAwareModel,
+    DecisionModel,  # noqa: E402
+    LearnedSampling,
+    rank_metrics,
+    tasks_of,
+)
 from workbench.tune.learned.model import tilings  # noqa: E402
 from learned_data import generate  # noqa: E402
 
@@ -66,6 +78,7 @@ def cpu_model() -> str:
 
 
 # 2. model choice ------------------------------------------------------------------------------
+
 
 def uniform_size(word) -> int:
     if word.kind == "tile":
@@ -86,23 +99,37 @@ def bits_gained(model: DecisionModel, records, top_fraction=0.2) -> tuple[float,
         for k, word in enumerate(sentence.words):
             if word.kind == "loc":
                 continue
-            cands = (tilings(word.extent, word.n, word.max_inner) if word.kind == "tile"
-                     else list(range(len(word.candidates))))
+            cands = (
+                tilings(word.extent, word.n, word.max_inner)
+                if word.kind == "tile"
+                else list(range(len(word.candidates)))
+            )
             if word.decision not in cands or len(cands) > 600:
                 continue
-            p = model.probabilities(sentence.workload, sentence.target, sentence.words[:k],
-                                    word, cands, k, len(sentence.words), temperature=1.0)
-            gains.append(math.log2(max(p[cands.index(word.decision)], 1e-300))
-                         + math.log2(len(cands)))
+            p = model.probabilities(
+                sentence.workload,
+                sentence.target,
+                sentence.words[:k],
+                word,
+                cands,
+                k,
+                len(sentence.words),
+                temperature=1.0,
+            )
+            gains.append(math.log2(max(p[cands.index(word.decision)], 1e-300)) + math.log2(len(cands)))
     return (float(np.mean(gains)) if gains else float("nan")), len(gains)
 
 
 def choose_model(data_paths):
     by_workload = {os.path.basename(p).split(".")[0]: tasks_of([p]) for p in data_paths}
-    print("\n## 2. model choice: leave one training workload out; bits per decision gained "
-          "over uniform on its fast records (higher is better; 0 = uniform)")
-    print(f"{'held out':<9}" + "".join(f"{b:>10}" for b in ("xgb", "linear")) + f"{'decisions':>11}"
-          f"{'train s xgb':>12}{'lin':>6}")
+    print(
+        "\n## 2. model choice: leave one training workload out; bits per decision gained "
+        "over uniform on its fast records (higher is better; 0 = uniform)"
+    )
+    print(
+        f"{'held out':<9}" + "".join(f"{b:>10}" for b in ("xgb", "linear")) + f"{'decisions':>11}"
+        f"{'train s xgb':>12}{'lin':>6}"
+    )
     totals = {"xgb": [], "linear": []}
     for held, tasks in by_workload.items():
         train = [recs for w, t in by_workload.items() if w != held for recs in t.values()]
@@ -117,8 +144,11 @@ def choose_model(data_paths):
             mean = sum(g * c for g, c in scores if c) / max(n, 1)
             totals[backend].append(mean)
             row.append((mean, n))
-        print(f"{held:<9}" + "".join(f"{m:>10.2f}" for m, _ in row) + f"{row[0][1]:>11}"
-              f"{secs[0]:>12.1f}{secs[1]:>6.1f}", flush=True)
+        print(
+            f"{held:<9}" + "".join(f"{m:>10.2f}" for m, _ in row) + f"{row[0][1]:>11}"
+            f"{secs[0]:>12.1f}{secs[1]:>6.1f}",
+            flush=True,
+        )
     means = {b: float(np.mean(v)) for b, v in totals.items()}
     print(f"{'mean':<9}" + "".join(f"{means[b]:>10.2f}" for b in ("xgb", "linear")))
     return max(means, key=means.get), means
@@ -126,17 +156,32 @@ def choose_model(data_paths):
 
 # 3. tuning -----------------------------------------------------------------------------------
 
+
 def run(name, label, strategy, trials, out_dir, seed):
     task = TuneTask.workload(name)
     path = os.path.join(out_dir, f"{name}-{label}.sqlite")
     t0 = time.monotonic()
-    db = tune(task, trials=trials, database=path, seed=seed, strategy=strategy,
-              num_trials_per_iter=16, verbose=False, baseline=False)
+    db = tune(
+        task,
+        trials=trials,
+        database=path,
+        seed=seed,
+        strategy=strategy,
+        num_trials_per_iter=16,
+        verbose=False,
+        baseline=False,
+    )
     recs = db.records(task.func, "llvm")
     curve = list(np.minimum.accumulate([r.latency for r in recs])) if recs else []
-    info = {"curve": curve, "busy": sum(r.busy for r in recs), "noisy": sum(r.noisy for r in recs),
-            "seconds": time.monotonic() - t0, "records": recs, "func": task.func,
-            "strategy": strategy}
+    info = {
+        "curve": curve,
+        "busy": sum(r.busy for r in recs),
+        "noisy": sum(r.noisy for r in recs),
+        "seconds": time.monotonic() - t0,
+        "records": recs,
+        "func": task.func,
+        "strategy": strategy,
+    }
     db.close()
     return info
 
@@ -153,42 +198,63 @@ def trials_to(curve, goal):
 
 
 def tune_held_out(names, model, ranker, out_dir, seed):
-    print("\n## 3. held-out workloads (paper shapes); ms as measured while tuning; L = learned "
-          "sampler with its pre-trained ranker, L-noR = without, evo+L = evolutionary search "
-          "seeded by L")
-    cols = [("L", "learned", 32), ("L-noR", "learned_noranker", 16), ("evo", "evo", 64),
-            ("rand", "rand", 32), ("evo+L", "evo_learned_init", 32)]
-    head = (f"{'wl':<4} " + " ".join(f"{c + '@10':>10} {'@' + str(n):>8}" for c, _, n in cols)
-            + " | trials to 95% of evo@64: " + " ".join(f"{c:>6}" for c, _, _ in cols)
-            + "  rej%  busy/noisy")
+    print(
+        "\n## 3. held-out workloads (paper shapes); ms as measured while tuning; L = learned "
+        "sampler with its pre-trained ranker, L-noR = without, evo+L = evolutionary search "
+        "seeded by L"
+    )
+    cols = [
+        ("L", "learned", 32),
+        ("L-noR", "learned_noranker", 16),
+        ("evo", "evo", 64),
+        ("rand", "rand", 32),
+        ("evo+L", "evo_learned_init", 32),
+    ]
+    head = (
+        f"{'wl':<4} "
+        + " ".join(f"{c + '@10':>10} {'@' + str(n):>8}" for c, _, n in cols)
+        + " | trials to 95% of evo@64: "
+        + " ".join(f"{c:>6}" for c, _, _ in cols)
+        + "  rej%  busy/noisy"
+    )
     print(head + "\n" + "-" * len(head), flush=True)
     runs = {}
     for name in names:
         learned = LearnedSampling(model, ranker=copy.deepcopy(ranker))
         plain = LearnedSampling(model, ranker=False)
-        strategies = {"L": learned, "L-noR": plain, "evo": EvolutionarySearch(),
-                      "rand": ReplayFunc(),
-                      "evo+L": EvolutionarySearch(init_sampler=LearnedSampling(model,
-                                                                               ranker=False))}
+        strategies = {
+            "L": learned,
+            "L-noR": plain,
+            "evo": EvolutionarySearch(),
+            "rand": ReplayFunc(),
+            "evo+L": EvolutionarySearch(init_sampler=LearnedSampling(model, ranker=False)),
+        }
         r = {c: run(name, label, strategies[c], n, out_dir, seed) for c, label, n in cols}
         runs[name] = r
         goal = best_after(r["evo"]["curve"], 64) / 0.95
 
         def ms(v):
             return f"{v * 1e3:.4f}" if math.isfinite(v) else "-"
+
         rej = learned.rejection_rate if learned.drawn else float("nan")
         flags = "/".join(str(sum(x[f] for x in r.values())) for f in ("busy", "noisy"))
         total = sum(len(x["records"]) for x in r.values())
-        print(f"{name:<4} " + " ".join(f"{ms(best_after(r[c]['curve'], 10)):>10} "
-                                       f"{ms(best_after(r[c]['curve'], n)):>8}"
-                                       for c, _, n in cols)
-              + f" | {'':>25}" + " ".join(f"{trials_to(r[c]['curve'], goal):>6}"
-                                          for c, _, _ in cols)
-              + f"  {100 * rej:4.0f}  {flags} of {total}", flush=True)
+        print(
+            f"{name:<4} "
+            + " ".join(
+                f"{ms(best_after(r[c]['curve'], 10)):>10} {ms(best_after(r[c]['curve'], n)):>8}"
+                for c, _, n in cols
+            )
+            + f" | {'':>25}"
+            + " ".join(f"{trials_to(r[c]['curve'], goal):>6}" for c, _, _ in cols)
+            + f"  {100 * rej:4.0f}  {flags} of {total}",
+            flush=True,
+        )
     return runs
 
 
 # 4. cost models ------------------------------------------------------------------------------
+
 
 def measured(records, func):
     cands, results = [], []
@@ -203,9 +269,11 @@ def measured(records, func):
 
 
 def cost_models(runs, pretrained, splits=5, seed=0):
-    print("\n## 4. cost models on held-out records: Spearman rho / top-16 recall, trained on N "
-          "records of the workload, tested on its other records (mean of "
-          f"{splits} random splits)")
+    print(
+        "\n## 4. cost models on held-out records: Spearman rho / top-16 recall, trained on N "
+        "records of the workload, tested on its other records (mean of "
+        f"{splits} random splits)"
+    )
     print(f"(pre-training set: {len(pretrained.latencies)} records of the training databases)")
     variants = {
         "before: XGBModel": lambda: XGBModel(seed=seed),
@@ -247,16 +315,21 @@ def cost_models(runs, pretrained, splits=5, seed=0):
         cells = []
         for v in variants:
             vals = summary[v][n]
-            cells.append(f"{np.mean([a for a, _ in vals]):>6.2f} / {np.mean([b for _, b in vals]):>4.2f}"
-                         if vals else "-")
+            cells.append(
+                f"{np.mean([a for a, _ in vals]):>6.2f} / {np.mean([b for _, b in vals]):>4.2f}"
+                if vals
+                else "-"
+            )
         print(f"{'all':<4} {n:>3}  " + "  ".join(f"{c:>38}" for c in cells))
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", default=os.path.join(HERE, "out", "learned"),
-                   help="training databases (generated when empty)")
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(
+        "--data",
+        default=os.path.join(HERE, "out", "learned"),
+        help="training databases (generated when empty)",
+    )
     p.add_argument("--out", default=os.path.join(HERE, "out", "learned_bench"))
     p.add_argument("--workloads", default=",".join(HELD_OUT))
     p.add_argument("--seed", type=int, default=0)
@@ -278,8 +351,10 @@ def main(argv=None):
     print(f"\ndecision model: {model} trained in {time.monotonic() - t0:.1f} s")
     t0 = time.monotonic()
     ranker = DecisionAwareModel.pretrained(data)
-    print(f"ranker: DecisionAwareModel pre-trained on {len(ranker.latencies)} records in "
-          f"{time.monotonic() - t0:.1f} s")
+    print(
+        f"ranker: DecisionAwareModel pre-trained on {len(ranker.latencies)} records in "
+        f"{time.monotonic() - t0:.1f} s"
+    )
     runs = tune_held_out(args.workloads.split(","), model, ranker, args.out, args.seed)
     cost_models(runs, ranker)
     print(f"\n# load average {os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} CPUs)")

@@ -17,6 +17,7 @@ Each section is one function ``section(args) -> list[str]`` (lines to print) in 
 
 A new section is one more function appended to ``SECTIONS``; ``--only NAME`` runs some.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,14 +39,25 @@ def concurrent_tunes(args) -> list[str]:
     procs = []
     t0 = time.monotonic()
     for name in args.workloads:
-        cmd = ["workbench", "tune", name, "--trials", str(args.trials), "--per-iter",
-               str(args.per_iter), "--workers", "1", "--db", path]
+        cmd = [
+            "workbench",
+            "tune",
+            name,
+            "--trials",
+            str(args.trials),
+            "--per-iter",
+            str(args.per_iter),
+            "--workers",
+            "1",
+            "--db",
+            path,
+        ]
         if args.small:
             cmd.append("--small")
         log = open(os.path.join(args.dir, f"{name}.log"), "w+")
         procs.append((name, log, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)))
     ended: dict[str, float] = {}
-    while len(ended) < len(procs):   # each process's own wall time
+    while len(ended) < len(procs):  # each process's own wall time
         for name, _, proc in procs:
             if name not in ended and proc.poll() is not None:
                 ended[name] = time.monotonic() - t0
@@ -55,10 +67,12 @@ def concurrent_tunes(args) -> list[str]:
         log.seek(0)
         finished.append((name, proc.returncode, ended[name], log.read()))
         log.close()
-    lines = [f"{len(procs)} workloads tuned at once by separate processes into {path} "
-             f"({args.trials} trials each, {args.per_iter} per batch, 1 worker each)",
-             f"{'workload':8} {'records':>7} {'distinct':>8} {'busy':>5} {'exit':>4} "
-             f"{'wall s':>7}  summary warned busy"]
+    lines = [
+        f"{len(procs)} workloads tuned at once by separate processes into {path} "
+        f"({args.trials} trials each, {args.per_iter} per batch, 1 worker each)",
+        f"{'workload':8} {'records':>7} {'distinct':>8} {'busy':>5} {'exit':>4} "
+        f"{'wall s':>7}  summary warned busy",
+    ]
     db = Database.open(path)
     ok = True
     for name, status, wall, text in finished:
@@ -68,14 +82,19 @@ def concurrent_tunes(args) -> list[str]:
         busy = sum(r.busy for r in records)
         warned = "the machine was busy" in text
         ok &= len(records) == args.trials == distinct and status == 0
-        lines.append(f"{name:8} {len(records):>7} {distinct:>8} {busy:>5} {status:>4} "
-                     f"{wall:>7.1f}  {'yes' if warned else 'no'}")
+        lines.append(
+            f"{name:8} {len(records):>7} {distinct:>8} {busy:>5} {status:>4} "
+            f"{wall:>7.1f}  {'yes' if warned else 'no'}"
+        )
         if status != 0:
             lines.append("    " + text.strip().splitlines()[-1])
     report = check(path)
     lines.append(f"total {len(db)} records; db check: {'ok' if report.ok else report}")
-    lines.append("none lost, none duplicated" if ok and report.ok and
-                 len(db) == args.trials * len(procs) else "RECORDS LOST OR DUPLICATED")
+    lines.append(
+        "none lost, none duplicated"
+        if ok and report.ok and len(db) == args.trials * len(procs)
+        else "RECORDS LOST OR DUPLICATED"
+    )
     return lines
 
 
@@ -100,36 +119,43 @@ def dask_throughput(args) -> list[str]:
                 cands.append(sch.func)
         if len(cands) >= args.trials:
             break
-    cands = cands[:args.trials]
+    cands = cands[: args.trials]
     task = Task(func, "llvm", wb.workloads.reference(name, **shape))
     inputs = [MeasureInput(task, c) for c in cands]
     rows = []
 
     def timed(label: str, runner) -> None:
-        runner.measure(inputs[:2])                      # warm up
+        runner.measure(inputs[:2])  # warm up
         t0 = time.monotonic()
         results = runner.measure(inputs)
         seconds = time.monotonic() - t0
         ok = sum(r.status == "ok" for r in results)
-        rows.append((label, len(results), ok, seconds, 60 * len(results) / seconds,
-                     os.getloadavg()[0]))
+        rows.append((label, len(results), ok, seconds, 60 * len(results) / seconds, os.getloadavg()[0]))
 
     for workers in (1, 2):
         with LocalRunner(workers=workers) as runner:
             timed(f"LocalRunner, {workers} build worker{'s' * (workers > 1)}", runner)
     for workers in (1, 2):
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=":0") as cluster, Client(cluster) as client, \
-                DaskRunner(client) as runner:
+        with (
+            LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+            ) as cluster,
+            Client(cluster) as client,
+            DaskRunner(client) as runner,
+        ):
             timed(f"Dask LocalCluster, {workers} worker{'s' * (workers > 1)}", runner)
-    lines = [f"{name} {shape or '(paper shape)'}: {len(cands)} distinct candidates of its design "
-             f"space, measured by each runner in one batch (after a 2-candidate warm-up)",
-             f"{'runner':34} {'cands':>5} {'ok':>4} {'seconds':>8} {'per min':>8} {'load':>5}"]
+    lines = [
+        f"{name} {shape or '(paper shape)'}: {len(cands)} distinct candidates of its design "
+        f"space, measured by each runner in one batch (after a 2-candidate warm-up)",
+        f"{'runner':34} {'cands':>5} {'ok':>4} {'seconds':>8} {'per min':>8} {'load':>5}",
+    ]
     for label, n, ok, seconds, rate, load in rows:
         lines.append(f"{label:34} {n:>5} {ok:>4} {seconds:>8.1f} {rate:>8.1f} {load:>5.1f}")
     dask1, dask2 = rows[2][4], rows[3][4]
-    lines.append(f"Dask: 2 workers / 1 worker = {dask2 / dask1:.2f}x candidates per minute "
-                 f"(on {os.cpu_count()} CPUs shared with the load above)")
+    lines.append(
+        f"Dask: 2 workers / 1 worker = {dask2 / dask1:.2f}x candidates per minute "
+        f"(on {os.cpu_count()} CPUs shared with the load above)"
+    )
     return lines
 
 
@@ -143,14 +169,13 @@ def main() -> None:
     parser.add_argument("--per-iter", type=int, default=8)
     parser.add_argument("--workloads", nargs="*", default=["GMM", "C2D", "NRM", "SFM"])
     parser.add_argument("--small", action="store_true", help="each workload's small shape")
-    parser.add_argument("--dir", default=None, help="where the databases go (default: a "
-                        "temporary directory)")
-    parser.add_argument("--only", nargs="*", choices=[f.__name__ for f in SECTIONS],
-                        help="run only these sections")
+    parser.add_argument("--dir", default=None, help="where the databases go (default: a temporary directory)")
+    parser.add_argument(
+        "--only", nargs="*", choices=[f.__name__ for f in SECTIONS], help="run only these sections"
+    )
     args = parser.parse_args()
     args.dir = args.dir or tempfile.mkdtemp(prefix="wb-load-")
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} CPUs; load average "
-          f"{os.getloadavg()[0]:.1f} at start")
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f} at start")
     for section in SECTIONS:
         if args.only and section.__name__ not in args.only:
             continue

@@ -10,6 +10,7 @@ releases the GIL, so the copies run on all cores at once. GFLOP/s = threads x it
 12 chains x lanes x 2 / wall seconds. The width defaults to the target's (512 bits on AVX-512
 hosts, 256 on AVX2), the width workbench's and TVM's kernels are compiled for.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,12 +29,14 @@ CHAINS = 12
 def host_width() -> int:
     """The host target's widest vector register in bits (512 with AVX-512, 256 with AVX2)."""
     from workbench.codegen.target import Target
+
     return Target.host().vector_width_bits
 
 
 def _fma_loop_ir(lanes: int) -> str:
     """LLVM IR of ``double fma_peak(i64 iters)``: CHAINS independent vector FMA chains."""
     from llvmlite import ir
+
     f32, i64 = ir.FloatType(), ir.IntType(64)
     vec = ir.VectorType(f32, lanes)
     module = ir.Module(name="fma_peak")
@@ -71,6 +74,7 @@ class FMAPeak:
     def __init__(self, width: int | None = None):
         from workbench.codegen.llvm.jit import jit
         from workbench.codegen.target import Target
+
         self.width = width or host_width()
         self.lanes = self.width // 32
         self._compiled = jit(_fma_loop_ir(self.lanes), "fma_peak", Target.host())
@@ -93,8 +97,7 @@ class FMAPeak:
             t.join()
         return time.perf_counter() - t0
 
-    def measure(self, threads: int | None = None, runs: int = 7,
-                seconds: float = 0.2) -> list[float]:
+    def measure(self, threads: int | None = None, runs: int = 7, seconds: float = 0.2) -> list[float]:
         """GFLOP/s of ``runs`` runs on ``threads`` threads (default: all cores), each about
         ``seconds`` long."""
         threads = threads or len(os.sched_getaffinity(0))
@@ -107,19 +110,25 @@ class FMAPeak:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--threads", type=int, default=None, help="default: all cores")
-    p.add_argument("--width", type=int, choices=(128, 256, 512), default=None,
-                   help="vector bits (default: the host target's)")
+    p.add_argument(
+        "--width",
+        type=int,
+        choices=(128, 256, 512),
+        default=None,
+        help="vector bits (default: the host target's)",
+    )
     p.add_argument("--runs", type=int, default=7)
     args = p.parse_args(argv)
     peak = FMAPeak(args.width)
     threads = args.threads or len(os.sched_getaffinity(0))
     vals = peak.measure(threads, args.runs)
-    print(f"FMA peak, {peak.width}-bit vectors, {threads} thread(s): median "
-          f"{statistics.median(vals):.1f} GFLOP/s, best {max(vals):.1f} "
-          f"({', '.join(f'{v:.0f}' for v in vals)})")
+    print(
+        f"FMA peak, {peak.width}-bit vectors, {threads} thread(s): median "
+        f"{statistics.median(vals):.1f} GFLOP/s, best {max(vals):.1f} "
+        f"({', '.join(f'{v:.0f}' for v in vals)})"
+    )
 
 
 if __name__ == "__main__":

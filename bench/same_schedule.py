@@ -20,6 +20,7 @@ record built by each compiler (best of the set), the TVM-best record's time in b
 median over the records of workbench/TVM, under a header with the CPU model. Ratios are between
 figures of this run only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dir", nargs="?", help="folder of MetaSchedule databases, one per workload")
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--top", type=int, default=8, help="records per workload (TVM's fastest)")
@@ -83,6 +83,7 @@ def child_wb(args) -> dict:
     """Import each job's trace into workbench, build, check and time it."""
     import workbench as wb
     from workbench.tune.database import tvm as tvmdb
+
     with open(args._jobs) as f:
         jobs = json.load(f)
     with open(os.path.join(args._data, "manifest.json")) as f:
@@ -104,8 +105,9 @@ def child_wb(args) -> dict:
         for j, o in enumerate(entry["outputs"]):
             np.save(os.path.join(args._data, f"{name}.wb{k}.out{j}.npy"), arrays[o])
         entry_fn = kernel.entry
-        out["results"].append({"samples": time_calls(lambda: entry_fn(*arrays), args.repeat,
-                                                     args.min_repeat_ms)})
+        out["results"].append(
+            {"samples": time_calls(lambda: entry_fn(*arrays), args.repeat, args.min_repeat_ms)}
+        )
     return out
 
 
@@ -115,8 +117,7 @@ def main(argv=None):
         print(json.dumps(child_wb(args)))
         return 0
     if not args.dir or not os.path.isdir(args.dir):
-        print(f"same_schedule.py: {args.dir!r} is not a folder of MetaSchedule databases",
-              file=sys.stderr)
+        print(f"same_schedule.py: {args.dir!r} is not a folder of MetaSchedule databases", file=sys.stderr)
         return 2
     tvm_py = find_tvm_python(args.tvm_python)  # prints how to install TVM and exits 2 if none
     work = args.work_dir or os.path.join(HERE, "out", "same_schedule")
@@ -125,25 +126,43 @@ def main(argv=None):
     jobs = select_jobs(args.dir, args.names, args.top)
     names = sorted({j["workload"] for j in jobs}, key=args.names.index)
     if not jobs:
-        print(f"same_schedule.py: no tuning records for {args.names} under {args.dir}",
-              file=sys.stderr)
+        print(f"same_schedule.py: no tuning records for {args.names} under {args.dir}", file=sys.stderr)
         return 2
     jobs_path = os.path.join(work, "jobs.json")
     with open(jobs_path, "w") as f:
         json.dump(jobs, f)
     refs = write_inputs(names, data, seed=0)
-    env = dict(os.environ, TVM_NUM_THREADS=str(args.threads),
-               OPENBLAS_NUM_THREADS=str(args.threads))
-    common = ["--repeat", str(args.repeat), "--min-repeat-ms", str(args.min_repeat_ms),
-              "--threads", str(args.threads)] + (["--mcpu", args.mcpu] if args.mcpu else [])
-    cmds = {"tvm": [tvm_py, os.path.join(HERE, "_tvm_records.py"), jobs_path, data] + common,
-            "wb": [sys.executable, os.path.abspath(__file__), "--_child", "wb", "--_jobs",
-                   jobs_path, "--_data", data] + common}
+    env = dict(os.environ, TVM_NUM_THREADS=str(args.threads), OPENBLAS_NUM_THREADS=str(args.threads))
+    common = [
+        "--repeat",
+        str(args.repeat),
+        "--min-repeat-ms",
+        str(args.min_repeat_ms),
+        "--threads",
+        str(args.threads),
+    ] + (["--mcpu", args.mcpu] if args.mcpu else [])
+    cmds = {
+        "tvm": [tvm_py, os.path.join(HERE, "_tvm_records.py"), jobs_path, data] + common,
+        "wb": [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--_child",
+            "wb",
+            "--_jobs",
+            jobs_path,
+            "--_data",
+            data,
+        ]
+        + common,
+    }
     samples = {kind: [[] for _ in jobs] for kind in cmds}
     errors = {kind: [None] * len(jobs) for kind in cmds}
-    print(f"# {cpu_model()}, {args.threads} threads, code for "
-          f"{args.mcpu or 'the host CPU'}; {len(jobs)} TVM records "
-          f"({args.top} per workload) from {args.dir}", flush=True)
+    print(
+        f"# {cpu_model()}, {args.threads} threads, code for "
+        f"{args.mcpu or 'the host CPU'}; {len(jobs)} TVM records "
+        f"({args.top} per workload) from {args.dir}",
+        flush=True,
+    )
     for rd in range(args.rounds):
         print(f"  round {rd + 1}/{args.rounds}: TVM builds, workbench builds", flush=True)
         for kind, cmd in cmds.items():
@@ -161,52 +180,64 @@ def main(argv=None):
 
 
 def report(args, jobs, names, samples, errors, data, refs, work) -> None:
-    med = {kind: [statistics.median(s) * 1e3 if s else None for s in samples[kind]]
-           for kind in samples}
-    ok = {kind: [check(data, j["workload"], f"{kind}{k}", refs[j["workload"]])["ok"]
-                 if med[kind][k] is not None else False for k, j in enumerate(jobs)]
-          for kind in samples}
-    print(f"\n{'WL':4s} {'recs':>4s} {'wb ok':>5s} {'tvm ok':>6s} {'best wb ms':>10s} "
-          f"{'best TVM ms':>11s} {'best wb/TVM':>11s} {'#0 wb ms':>9s} {'#0 TVM ms':>9s} "
-          f"{'#0 wb/TVM':>9s} {'median wb/TVM':>13s}")
+    med = {kind: [statistics.median(s) * 1e3 if s else None for s in samples[kind]] for kind in samples}
+    ok = {
+        kind: [
+            check(data, j["workload"], f"{kind}{k}", refs[j["workload"]])["ok"]
+            if med[kind][k] is not None
+            else False
+            for k, j in enumerate(jobs)
+        ]
+        for kind in samples
+    }
+    print(
+        f"\n{'WL':4s} {'recs':>4s} {'wb ok':>5s} {'tvm ok':>6s} {'best wb ms':>10s} "
+        f"{'best TVM ms':>11s} {'best wb/TVM':>11s} {'#0 wb ms':>9s} {'#0 TVM ms':>9s} "
+        f"{'#0 wb/TVM':>9s} {'median wb/TVM':>13s}"
+    )
     table = {}
     for name in names:
         ks = [k for k, j in enumerate(jobs) if j["workload"] == name]
         both = [k for k in ks if med["wb"][k] and med["tvm"][k] and ok["wb"][k] and ok["tvm"][k]]
         best_wb = min((med["wb"][k] for k in ks if med["wb"][k] and ok["wb"][k]), default=None)
-        best_tvm = min((med["tvm"][k] for k in ks if med["tvm"][k] and ok["tvm"][k]),
-                       default=None)
+        best_tvm = min((med["tvm"][k] for k in ks if med["tvm"][k] and ok["tvm"][k]), default=None)
         first = ks[0]
         ratios = [med["wb"][k] / med["tvm"][k] for k in both]
-        row = {"records": len(ks), "wb_ok": sum(ok["wb"][k] for k in ks),
-               "tvm_ok": sum(ok["tvm"][k] for k in ks), "best_wb_ms": best_wb,
-               "best_tvm_ms": best_tvm,
-               "best_ratio": best_wb / best_tvm if best_wb and best_tvm else None,
-               "first_wb_ms": med["wb"][first], "first_tvm_ms": med["tvm"][first],
-               "first_ratio": (med["wb"][first] / med["tvm"][first]
-                               if first in both else None),
-               "median_ratio": statistics.median(ratios) if ratios else None,
-               "errors": {kind: [errors[kind][k] for k in ks if errors[kind][k]]
-                          for kind in errors}}
+        row = {
+            "records": len(ks),
+            "wb_ok": sum(ok["wb"][k] for k in ks),
+            "tvm_ok": sum(ok["tvm"][k] for k in ks),
+            "best_wb_ms": best_wb,
+            "best_tvm_ms": best_tvm,
+            "best_ratio": best_wb / best_tvm if best_wb and best_tvm else None,
+            "first_wb_ms": med["wb"][first],
+            "first_tvm_ms": med["tvm"][first],
+            "first_ratio": (med["wb"][first] / med["tvm"][first] if first in both else None),
+            "median_ratio": statistics.median(ratios) if ratios else None,
+            "errors": {kind: [errors[kind][k] for k in ks if errors[kind][k]] for kind in errors},
+        }
         table[name] = row
 
         def f(x, spec=".4f"):
             return "-" if x is None else format(x, spec)
-        print(f"{name:4s} {row['records']:4d} {row['wb_ok']:5d} {row['tvm_ok']:6d} "
-              f"{f(best_wb):>10s} {f(best_tvm):>11s} {f(row['best_ratio'], '.2f'):>11s} "
-              f"{f(row['first_wb_ms']):>9s} {f(row['first_tvm_ms']):>9s} "
-              f"{f(row['first_ratio'], '.2f'):>9s} {f(row['median_ratio'], '.2f'):>13s}")
+
+        print(
+            f"{name:4s} {row['records']:4d} {row['wb_ok']:5d} {row['tvm_ok']:6d} "
+            f"{f(best_wb):>10s} {f(best_tvm):>11s} {f(row['best_ratio'], '.2f'):>11s} "
+            f"{f(row['first_wb_ms']):>9s} {f(row['first_tvm_ms']):>9s} "
+            f"{f(row['first_ratio'], '.2f'):>9s} {f(row['median_ratio'], '.2f'):>13s}"
+        )
         for kind, errs in row["errors"].items():
             if errs:
                 print(f"     {kind} failed on {len(errs)}: {errs[0]}")
     best = [r["best_ratio"] for r in table.values() if r["best_ratio"]]
     if best:
         geo = float(np.exp(np.mean(np.log(best))))
-        print(f"best-of-set wb/TVM: geometric mean {geo:.3f} over {len(best)} workloads, "
-              f"max {max(best):.3f}")
+        print(f"best-of-set wb/TVM: geometric mean {geo:.3f} over {len(best)} workloads, max {max(best):.3f}")
     with open(os.path.join(work, "results.json"), "w") as fh:
-        json.dump({"cpu": cpu_model(), "threads": args.threads, "dir": args.dir,
-                   "workloads": table}, fh, indent=1)
+        json.dump(
+            {"cpu": cpu_model(), "threads": args.threads, "dir": args.dir, "workloads": table}, fh, indent=1
+        )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ Run: ``python bench/schedule.py``. Prints replays per second of a 20-instruction
 search replays traces constantly), from the in-memory trace and from its JSON text, and the
 mean time per call of each instruction kind during those replays.
 """
+
 from __future__ import annotations
 
 import collections
@@ -23,8 +24,18 @@ def tiled_matmul(func):
     i_tiles = sch.split(i, sch.sample_perfect_tile(i, n=4, max_innermost_factor=16))
     j_tiles = sch.split(j, sch.sample_perfect_tile(j, n=4, max_innermost_factor=16))
     k_tiles = sch.split(k, sch.sample_perfect_tile(k, n=2, max_innermost_factor=16))
-    sch.reorder(i_tiles[0], j_tiles[0], i_tiles[1], j_tiles[1], k_tiles[0],
-                i_tiles[2], j_tiles[2], k_tiles[1], i_tiles[3], j_tiles[3])
+    sch.reorder(
+        i_tiles[0],
+        j_tiles[0],
+        i_tiles[1],
+        j_tiles[1],
+        k_tiles[0],
+        i_tiles[2],
+        j_tiles[2],
+        k_tiles[1],
+        i_tiles[3],
+        j_tiles[3],
+    )
     outer = sch.fuse(bb, i_tiles[0], j_tiles[0])
     sch.parallel(outer)
     sch.annotate(outer, "pragma_parallel", 1)

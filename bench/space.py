@@ -7,6 +7,7 @@ reject (and why), and whether every accepted one builds with llvm and matches nu
 Small shapes (``workloads.small``). Exit status 1 if an accepted candidate fails to build or
 computes a wrong result.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,7 @@ def run(name: str, n: int, seed: int) -> tuple[int, collections.Counter, list[st
             failures.append(f"sample {k}: build failed: {type(exc).__name__}: {exc}")
             continue
         if not np.allclose(out[-1], expected, rtol=1e-4, atol=1e-4):
-            failures.append(f"sample {k}: wrong result (max error "
-                            f"{np.abs(out[-1] - expected).max():.3g})")
+            failures.append(f"sample {k}: wrong result (max error {np.abs(out[-1] - expected).max():.3g})")
     return len(sketches), rejected, failures
 
 
@@ -54,16 +54,21 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     opts = parser.parse_args(argv)
-    print(f"{'workload':8} {'sketches':>8} {'samples':>7} {'rejected':>8} {'rate':>6} "
-          f"{'failed':>6} {'seconds':>7}  rejection reasons")
+    print(
+        f"{'workload':8} {'sketches':>8} {'samples':>7} {'rejected':>8} {'rate':>6} "
+        f"{'failed':>6} {'seconds':>7}  rejection reasons"
+    )
     bad = 0
     for name in opts.names:
         start = time.perf_counter()
         n_sketches, rejected, failures = run(name, opts.samples, opts.seed)
         n_rej = sum(rejected.values())
         reasons = ", ".join(f"{r} x{c}" for r, c in rejected.most_common()) or "-"
-        print(f"{name:8} {n_sketches:8} {opts.samples:7} {n_rej:8} {n_rej / opts.samples:6.1%} "
-              f"{len(failures):6} {time.perf_counter() - start:7.1f}  {reasons}", flush=True)
+        print(
+            f"{name:8} {n_sketches:8} {opts.samples:7} {n_rej:8} {n_rej / opts.samples:6.1%} "
+            f"{len(failures):6} {time.perf_counter() - start:7.1f}  {reasons}",
+            flush=True,
+        )
         for f in failures[:3]:
             print(f"    {f}")
         bad += len(failures)

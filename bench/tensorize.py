@@ -16,6 +16,7 @@ For GMM float32 n^3 it prints the GFLOP/s of
 
 and the ratios tensorized / plain and tensorized / numpy.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,8 +43,7 @@ def host_intrinsic(sizes) -> str:
     for name in gemm_intrinsics(Target("llvm")):
         if all(n % t == 0 for n in sizes for t in gemm_tile(name)):
             return name
-    sys.exit(f"no GEMM micro-kernel for this host ({Target('llvm').mcpu}): it needs AVX2 + FMA "
-             f"or AVX-512")
+    sys.exit(f"no GEMM micro-kernel for this host ({Target('llvm').mcpu}): it needs AVX2 + FMA or AVX-512")
 
 
 def gmm_schedule(n: int, intrin: str, tensorize: bool) -> Schedule:
@@ -62,8 +62,7 @@ def gmm_schedule(n: int, intrin: str, tensorize: bool) -> Schedule:
 def bench_gmm(sizes, rounds: int) -> None:
     intrin = host_intrinsic(sizes)
     print(f"GMM float32 n^3, {intrin} (GFLOP/s)")
-    print(f"{'n':>6} {'numpy':>8} {'plain':>8} {'tensorized':>11} {'tens/plain':>11} "
-          f"{'tens/numpy':>11}")
+    print(f"{'n':>6} {'numpy':>8} {'plain':>8} {'tensorized':>11} {'tens/plain':>11} {'tens/numpy':>11}")
     for n in sizes:
         rng = np.random.default_rng(0)
         x = rng.uniform(-1, 1, (1, n, n)).astype("float32")
@@ -73,26 +72,33 @@ def bench_gmm(sizes, rounds: int) -> None:
         outs = [np.zeros((1, n, n), "float32") for _ in range(3)]
         for kernel, out in zip(kernels, outs[1:]):
             kernel(x, y, out)
-            np.testing.assert_allclose(out[0], expected, rtol=1e-3, atol=1e-3 * n ** 0.5)
-        number = max(1, int(2e8 / n ** 3))
-        times = side_by_side([lambda: np.matmul(x[0], y[0], out=outs[0][0])]
-                             + [lambda k=k, o=o: k.entry(x, y, o)
-                                for k, o in zip(kernels, outs[1:])],
-                             rounds, number)
-        gf = [2 * n ** 3 / t / 1e9 for t in times]
-        print(f"{n:>6} {gf[0]:>8.1f} {gf[1]:>8.1f} {gf[2]:>11.1f} {gf[2] / gf[1]:>11.1f} "
-              f"{gf[2] / gf[0]:>11.2f}")
+            np.testing.assert_allclose(out[0], expected, rtol=1e-3, atol=1e-3 * n**0.5)
+        number = max(1, int(2e8 / n**3))
+        times = side_by_side(
+            [lambda: np.matmul(x[0], y[0], out=outs[0][0])]
+            + [lambda k=k, o=o: k.entry(x, y, o) for k, o in zip(kernels, outs[1:])],
+            rounds,
+            number,
+        )
+        gf = [2 * n**3 / t / 1e9 for t in times]
+        print(
+            f"{n:>6} {gf[0]:>8.1f} {gf[1]:>8.1f} {gf[2]:>11.1f} {gf[2] / gf[1]:>11.1f} {gf[2] / gf[0]:>11.2f}"
+        )
     vectors = sorted(set(re.findall(r"<\d+ x float>", kernels[1].source("llvm"))))
-    print(f"tensorized kernel: vector types {', '.join(vectors)} in its LLVM IR, "
-          f"{kernels[1].source('asm').count('vfmadd')} vfmadd instructions in its assembly")
+    print(
+        f"tensorized kernel: vector types {', '.join(vectors)} in its LLVM IR, "
+        f"{kernels[1].source('asm').count('vfmadd')} vfmadd instructions in its assembly"
+    )
 
 
 def main() -> None:
     quick = "--quick" in sys.argv
     target = Target("llvm")
-    print(f"host: {target.mcpu}, {target.num_cores} cores, {target.vector_width_bits}-bit SIMD; "
-          f"load average {os.getloadavg()[0]:.2f} (other work on the machine skews timings); "
-          f"numpy BLAS threads: {os.environ['OPENBLAS_NUM_THREADS']}")
+    print(
+        f"host: {target.mcpu}, {target.num_cores} cores, {target.vector_width_bits}-bit SIMD; "
+        f"load average {os.getloadavg()[0]:.2f} (other work on the machine skews timings); "
+        f"numpy BLAS threads: {os.environ['OPENBLAS_NUM_THREADS']}"
+    )
     bench_gmm([256] if quick else [256, 512], rounds=3 if quick else 5)
 
 

@@ -3,6 +3,7 @@
 Stdlib and numpy only (no workbench import): ``bench/vs_tvm.py`` also loads this file into the
 TVM virtualenv's Python, so that every framework is timed by the same loop.
 """
+
 import math
 import time
 
@@ -68,6 +69,7 @@ def cpu_model() -> str:
     except OSError:
         pass
     import platform
+
     return platform.processor() or "unknown CPU"
 
 
@@ -83,8 +85,9 @@ def _im2col_conv(x, w, stride, padding):
     xp = np.pad(x, [(0, 0)] + [(padding, padding)] * nsp + [(0, 0)])
     outs = [(s + 2 * padding - k) // stride + 1 for s, k in zip(x.shape[1:-1], ks)]
     st = xp.strides
-    view = _as_strided(xp, (x.shape[0], *outs, *ks, ci),
-                       (st[0], *[stride * s for s in st[1:-1]], *st[1:-1], st[-1]))
+    view = _as_strided(
+        xp, (x.shape[0], *outs, *ks, ci), (st[0], *[stride * s for s in st[1:-1]], *st[1:-1], st[-1])
+    )
     return (view.reshape(-1, math.prod(ks) * ci) @ w.reshape(-1, co)).reshape(x.shape[0], *outs, co)
 
 
@@ -97,7 +100,7 @@ def _depthwise(x, w, padding):
     for i in range(kh):
         for j in range(kw):
             if i or j:
-                out += xp[:, i:i + h, j:j + wd] * w[0, i, j]
+                out += xp[:, i : i + h, j : j + wd] * w[0, i, j]
     return out
 
 

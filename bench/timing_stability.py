@@ -12,6 +12,7 @@ numbers say more about the neighbours than about the kernels.
 A second kernel is built between the calls of the first kernel (``--build-between``) to check
 that timing does not depend on what else the process did.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,25 +28,29 @@ from workbench.codegen.build import build
 def kernels():
     gmm = workloads.random_args("GMM", seed=0)
     nrm = workloads.random_args("NRM", seed=0)
-    return [("GMM-128 scheduled", build(gmm_primitives(128).func, "llvm"), gmm),
-            ("GMM-128 unscheduled", build(workloads.get("GMM"), "llvm"), gmm),
-            ("NRM", build(workloads.get("NRM"), "llvm"), nrm)]
+    return [
+        ("GMM-128 scheduled", build(gmm_primitives(128).func, "llvm"), gmm),
+        ("GMM-128 unscheduled", build(workloads.get("GMM"), "llvm"), gmm),
+        ("NRM", build(workloads.get("NRM"), "llvm"), nrm),
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--min-repeat-ms", type=float, default=25.0)
-    parser.add_argument("--build-between", action="store_true",
-                        help="build another kernel before each call")
+    parser.add_argument("--build-between", action="store_true", help="build another kernel before each call")
     args = parser.parse_args()
-    todo = kernels()   # loads libgomp, with a bounded spin unless the environment chose
+    todo = kernels()  # loads libgomp, with a bounded spin unless the environment chose
     wait = {k: os.environ[k] for k in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY") if k in os.environ}
-    print(f"# {cpu_model()}, {len(os.sched_getaffinity(0))} CPUs, libgomp waiting: "
-          f"{' '.join(f'{k}={v}' for k, v in wait.items()) or 'default'}")
+    print(
+        f"# {cpu_model()}, {len(os.sched_getaffinity(0))} CPUs, libgomp waiting: "
+        f"{' '.join(f'{k}={v}' for k, v in wait.items()) or 'default'}"
+    )
     print(f"# 1-min load before: {os.getloadavg()[0]:.2f}")
-    print(f"{'kernel':<20} {'medians of each call (ms)':<50} {'min':>8} {'max':>8} "
-          f"{'across':>7} {'within':>7}")
+    print(
+        f"{'kernel':<20} {'medians of each call (ms)':<50} {'min':>8} {'max':>8} {'across':>7} {'within':>7}"
+    )
     for name, kernel, data in todo:
         medians, within = [], []
         for _ in range(args.calls):
@@ -56,8 +61,10 @@ def main() -> None:
             within.append(t.spread)
         lo, hi = min(medians), max(medians)
         shown = " ".join(f"{m * 1e3:.4g}" for m in medians)
-        print(f"{name:<20} {shown:<50} {lo * 1e3:>8.4f} {hi * 1e3:>8.4f} "
-              f"{(hi - lo) / lo * 100:>6.1f}% {max(within):>6.2f}x")
+        print(
+            f"{name:<20} {shown:<50} {lo * 1e3:>8.4f} {hi * 1e3:>8.4f} "
+            f"{(hi - lo) / lo * 100:>6.1f}% {max(within):>6.2f}x"
+        )
     print(f"# 1-min load after: {os.getloadavg()[0]:.2f}")
 
 

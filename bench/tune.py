@@ -13,6 +13,7 @@ trial. Then the search engine's own speed on GMM's space: candidates proposed, v
 scored per second, and overhead (all but building and running) per measured trial.
 Not part of CI: absolute times mean nothing across machines; compare within one run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,15 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import workbench as wb  # noqa: E402
-from workbench.tune import (EvolutionarySearch, LocalRunner, MeasureInput, ReplayFunc,  # noqa: E402
-                            Task, TuneTask, tune)
+from workbench.tune import (
+    EvolutionarySearch,
+    LocalRunner,
+    MeasureInput,
+    ReplayFunc,  # noqa: E402
+    Task,
+    TuneTask,
+    tune,
+)
 from workbench.tune.worker import time_entry  # noqa: E402
 from timing import NUMPY  # noqa: E402  (bench/timing.py: scripts run from bench/)
 
@@ -57,15 +65,31 @@ def tune_one(name, shape, strategy, args, workdir):
     col = Collect()
     db_path = os.path.join(workdir, f"{name}-{strategy}.sqlite")
     t0 = time.monotonic()
-    db = tune(task, trials=args.trials, database=db_path, seed=args.seed, strategy=strat,
-              num_trials_per_iter=args.per_iter, callbacks=[col], verbose=args.verbose,
-              baseline=strategy == "evolutionary")
+    db = tune(
+        task,
+        trials=args.trials,
+        database=db_path,
+        seed=args.seed,
+        strategy=strat,
+        num_trials_per_iter=args.per_iter,
+        callbacks=[col],
+        verbose=args.verbose,
+        baseline=strategy == "evolutionary",
+    )
     wall = time.monotonic() - t0
     best = db.best(task.func, "llvm")
-    return {"task": task, "best": best, "wall": wall, "trials": len(db.records(task.func)),
-            "failed": sum(not r.ok for r in db.records(task.func)), "curve": col.curve,
-            "search_s": col.search_s, "measure_s": col.measure_s, "stats": strat.ctx.stats,
-            "summary": col.summary.tasks[0] if col.summary else None}
+    return {
+        "task": task,
+        "best": best,
+        "wall": wall,
+        "trials": len(db.records(task.func)),
+        "failed": sum(not r.ok for r in db.records(task.func)),
+        "curve": col.curve,
+        "search_s": col.search_s,
+        "measure_s": col.measure_s,
+        "stats": strat.ctx.stats,
+        "summary": col.summary.tasks[0] if col.summary else None,
+    }
 
 
 def retime(name, shape, runs, rounds=5):
@@ -92,10 +116,11 @@ def retime(name, shape, runs, rounds=5):
                     raise RuntimeError(f"{name} {k}: the tuned best failed on re-timing: {res.error}")
                 samples[k] += res.latencies
             if numpy_fn:
-                samples["numpy"] += time_entry(numpy_fn, np_args, number=1, repeat=5,
-                                               min_repeat_ms=50)
-    return ({k: float(np.min(v)) for k, v in samples.items()},
-            {k: float(np.median(v)) for k, v in samples.items()})
+                samples["numpy"] += time_entry(numpy_fn, np_args, number=1, repeat=5, min_repeat_ms=50)
+    return (
+        {k: float(np.min(v)) for k, v in samples.items()},
+        {k: float(np.median(v)) for k, v in samples.items()},
+    )
 
 
 def fmt_ms(s):
@@ -120,8 +145,11 @@ def main(argv=None):
     names = wb.workloads.names() if args.workloads == "all" else args.workloads.split(",")
     strategies = args.strategies.split(",")
     workdir = tempfile.mkdtemp(prefix="wb-bench-tune-")
-    print(f"# {args.trials} trials per workload and strategy, batches of {args.per_iter}, "
-          f"{os.cpu_count()} cores; databases in {workdir}", flush=True)
+    print(
+        f"# {args.trials} trials per workload and strategy, batches of {args.per_iter}, "
+        f"{os.cpu_count()} cores; databases in {workdir}",
+        flush=True,
+    )
     rows = []
     print(HEAD + "\n" + "-" * len(HEAD), flush=True)
     for name in names:
@@ -136,8 +164,10 @@ def main(argv=None):
     summarize(rows, args)
 
 
-HEAD = (f"{'wl':<4} {'tuned ms':>9} {'evo ms':>9} {'rand ms':>9} {'evo/rand':>8} {'GFLOP/s':>8} {'x unsch':>8} "
-        f"{'np ms':>8} {'ours/np':>7} {'s/trial':>7}")
+HEAD = (
+    f"{'wl':<4} {'tuned ms':>9} {'evo ms':>9} {'rand ms':>9} {'evo/rand':>8} {'GFLOP/s':>8} {'x unsch':>8} "
+    f"{'np ms':>8} {'ours/np':>7} {'s/trial':>7}"
+)
 
 
 def report_row(row):
@@ -147,57 +177,79 @@ def report_row(row):
     flops = evo["task"].flops if evo else None
     unsched = evo["summary"].baseline if evo and evo["summary"] else None
     tuned = evo["best"].latency if evo and evo["best"] else None
-    print(f"{name:<4} {fmt_ms(tuned):>9} {fmt_ms(ours):>9} {fmt_ms(final.get('random')):>9} "
-          f"{fmt(ours / final['random'] if ours and final.get('random') else None):>8} "
-          f"{fmt(flops / ours / 1e9 if flops and ours else None, '.1f'):>8} "
-          f"{fmt(unsched / ours if unsched and ours else None):>8} "
-          f"{fmt_ms(final.get('numpy')):>8} "
-          f"{fmt(ours / final['numpy'] if ours and final.get('numpy') else None):>7} "
-          f"{fmt(evo['wall'] / max(evo['trials'], 1) if evo else None):>7}", flush=True)
+    print(
+        f"{name:<4} {fmt_ms(tuned):>9} {fmt_ms(ours):>9} {fmt_ms(final.get('random')):>9} "
+        f"{fmt(ours / final['random'] if ours and final.get('random') else None):>8} "
+        f"{fmt(flops / ours / 1e9 if flops and ours else None, '.1f'):>8} "
+        f"{fmt(unsched / ours if unsched and ours else None):>8} "
+        f"{fmt_ms(final.get('numpy')):>8} "
+        f"{fmt(ours / final['numpy'] if ours and final.get('numpy') else None):>7} "
+        f"{fmt(evo['wall'] / max(evo['trials'], 1) if evo else None):>7}",
+        flush=True,
+    )
 
 
 def summarize(rows, args):
-    print("\ncolumns: tuned ms = evolutionary best as measured while tuning; evo ms, rand ms, "
-          "np ms = re-timed side by side at the end (best of 5 interleaved rounds); evo/rand = best of evolutionary / best of random search (ReplayFunc) at "
-          "equal trials, re-timed side by side; x unsch = unscheduled / evo; "
-          "ours/np: latency ratio (below 1: ours faster); s/trial = tuning wall seconds per "
-          "measured trial")
-    ratios = [r[3]["evolutionary"] / r[3]["random"] for r in rows
-              if r[3].get("evolutionary") and r[3].get("random")]
+    print(
+        "\ncolumns: tuned ms = evolutionary best as measured while tuning; evo ms, rand ms, "
+        "np ms = re-timed side by side at the end (best of 5 interleaved rounds); evo/rand = best of evolutionary / best of random search (ReplayFunc) at "
+        "equal trials, re-timed side by side; x unsch = unscheduled / evo; "
+        "ours/np: latency ratio (below 1: ours faster); s/trial = tuning wall seconds per "
+        "measured trial"
+    )
+    ratios = [
+        r[3]["evolutionary"] / r[3]["random"] for r in rows if r[3].get("evolutionary") and r[3].get("random")
+    ]
     if ratios:
         geo = math.exp(np.mean(np.log(ratios)))
-        print(f"evolutionary / random, geometric mean over {len(ratios)} workloads: {geo:.3f} "
-              f"(goal: below 1)")
+        print(
+            f"evolutionary / random, geometric mean over {len(ratios)} workloads: {geo:.3f} (goal: below 1)"
+        )
     for name, shape, runs, final in rows:
         if name == "GMM" and final.get("evolutionary") and final.get("numpy"):
-            print(f"GMM {'small' if shape else '128'}: ours / numpy = "
-                  f"{final['evolutionary'] / final['numpy']:.3f} (goal: at most 1)")
+            print(
+                f"GMM {'small' if shape else '128'}: ours / numpy = "
+                f"{final['evolutionary'] / final['numpy']:.3f} (goal: at most 1)"
+            )
     evo_runs = [r[2]["evolutionary"] for r in rows if "evolutionary" in r[2]]
     if evo_runs:
         trials = sum(r["trials"] for r in evo_runs)
         wall = sum(r["wall"] for r in evo_runs)
         overhead = sum(r["wall"] - r["measure_s"] for r in evo_runs)
-        print(f"tuning wall time per trial: {wall / trials:.2f} s; overhead beyond building "
-              f"and running: {overhead / trials:.2f} s per trial")
-    gmm = next((r[2]["evolutionary"] for r in rows if r[0] == "GMM" and "evolutionary" in r[2]),
-               None)
+        print(
+            f"tuning wall time per trial: {wall / trials:.2f} s; overhead beyond building "
+            f"and running: {overhead / trials:.2f} s per trial"
+        )
+    gmm = next((r[2]["evolutionary"] for r in rows if r[0] == "GMM" and "evolutionary" in r[2]), None)
     if gmm is not None:
         st = gmm["stats"]
-        print(f"search engine on GMM's space: {st.proposed / st.seconds:.0f} candidates "
-              f"proposed/s, {st.valid / st.seconds:.0f} validated/s, {st.scored / st.seconds:.0f} "
-              f"scored/s ({st.proposed} proposed, {st.valid} valid, {st.scored} scored in "
-              f"{st.seconds:.1f} s of search)")
+        print(
+            f"search engine on GMM's space: {st.proposed / st.seconds:.0f} candidates "
+            f"proposed/s, {st.valid / st.seconds:.0f} validated/s, {st.scored / st.seconds:.0f} "
+            f"scored/s ({st.proposed} proposed, {st.valid} valid, {st.scored} scored in "
+            f"{st.seconds:.1f} s of search)"
+        )
     if args.out:
-        data = {name: {"shape": shape, **{k: (v * 1e3 if v else None) for k, v in final.items()},
-                       "runs": {s: {"tuner_best_ms": r["best"].latency * 1e3 if r["best"] else None,
-                                    "retimed_median_ms": (r["median_s"] * 1e3
-                                                          if r.get("median_s") else None),
-                                    "wall_s": r["wall"], "trials": r["trials"],
-                                    "failed": r["failed"], "search_s": r["search_s"],
-                                    "measure_s": r["measure_s"],
-                                    "curve_ms": [(t, b * 1e3) for t, b in r["curve"]]}
-                                for s, r in runs.items()}}
-                for name, shape, runs, final in rows}
+        data = {
+            name: {
+                "shape": shape,
+                **{k: (v * 1e3 if v else None) for k, v in final.items()},
+                "runs": {
+                    s: {
+                        "tuner_best_ms": r["best"].latency * 1e3 if r["best"] else None,
+                        "retimed_median_ms": (r["median_s"] * 1e3 if r.get("median_s") else None),
+                        "wall_s": r["wall"],
+                        "trials": r["trials"],
+                        "failed": r["failed"],
+                        "search_s": r["search_s"],
+                        "measure_s": r["measure_s"],
+                        "curve_ms": [(t, b * 1e3) for t, b in r["curve"]],
+                    }
+                    for s, r in runs.items()
+                },
+            }
+            for name, shape, runs, final in rows
+        }
         with open(args.out, "w") as f:
             json.dump(data, f, indent=1)
         print(f"figures written to {args.out}")

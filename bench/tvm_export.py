@@ -11,6 +11,7 @@ run by TVM 0.27 on the same ``te_workload`` function, and the module it gives is
 Prints per directory and workload: records, replayed in workbench, exported text run by TVM,
 structurally equal to TVM's. Not timed: a correctness check.
 """
+
 import argparse
 import json
 import os
@@ -24,8 +25,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def default_tvm_python() -> str:
-    return os.environ.get("WORKBENCH_TVM_PYTHON",
-                          os.path.join(HERE, "..", "..", ".venv-tvm", "bin", "python"))
+    return os.environ.get(
+        "WORKBENCH_TVM_PYTHON", os.path.join(HERE, "..", "..", ".venv-tvm", "bin", "python")
+    )
 
 
 def jobs_of(directory: str, every: int):
@@ -51,8 +53,7 @@ def jobs_of(directory: str, every: int):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dirs", nargs="+", help="TVM databases, or directories of them")
     p.add_argument("--every", type=int, default=1, help="check every n-th record")
     p.add_argument("--tvm-python", default=default_tvm_python())
@@ -64,15 +65,18 @@ def main(argv=None) -> int:
             rows.append([d, name, len(items), sum(t is not None for _, t, _ in items), 0, 0, []])
             for trace, text, reason in items:
                 if text is not None:
-                    jobs.append((len(rows) - 1, {"workload": name, "tvm_trace": trace,
-                                                 "text": text}))
+                    jobs.append((len(rows) - 1, {"workload": name, "tvm_trace": trace, "text": text}))
                 else:
                     rows[-1][6].append(reason)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump([j for _, j in jobs], f)
     try:
-        proc = subprocess.run([args.tvm_python, os.path.join(HERE, "_tvm_replay.py"), f.name],
-                              capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            [args.tvm_python, os.path.join(HERE, "_tvm_replay.py"), f.name],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     finally:
         os.unlink(f.name)
     if proc.returncode != 0:
@@ -84,8 +88,10 @@ def main(argv=None) -> int:
         rows[row][5] += bool(res["equal"])
         if res["error"] or not res["equal"]:
             rows[row][6].append(res["error"] or "not structurally equal to TVM's program")
-    print(f"TVM {reply['tvm']}: records / replayed in workbench / exported text run by TVM / "
-          f"equal to TVM's own program")
+    print(
+        f"TVM {reply['tvm']}: records / replayed in workbench / exported text run by TVM / "
+        f"equal to TVM's own program"
+    )
     for d, name, n, replayed, ran, equal, problems in rows:
         print(f"{os.path.relpath(d):55s} {name:4s} {n:3d} {replayed:3d} {ran:3d} {equal:3d}")
         for problem in problems[:3]:

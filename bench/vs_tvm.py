@@ -26,6 +26,7 @@
 
 RUN is ``bench/out/vs_tvm/<date-time>/`` unless ``--work-dir`` says otherwise.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,10 @@ from timing import NUMPY, time_calls  # noqa: E402  (bench/timing.py)
 WORKLOADS = ("GMM", "C1D", "C2D", "DEP", "NRM", "SFM")  # the TVM anchor's six
 NO_GFLOPS = {"SFM"}  # exp, max and division: no agreed FLOP count (nor in the anchor)
 ANCHOR = os.path.normpath(os.path.join(ROOT, "..", "shared", "anchors", "tvm", "bench.py"))
-TVM_PYTHONS = (os.path.join(os.path.dirname(ANCHOR), ".venv-tvm", "bin", "python"),
-               os.path.normpath(os.path.join(ROOT, "..", ".venv-tvm", "bin", "python")))
+TVM_PYTHONS = (
+    os.path.join(os.path.dirname(ANCHOR), ".venv-tvm", "bin", "python"),
+    os.path.normpath(os.path.join(ROOT, "..", ".venv-tvm", "bin", "python")),
+)
 THREAD_VARS = ("TVM_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 KINDS = ("tvm", "wb", "numpy")  # the order of the children in every round
 
@@ -71,28 +74,44 @@ Keep the apache-tvm-ffi pin (newer versions crash in TVM's JSON serialization). 
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--workloads", default=",".join(WORKLOADS),
-                   help=f"comma-separated subset of {','.join(WORKLOADS)}")
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(
+        "--workloads", default=",".join(WORKLOADS), help=f"comma-separated subset of {','.join(WORKLOADS)}"
+    )
     p.add_argument("--trials", type=int, default=64, help="trial budget per workload, both tuners")
     p.add_argument("--per-iter", type=int, default=16, help="candidates per search round, both")
-    p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
-                   help="threads of every framework (default: all cores)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=len(os.sched_getaffinity(0)),
+        help="threads of every framework (default: all cores)",
+    )
     p.add_argument("--seed", type=int, default=1, help="search seed of both tuners")
-    p.add_argument("--mcpu", default="",
-                   help="LLVM CPU both compilers generate code for (default: the host's); e.g. "
-                        "znver3 on an AVX-512 host compares them at AVX2 width")
+    p.add_argument(
+        "--mcpu",
+        default="",
+        help="LLVM CPU both compilers generate code for (default: the host's); e.g. "
+        "znver3 on an AVX-512 host compares them at AVX2 width",
+    )
     p.add_argument("--rounds", type=int, default=5, help="timing rounds (TVM, workbench, numpy)")
     p.add_argument("--repeat", type=int, default=10, help="timing repeats per child and workload")
     p.add_argument("--min-repeat-ms", type=float, default=40.0, help="least duration of a repeat")
-    p.add_argument("--tvm-python", help="Python of a virtualenv with TVM (default: $WB_TVM_PYTHON, "
-                   "then .venv-tvm beside the anchor or beside this repository)")
+    p.add_argument(
+        "--tvm-python",
+        help="Python of a virtualenv with TVM (default: $WB_TVM_PYTHON, "
+        "then .venv-tvm beside the anchor or beside this repository)",
+    )
     p.add_argument("--tvm-bench", default=ANCHOR, help="the TVM anchor's bench.py")
-    p.add_argument("--skip-tune-tvm", metavar="DIR",
-                   help="reuse TVM's tuned kernels: DIR/<WL>.so (a RUN or its tvm/ folder)")
-    p.add_argument("--skip-tune-wb", metavar="DB",
-                   help="reuse workbench's tuning database (a .sqlite, or a RUN holding wb.sqlite)")
+    p.add_argument(
+        "--skip-tune-tvm",
+        metavar="DIR",
+        help="reuse TVM's tuned kernels: DIR/<WL>.so (a RUN or its tvm/ folder)",
+    )
+    p.add_argument(
+        "--skip-tune-wb",
+        metavar="DB",
+        help="reuse workbench's tuning database (a .sqlite, or a RUN holding wb.sqlite)",
+    )
     p.add_argument("--work-dir", help="default: bench/out/vs_tvm/<date-time>")
     # a child of the timing rounds (internal)
     p.add_argument("--_child", choices=("wb", "numpy"), help=argparse.SUPPRESS)
@@ -128,9 +147,16 @@ def child_wb(args) -> dict:
     import llvmlite
     import workbench as wb
     from workbench.tune import Database
+
     db = Database.open(args._db)
-    out = {"versions": {"workbench": getattr(wb, "__version__", "?"), "numpy": np.__version__,
-                        "llvmlite": llvmlite.__version__}, "workloads": {}}
+    out = {
+        "versions": {
+            "workbench": getattr(wb, "__version__", "?"),
+            "numpy": np.__version__,
+            "llvmlite": llvmlite.__version__,
+        },
+        "workloads": {},
+    }
     for name in args.names:
         arrays, entry = load_data(args._data, name)
         arrays = [wb.aligned(a) for a in arrays]  # 64-byte aligned, as TVM's tensors are
@@ -139,8 +165,9 @@ def child_wb(args) -> dict:
         kernel(*arrays)  # checks the arguments once; the timed loop calls the entry directly
         save_outputs(args._data, name, "wb", [arrays[k] for k in entry["outputs"]])
         entry_fn = kernel.entry
-        out["workloads"][name] = {"samples": time_calls(lambda: entry_fn(*arrays), args.repeat,
-                                                        args.min_repeat_ms)}
+        out["workloads"][name] = {
+            "samples": time_calls(lambda: entry_fn(*arrays), args.repeat, args.min_repeat_ms)
+        }
     return out
 
 
@@ -151,8 +178,7 @@ def child_numpy(args) -> dict:
         inputs = [a for k, a in enumerate(arrays) if k not in entry["outputs"]]
         fn = NUMPY[name](entry["shape"])
         save_outputs(args._data, name, "numpy", [fn(*inputs)])
-        out["workloads"][name] = {"samples": time_calls(lambda: fn(*inputs), args.repeat,
-                                                        args.min_repeat_ms)}
+        out["workloads"][name] = {"samples": time_calls(lambda: fn(*inputs), args.repeat, args.min_repeat_ms)}
     return out
 
 
@@ -176,8 +202,11 @@ def find_tvm_python(explicit):
         if not os.path.exists(py):
             tried.append(f"{py}: missing")
             continue
-        probe = subprocess.run([py, "-c", "import sys; sys.modules['torch'] = None; import tvm; "
-                                "print(tvm.__version__)"], capture_output=True, text=True)
+        probe = subprocess.run(
+            [py, "-c", "import sys; sys.modules['torch'] = None; import tvm; print(tvm.__version__)"],
+            capture_output=True,
+            text=True,
+        )
         if probe.returncode == 0:
             return py
         tried.append(f"{py}: cannot import tvm")
@@ -188,19 +217,26 @@ def find_tvm_python(explicit):
 def host_info(threads: int, target: str) -> dict:
     import llvmlite
     import llvmlite.binding as llvm
-    info = {"cpu_model": "?", "llvm_cpu": llvm.get_host_cpu_name(),
-            "cores": len(os.sched_getaffinity(0)), "threads": threads,
-            "platform": platform.platform(), "python": sys.version.split()[0],
-            "numpy": np.__version__, "llvmlite": llvmlite.__version__,
-            "llvm": ".".join(map(str, llvm.llvm_version_info))}
+
+    info = {
+        "cpu_model": "?",
+        "llvm_cpu": llvm.get_host_cpu_name(),
+        "cores": len(os.sched_getaffinity(0)),
+        "threads": threads,
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "llvmlite": llvmlite.__version__,
+        "llvm": ".".join(map(str, llvm.llvm_version_info)),
+    }
     try:
         with open("/proc/cpuinfo") as f:
             lines = f.read().splitlines()
-        info["cpu_model"] = next(x.split(":", 1)[1].strip() for x in lines
-                                 if x.startswith("model name"))
+        info["cpu_model"] = next(x.split(":", 1)[1].strip() for x in lines if x.startswith("model name"))
         flags = set(next(x.split(":", 1)[1].split() for x in lines if x.startswith("flags")))
         info["isa"] = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"
         from workbench.codegen.target import Target
+
         t = Target(target)
         if "mcpu" in t.options:  # code for another CPU than the host's: report its width
             info["llvm_cpu"] = t.mcpu
@@ -209,27 +245,47 @@ def host_info(threads: int, target: str) -> dict:
     except (OSError, StopIteration):
         info["isa"] = "?"
     import workbench as wb
+
     info["workbench"] = getattr(wb, "__version__", "?")
     return info
 
 
 def tune_tvm(py, args, tvm_dir, env) -> None:
     """The anchor's bench.py: tuning and export only (no timing rounds, no peak, no torch)."""
-    cmd = [py, args.tvm_bench, "--workloads", ",".join(args.names), "--trials", str(args.trials),
-           "--trials-per-iter", str(args.per_iter), "--threads", str(args.threads),
-           "--seed", str(args.seed), "--no-torch", "--no-peak", "--rounds", "0",
-           "--work-dir", tvm_dir, "--out", os.path.join(tvm_dir, "results.json")]
+    cmd = [
+        py,
+        args.tvm_bench,
+        "--workloads",
+        ",".join(args.names),
+        "--trials",
+        str(args.trials),
+        "--trials-per-iter",
+        str(args.per_iter),
+        "--threads",
+        str(args.threads),
+        "--seed",
+        str(args.seed),
+        "--no-torch",
+        "--no-peak",
+        "--rounds",
+        "0",
+        "--work-dir",
+        tvm_dir,
+        "--out",
+        os.path.join(tvm_dir, "results.json"),
+    ]
     if args.mcpu:
         cmd += ["--mcpu", args.mcpu]
     log_path = os.path.join(tvm_dir, "bench.log")
     with open(log_path, "w") as log:
         log.write(" ".join(cmd) + "\n")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=env, cwd=tvm_dir)
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tvm_dir
+        )
         for line in proc.stdout:
             log.write(line)
             if line.startswith("[tune]"):
-                print("  TVM " + line[len("[tune]"):].rstrip(), flush=True)
+                print("  TVM " + line[len("[tune]") :].rstrip(), flush=True)
         if proc.wait():
             sys.exit(f"the TVM anchor failed (exit {proc.returncode}); see {log_path}")
 
@@ -243,22 +299,35 @@ def tvm_tuner_stats(tvm_dir, names) -> dict:
         w = wls.get(name, {})
         marks = w.get("tuner_best_at", {})
         last = marks[max(marks, key=int)] if marks else {}
-        out[name] = {"trials": w.get("trials_measured"), "failed": w.get("trials_failed"),
-                     "tune_s": w.get("tune_wall_s"), "best_ms": last.get("best_ms"),
-                     "best_at_ms": {k: v.get("best_ms") for k, v in marks.items()},
-                     "error": w.get("error"), "database": os.path.join(tvm_dir, name)}
+        out[name] = {
+            "trials": w.get("trials_measured"),
+            "failed": w.get("trials_failed"),
+            "tune_s": w.get("tune_wall_s"),
+            "best_ms": last.get("best_ms"),
+            "best_at_ms": {k: v.get("best_ms") for k, v in marks.items()},
+            "error": w.get("error"),
+            "database": os.path.join(tvm_dir, name),
+        }
     return out
 
 
 def tune_wb(args, db_path, target) -> dict:
     import workbench as wb
     from workbench.tune import TuneTask
+
     seconds = {}
     for name in args.names:
         t0 = time.monotonic()
-        wb.tune(TuneTask.workload(name), target=target, trials=args.trials, database=db_path,
-                seed=args.seed, num_trials_per_iter=args.per_iter, verbose=False,
-                baseline=False).close()
+        wb.tune(
+            TuneTask.workload(name),
+            target=target,
+            trials=args.trials,
+            database=db_path,
+            seed=args.seed,
+            num_trials_per_iter=args.per_iter,
+            verbose=False,
+            baseline=False,
+        ).close()
         seconds[name] = time.monotonic() - t0
         print(f"  workbench {name} {args.trials} trials: {seconds[name]:.0f} s", flush=True)
     return seconds
@@ -267,23 +336,28 @@ def tune_wb(args, db_path, target) -> dict:
 def wb_tuner_stats(db_path, target, names, seconds) -> dict:
     import workbench as wb
     from workbench.tune import Database
+
     out = {}
     with Database.open(db_path) as db:
         for name in names:
             recs = db.records(wb.workloads.get(name), target)
             lat = [r.latency for r in recs]
             marks = sorted({*(k for k in (16, 32, 64, 128, 256, 512) if k < len(lat)), len(lat)})
-            best_at = {str(k): min(lat[:k]) * 1e3 for k in marks
-                       if k and math.isfinite(min(lat[:k]))}
-            out[name] = {"trials": len(recs), "failed": sum(not r.ok for r in recs),
-                         "tune_s": seconds.get(name), "best_ms": best_at.get(str(len(lat))),
-                         "best_at_ms": best_at}
+            best_at = {str(k): min(lat[:k]) * 1e3 for k in marks if k and math.isfinite(min(lat[:k]))}
+            out[name] = {
+                "trials": len(recs),
+                "failed": sum(not r.ok for r in recs),
+                "tune_s": seconds.get(name),
+                "best_ms": best_at.get(str(len(lat))),
+                "best_at_ms": best_at,
+            }
     return out
 
 
 def write_inputs(names, data_dir, seed) -> dict:
     """Every workload's parameters as .npy files plus manifest.json; returns the references."""
     import workbench as wb
+
     manifest, refs = {}, {}
     for name in names:
         func = wb.workloads.get(name)
@@ -293,8 +367,7 @@ def write_inputs(names, data_dir, seed) -> dict:
         for k, a in enumerate(arrays):
             params.append(f"{name}.p{k}.npy")
             np.save(os.path.join(data_dir, params[-1]), a)
-        manifest[name] = {"params": params, "outputs": outputs,
-                          "shape": wb.workloads.lookup(name).shape()}
+        manifest[name] = {"params": params, "outputs": outputs, "shape": wb.workloads.lookup(name).shape()}
         ref = wb.workloads.reference(name)(*[a for k, a in enumerate(arrays) if k not in outputs])
         refs[name] = list(ref) if isinstance(ref, (list, tuple)) else [ref]
     with open(os.path.join(data_dir, "manifest.json"), "w") as f:
@@ -318,14 +391,32 @@ def check(data_dir, name, kind, refs) -> dict:
 
 
 def time_rounds(args, tvm_py, tvm_dir, db_path, target, data_dir, env, peak) -> tuple:
-    common = ["--workloads", ",".join(args.names), "--repeat", str(args.repeat),
-              "--min-repeat-ms", str(args.min_repeat_ms)]
-    cmds = {"tvm": [tvm_py, os.path.join(HERE, "_tvm_side.py"), "--libs", tvm_dir,
-                    "--data", data_dir] + common,
-            "wb": [sys.executable, os.path.abspath(__file__), "--_child", "wb", "--_data", data_dir,
-                   "--_db", db_path, "--_target", target] + common,
-            "numpy": [sys.executable, os.path.abspath(__file__), "--_child", "numpy",
-                      "--_data", data_dir] + common}
+    common = [
+        "--workloads",
+        ",".join(args.names),
+        "--repeat",
+        str(args.repeat),
+        "--min-repeat-ms",
+        str(args.min_repeat_ms),
+    ]
+    cmds = {
+        "tvm": [tvm_py, os.path.join(HERE, "_tvm_side.py"), "--libs", tvm_dir, "--data", data_dir] + common,
+        "wb": [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--_child",
+            "wb",
+            "--_data",
+            data_dir,
+            "--_db",
+            db_path,
+            "--_target",
+            target,
+        ]
+        + common,
+        "numpy": [sys.executable, os.path.abspath(__file__), "--_child", "numpy", "--_data", data_dir]
+        + common,
+    }
     rounds = {k: {n: [] for n in args.names} for k in KINDS}
     errors, versions, peak_gflops = {}, {}, []
     for rd in range(args.rounds):
@@ -334,8 +425,7 @@ def time_rounds(args, tvm_py, tvm_dir, db_path, target, data_dir, env, peak) -> 
             out = run_child(cmds[kind], env)
             if "error" in out:
                 errors.setdefault(kind, out["error"])
-                print(f"    {kind} child failed: {out['error'].strip().splitlines()[-1]}",
-                      flush=True)
+                print(f"    {kind} child failed: {out['error'].strip().splitlines()[-1]}", flush=True)
                 continue
             versions[kind] = out["versions"]
             for name, r in out["workloads"].items():
@@ -348,9 +438,12 @@ def summary(per_round) -> dict | None:
     flat = [x for r in per_round for x in r]
     if not flat:
         return None
-    return {"median_ms": statistics.median(flat) * 1e3, "min_ms": min(flat) * 1e3,
-            "round_medians_ms": [statistics.median(r) * 1e3 for r in per_round],
-            "samples": len(flat)}
+    return {
+        "median_ms": statistics.median(flat) * 1e3,
+        "min_ms": min(flat) * 1e3,
+        "round_medians_ms": [statistics.median(r) * 1e3 for r in per_round],
+        "samples": len(flat),
+    }
 
 
 def fmt(x, spec=".2f"):
@@ -365,36 +458,72 @@ def print_table(res) -> None:
     meta, wls, pk = res["meta"], res["workloads"], res["peak"]["median_gflops"]
     h = meta["host"]
     print(f"\nworkbench vs TVM MetaSchedule, side by side in one run, {meta['date']}")
-    trials = {k: "/".join(sorted({str(w["tuner"][k]["trials"]) for w in wls.values()}))
-              for k in ("wb", "tvm")}
-    print(f"CPU {h['cpu_model']} (LLVM: {h['llvm_cpu']}), {h['isa']}, {h['threads']} threads "
-          f"({h['cores']} cores); trials measured per workload: workbench {trials['wb']}, TVM "
-          f"{trials['tvm']}; timing: {meta['rounds']} rounds x {meta['repeat']} repeats "
-          f">= {meta['min_repeat_ms']:g} ms")
+    trials = {
+        k: "/".join(sorted({str(w["tuner"][k]["trials"]) for w in wls.values()})) for k in ("wb", "tvm")
+    }
+    print(
+        f"CPU {h['cpu_model']} (LLVM: {h['llvm_cpu']}), {h['isa']}, {h['threads']} threads "
+        f"({h['cores']} cores); trials measured per workload: workbench {trials['wb']}, TVM "
+        f"{trials['tvm']}; timing: {meta['rounds']} rounds x {meta['repeat']} repeats "
+        f">= {meta['min_repeat_ms']:g} ms"
+    )
     tv = meta["versions"].get("tvm", {})
-    print(f"workbench {h['workbench']} (llvmlite {h['llvmlite']}, LLVM {h['llvm']}), numpy "
-          f"{h['numpy']}, Python {h['python']}; TVM {tv.get('tvm', '?')} (tvm-ffi "
-          f"{tv.get('tvm_ffi', '?')}, Python {tv.get('python', '?')})")
+    print(
+        f"workbench {h['workbench']} (llvmlite {h['llvmlite']}, LLVM {h['llvm']}), numpy "
+        f"{h['numpy']}, Python {h['python']}; TVM {tv.get('tvm', '?')} (tvm-ffi "
+        f"{tv.get('tvm_ffi', '?')}, Python {tv.get('python', '?')})"
+    )
     for kind, src in meta.get("reused", {}).items():
         print(f"{kind} tuning reused from {src}")
-    head = ["WL", "wb ms", "TVM ms", "np ms", "wb/TVM", "wb/np", "wb GF/s", "TVM GF/s", "np GF/s",
-            "wb %pk", "TVM %pk", "wb best@n", "TVM best@n", "wb tune s", "TVM tune s", "check"]
+    head = [
+        "WL",
+        "wb ms",
+        "TVM ms",
+        "np ms",
+        "wb/TVM",
+        "wb/np",
+        "wb GF/s",
+        "TVM GF/s",
+        "np GF/s",
+        "wb %pk",
+        "TVM %pk",
+        "wb best@n",
+        "TVM best@n",
+        "wb tune s",
+        "TVM tune s",
+        "check",
+    ]
     rows = []
     for name, w in wls.items():
         ms = {k: (w.get(k) or {}).get("median_ms") for k in KINDS}
-        gf = {k: w["flops"] / (ms[k] * 1e-3) / 1e9 if w["flops"] and ms[k] else None
-              for k in KINDS}
+        gf = {k: w["flops"] / (ms[k] * 1e-3) / 1e9 if w["flops"] and ms[k] else None for k in KINDS}
         pct = {k: f"{100 * gf[k] / pk:.0f}%" if gf[k] and pk else "-" for k in ("wb", "tvm")}
         tuner = w["tuner"]
-        best = {k: f"{fmt_ms(tuner[k]['best_ms'])}@{tuner[k]['trials']}"
-                if tuner[k].get("best_ms") else "-" for k in ("wb", "tvm")}
+        best = {
+            k: f"{fmt_ms(tuner[k]['best_ms'])}@{tuner[k]['trials']}" if tuner[k].get("best_ms") else "-"
+            for k in ("wb", "tvm")
+        }
         bad = [k for k in KINDS if not (w.get("check") or {}).get(k, {}).get("ok")]
-        rows.append([name, fmt_ms(ms["wb"]), fmt_ms(ms["tvm"]), fmt_ms(ms["numpy"]),
-                     fmt(w.get("wb_over_tvm")), fmt(w.get("wb_over_numpy")),
-                     fmt(gf["wb"], ".1f"), fmt(gf["tvm"], ".1f"), fmt(gf["numpy"], ".1f"),
-                     pct["wb"], pct["tvm"], best["wb"], best["tvm"],
-                     fmt(tuner["wb"].get("tune_s"), ".0f"), fmt(tuner["tvm"].get("tune_s"), ".0f"),
-                     "ok" if not bad else "FAIL " + ",".join(bad)])
+        rows.append(
+            [
+                name,
+                fmt_ms(ms["wb"]),
+                fmt_ms(ms["tvm"]),
+                fmt_ms(ms["numpy"]),
+                fmt(w.get("wb_over_tvm")),
+                fmt(w.get("wb_over_numpy")),
+                fmt(gf["wb"], ".1f"),
+                fmt(gf["tvm"], ".1f"),
+                fmt(gf["numpy"], ".1f"),
+                pct["wb"],
+                pct["tvm"],
+                best["wb"],
+                best["tvm"],
+                fmt(tuner["wb"].get("tune_s"), ".0f"),
+                fmt(tuner["tvm"].get("tune_s"), ".0f"),
+                "ok" if not bad else "FAIL " + ",".join(bad),
+            ]
+        )
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
     line = lambda r: "  ".join(str(c).rjust(wd) for c, wd in zip(r, widths))  # noqa: E731
     print(line(head) + "\n" + "-" * len(line(head)))
@@ -402,21 +531,26 @@ def print_table(res) -> None:
         print(line(r))
     s = res["summary"]
     if s.get("geomean_wb_over_tvm"):
-        print(f"wb/TVM: geometric mean {s['geomean_wb_over_tvm']:.3f} over {s['n']} workloads, "
-              f"max {s['max_wb_over_tvm']:.3f} ({s['max_workload']})  (below 1: workbench faster)")
+        print(
+            f"wb/TVM: geometric mean {s['geomean_wb_over_tvm']:.3f} over {s['n']} workloads, "
+            f"max {s['max_wb_over_tvm']:.3f} ({s['max_workload']})  (below 1: workbench faster)"
+        )
     p = res["peak"]
-    print(f"FMA peak of this run: {p['width']}-bit vectors, {p['threads']} threads, median "
-          f"{fmt(pk, '.1f')} GFLOP/s ({len(p['samples_gflops'])} runs over the rounds, best "
-          f"{fmt(max(p['samples_gflops'], default=None), '.1f')})")
-    print("ms: median of all repeats of all rounds (each a Python loop of calls, fresh child "
-          "processes in the order TVM, workbench, numpy); best@n: the tuner's own best "
-          "measurement over its n trials; %pk: GFLOP/s / the FMA peak above; check: outputs "
-          "against the float64 numpy reference (rtol 1e-4)")
+    print(
+        f"FMA peak of this run: {p['width']}-bit vectors, {p['threads']} threads, median "
+        f"{fmt(pk, '.1f')} GFLOP/s ({len(p['samples_gflops'])} runs over the rounds, best "
+        f"{fmt(max(p['samples_gflops'], default=None), '.1f')})"
+    )
+    print(
+        "ms: median of all repeats of all rounds (each a Python loop of calls, fresh child "
+        "processes in the order TVM, workbench, numpy); best@n: the tuner's own best "
+        "measurement over its n trials; %pk: GFLOP/s / the FMA peak above; check: outputs "
+        "against the float64 numpy reference (rtol 1e-4)"
+    )
     for kind, err in res.get("errors", {}).items():
         print(f"{kind} child error: {err.strip()[-600:]}")
     ph = meta["phases_s"]
-    print("phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in ph.items())
-          + f"; results in {res['path']}")
+    print("phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in ph.items()) + f"; results in {res['path']}")
 
 
 def tvm_side(args, tvm_py, work, env, phases) -> tuple[str, dict]:
@@ -436,8 +570,10 @@ def tvm_side(args, tvm_py, work, env, phases) -> tuple[str, dict]:
     stats = tvm_tuner_stats(tvm_dir, args.names)
     missing = [n for n in args.names if not os.path.exists(os.path.join(tvm_dir, n + ".so"))]
     if missing:
-        sys.exit(f"no tuned TVM kernel for {', '.join(missing)} in {tvm_dir}: "
-                 + "; ".join(f"{n}: {stats[n].get('error')}" for n in missing))
+        sys.exit(
+            f"no tuned TVM kernel for {', '.join(missing)} in {tvm_dir}: "
+            + "; ".join(f"{n}: {stats[n].get('error')}" for n in missing)
+        )
     return tvm_dir, stats
 
 
@@ -460,14 +596,14 @@ def wb_side(args, target, work, phases) -> tuple[str, dict]:
     stats = wb_tuner_stats(db_path, target, args.names, seconds)
     missing = [n for n in args.names if stats[n]["best_ms"] is None]
     if missing:
-        sys.exit(f"no successful workbench record of {', '.join(missing)} on {target!r} in "
-                 f"{db_path}")
+        sys.exit(f"no successful workbench record of {', '.join(missing)} on {target!r} in {db_path}")
     return db_path, stats
 
 
 def per_workload(args, rounds, data_dir, refs, wb_stats, tvm_stats) -> dict:
     """Each workload's figures: medians, GFLOP counts, checks, tuners' own bests, ratios."""
     import workbench as wb
+
     wls = {}
     for name in args.names:
         w = wls[name] = {k: summary(rounds[k][name]) for k in KINDS}
@@ -489,17 +625,23 @@ def main(argv=None):
     tvm_py = find_tvm_python(args.tvm_python)
     env = dict(os.environ, **{v: str(args.threads) for v in THREAD_VARS})
     stamp = datetime.datetime.now()
-    work = os.path.abspath(args.work_dir or os.path.join(
-        HERE, "out", "vs_tvm", stamp.strftime("%Y%m%d-%H%M%S")))
+    work = os.path.abspath(
+        args.work_dir or os.path.join(HERE, "out", "vs_tvm", stamp.strftime("%Y%m%d-%H%M%S"))
+    )
     data_dir = os.path.join(work, "data")
     os.makedirs(data_dir, exist_ok=True)
     # workbench's parallel loops use the target's core count (the host's if not given)
-    target = " ".join(["llvm"] + ([f"-mcpu={args.mcpu}"] if args.mcpu else [])
-                      + ([f"-num-cores={args.threads}"]
-                         if args.threads != len(os.sched_getaffinity(0)) else []))
+    target = " ".join(
+        ["llvm"]
+        + ([f"-mcpu={args.mcpu}"] if args.mcpu else [])
+        + ([f"-num-cores={args.threads}"] if args.threads != len(os.sched_getaffinity(0)) else [])
+    )
     host = host_info(args.threads, target)
-    print(f"# {host['cpu_model']} ({host['llvm_cpu']}, {host['isa']}), {args.threads} threads, "
-          f"{', '.join(args.names)}; work dir {work}", flush=True)
+    print(
+        f"# {host['cpu_model']} ({host['llvm_cpu']}, {host['isa']}), {args.threads} threads, "
+        f"{', '.join(args.names)}; work dir {work}",
+        flush=True,
+    )
 
     phases = {}
     tvm_dir, tvm_stats = tvm_side(args, tvm_py, work, env, phases)
@@ -509,31 +651,57 @@ def main(argv=None):
     t0 = time.monotonic()
     from peak import FMAPeak  # bench/peak.py
     from workbench.codegen.target import Target
+
     peak = FMAPeak(Target(target).vector_width_bits)
     refs = write_inputs(args.names, data_dir, seed=0)
-    rounds, errors, versions, peak_gflops = time_rounds(args, tvm_py, tvm_dir, db_path, target,
-                                                        data_dir, env, peak)
+    rounds, errors, versions, peak_gflops = time_rounds(
+        args, tvm_py, tvm_dir, db_path, target, data_dir, env, peak
+    )
     phases["timing and peak"] = time.monotonic() - t0
 
     wls = per_workload(args, rounds, data_dir, refs, wb_stats, tvm_stats)
     ratios = {n: w["wb_over_tvm"] for n, w in wls.items() if w["wb_over_tvm"]}
     worst = max(ratios, key=ratios.get) if ratios else None
     geomean = math.exp(statistics.fmean(map(math.log, ratios.values()))) if ratios else None
-    reused = {k: v for k, v in (("TVM", args.skip_tune_tvm and tvm_dir),
-                                ("workbench", args.skip_tune_wb and db_path)) if v}
-    res = {"meta": {"date": stamp.strftime("%Y-%m-%d %H:%M"), "host": host, "target": target,
-                    "trials": args.trials, "per_iter": args.per_iter, "seed": args.seed,
-                    "rounds": args.rounds, "repeat": args.repeat,
-                    "min_repeat_ms": args.min_repeat_ms, "tvm_python": tvm_py,
-                    "tvm_dir": tvm_dir, "wb_database": db_path, "reused": reused,
-                    "versions": versions, "phases_s": phases},
-           "peak": {"width": peak.width, "threads": args.threads,
-                    "median_gflops": statistics.median(peak_gflops) if peak_gflops else None,
-                    "samples_gflops": peak_gflops},
-           "workloads": wls,
-           "summary": {"n": len(ratios), "geomean_wb_over_tvm": geomean,
-                       "max_wb_over_tvm": ratios.get(worst), "max_workload": worst},
-           "errors": errors, "path": os.path.join(work, "results.json")}
+    reused = {
+        k: v
+        for k, v in (("TVM", args.skip_tune_tvm and tvm_dir), ("workbench", args.skip_tune_wb and db_path))
+        if v
+    }
+    res = {
+        "meta": {
+            "date": stamp.strftime("%Y-%m-%d %H:%M"),
+            "host": host,
+            "target": target,
+            "trials": args.trials,
+            "per_iter": args.per_iter,
+            "seed": args.seed,
+            "rounds": args.rounds,
+            "repeat": args.repeat,
+            "min_repeat_ms": args.min_repeat_ms,
+            "tvm_python": tvm_py,
+            "tvm_dir": tvm_dir,
+            "wb_database": db_path,
+            "reused": reused,
+            "versions": versions,
+            "phases_s": phases,
+        },
+        "peak": {
+            "width": peak.width,
+            "threads": args.threads,
+            "median_gflops": statistics.median(peak_gflops) if peak_gflops else None,
+            "samples_gflops": peak_gflops,
+        },
+        "workloads": wls,
+        "summary": {
+            "n": len(ratios),
+            "geomean_wb_over_tvm": geomean,
+            "max_wb_over_tvm": ratios.get(worst),
+            "max_workload": worst,
+        },
+        "errors": errors,
+        "path": os.path.join(work, "results.json"),
+    }
     with open(res["path"], "w") as f:
         json.dump(res, f, indent=1)
     print("[4/4] results", flush=True)

@@ -4,6 +4,7 @@ The reference is generated from the docstrings (autodoc; their reStructuredText 
 source of truth), the Markdown pages and the notebooks are read by MyST-NB without executing
 anything. Why Sphinx: docs/design.md ("Documentation").
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -19,7 +20,7 @@ from sphinx.util.nodes import nested_parse_with_titles
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
-sys.path.insert(0, str(ROOT))          # document the tree being built, not an installed copy
+sys.path.insert(0, str(ROOT))  # document the tree being built, not an installed copy
 
 project = "workbench"
 author = "the workbench authors"
@@ -28,13 +29,18 @@ release = version = importlib.metadata.version("workbench")
 
 extensions = [
     "sphinx.ext.autodoc",
-    "sphinx.ext.napoleon",       # the few NumPy-style "Parameters" sections
+    "sphinx.ext.napoleon",  # the few NumPy-style "Parameters" sections
     "sphinx.ext.viewcode",
-    "myst_nb",                   # Markdown pages and notebooks (never executed here)
+    "myst_nb",  # Markdown pages and notebooks (never executed here)
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
-exclude_patterns = ["_build", "**/.ipynb_checkpoints", "**/__pycache__", "**/*.sqlite*",
-                    "tutorials/**/solutions/**"]
+exclude_patterns = [
+    "_build",
+    "**/.ipynb_checkpoints",
+    "**/__pycache__",
+    "**/*.sqlite*",
+    "tutorials/**/solutions/**",
+]
 
 # lessons and notebooks live at the top of the repository; each build copies them into docs/
 # (gitignored), so a new lesson is in the site as soon as it is in its folder, and their links
@@ -45,14 +51,17 @@ for folder in ("tutorials", "notebooks"):
         copy.unlink()
     elif copy.exists():
         shutil.rmtree(copy)
-    shutil.copytree(ROOT / folder, copy, ignore=shutil.ignore_patterns(
-        "__pycache__", ".ipynb_checkpoints", "*.sqlite*", "*.jsonl", "*.py"))
+    shutil.copytree(
+        ROOT / folder,
+        copy,
+        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.sqlite*", "*.jsonl", "*.py"),
+    )
 
-nb_execution_mode = "off"        # notebooks are executed by the tests, not by the docs build
+nb_execution_mode = "off"  # notebooks are executed by the tests, not by the docs build
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 suppress_warnings = [
-    "myst.header",                # a notebook may start at "##" (its title is in markdown)
+    "myst.header",  # a notebook may start at "##" (its title is in markdown)
     "misc.highlighting_failure",  # notebook cells with IPython magics (%tune ... $TRIALS)
 ]
 
@@ -60,7 +69,7 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_default_options = {"show-inheritance": True}
 napoleon_google_docstring = False
-default_role = "code"            # `x` in a docstring reads as code, as it does in Markdown
+default_role = "code"  # `x` in a docstring reads as code, as it does in Markdown
 
 html_theme = "furo"
 html_title = f"workbench {release}"
@@ -83,8 +92,7 @@ class PrimitiveReference(SphinxDirective):
             # the module docstring states the rules the family shares
             intro = inspect.cleandoc(sys.modules[module].__doc__ or "").splitlines()
             title = module.rsplit(".", 1)[-1].replace("_", " ")
-            lines += [title.capitalize(), "-" * len(title), "", *intro, "",
-                      f"*Module* ``{module}``", ""]
+            lines += [title.capitalize(), "-" * len(title), "", *intro, "", f"*Module* ``{module}``", ""]
             for name in names:
                 lines += [f".. automethod:: workbench.Schedule.{name}", ""]
         content = StringList(lines, source="workbench-primitives")

@@ -19,16 +19,24 @@ try:
     import anywidget  # noqa: F401  (plotly's FigureWidget needs it)
     import graphviz  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError(f"kernel_ext needs the jupyter extra ({exc.name} is missing): "
-                      f"pip install -e \".[jupyter]\"") from exc
+    raise ImportError(
+        f'kernel_ext needs the jupyter extra ({exc.name} is missing): pip install -e ".[jupyter]"'
+    ) from exc
 
 from . import display
 from .magics import WorkbenchMagics
-from .widgets import (ConvergencePlot, DecisionTree, LoopNestStepper, PinPanel, TraceGraph,
-                      tune_with_plot)
+from .widgets import ConvergencePlot, DecisionTree, LoopNestStepper, PinPanel, TraceGraph, tune_with_plot
 
-__all__ = ["load_ipython_extension", "unload_ipython_extension", "LoopNestStepper", "TraceGraph",
-           "DecisionTree", "ConvergencePlot", "PinPanel", "tune_with_plot"]
+__all__ = [
+    "load_ipython_extension",
+    "unload_ipython_extension",
+    "LoopNestStepper",
+    "TraceGraph",
+    "DecisionTree",
+    "ConvergencePlot",
+    "PinPanel",
+    "tune_with_plot",
+]
 
 
 def load_ipython_extension(ip) -> None:

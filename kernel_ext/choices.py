@@ -7,6 +7,7 @@
 its own lister with ``@choice_lister("name")``; an unknown kind lists only its recorded
 decision.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,9 +35,11 @@ _LISTERS: dict[str, Callable[["wb.Schedule", int], list[Choice]]] = {}
 
 def choice_lister(kind_name: str):
     """Register ``fn(sch, k) -> list[Choice]`` for the sampling kind ``kind_name``."""
+
     def register(fn):
         _LISTERS[kind_name] = fn
         return fn
+
     return register
 
 
@@ -58,8 +61,12 @@ def _before(sch: "wb.Schedule", k: int):
     return sch.history[k][1]
 
 
-def tilings(extent: int, parts: int, max_innermost: Any = None, limit: int = MAX_CHOICES,
-            ) -> list[list[int]]:
+def tilings(
+    extent: int,
+    parts: int,
+    max_innermost: Any = None,
+    limit: int = MAX_CHOICES,
+) -> list[list[int]]:
     """Ordered factorizations of ``extent`` into ``parts`` factors (innermost last, at most
     ``max_innermost``), in lexicographic order, at most ``limit`` of them."""
     out: list[list[int]] = []
@@ -93,13 +100,17 @@ def _tile_choices(sch: "wb.Schedule", k: int) -> list[Choice]:
 @choice_lister("sample_categorical")
 def _categorical_choices(sch: "wb.Schedule", k: int) -> list[Choice]:
     inst = sch.trace[k]
-    return [Choice(f"{c}  (p={p:.2g})", i)
-            for i, (c, p) in enumerate(zip(inst.args["candidates"], inst.args["probs"])) if p > 0]
+    return [
+        Choice(f"{c}  (p={p:.2g})", i)
+        for i, (c, p) in enumerate(zip(inst.args["candidates"], inst.args["probs"]))
+        if p > 0
+    ]
 
 
 @choice_lister("sample_compute_location")
 def _location_choices(sch: "wb.Schedule", k: int) -> list[Choice]:
     from workbench.schedule.primitives.compute_location import compute_location_candidates
+
     inst = sch.trace[k]
     func = _before(sch, k)
     realize = index(func).realizes.get(sch.symbols.get(inst.args["block"]))
@@ -137,11 +148,17 @@ def describe_sampling(sch: "wb.Schedule", k: int) -> str:
         what = f"loop {loop.loop_var.name} (extent {loop.extent})" if loop is not None else "a loop"
         return f"{outs}: tile {what} into {inst.args['n']} factors"
     if inst.kind.name == "sample_categorical":
-        users = [j for j in range(k + 1, len(sch.trace))
-                 if any(rv in inst.outputs for rv in sch.trace[j].inputs)]
+        users = [
+            j for j in range(k + 1, len(sch.trace)) if any(rv in inst.outputs for rv in sch.trace[j].inputs)
+        ]
         name = sampling_name(sch, k)
-        used = (f" for {name}" if name != outs else
-                f" (used by step {users[0]}: {sch.trace[users[0]].kind.name})" if users else "")
+        used = (
+            f" for {name}"
+            if name != outs
+            else f" (used by step {users[0]}: {sch.trace[users[0]].kind.name})"
+            if users
+            else ""
+        )
         return f"{outs}: pick one of {list(inst.args['candidates'])}{used}"
     if inst.kind.name == "sample_compute_location":
         return f"{outs}: where to compute block {sch.symbols.get(inst.args['block'])}"
@@ -161,7 +178,7 @@ def sampling_name(sch: "wb.Schedule", k: int) -> str:
         if block is not None:
             return f"place {block}"
     elif inst.kind.name == "sample_categorical":
-        for later in sch.trace.insts[k + 1:]:
+        for later in sch.trace.insts[k + 1 :]:
             if later.kind.name == "annotate" and any(rv in inst.outputs for rv in later.inputs):
                 return str(later.args["ann_key"]).rsplit(".", 1)[-1]
     names = sch.trace.rv_names()

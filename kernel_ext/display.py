@@ -5,6 +5,7 @@ The engine classes know nothing of notebooks (they render plain text through ``_
 ``formatter.for_type``, so ``%load_ext kernel_ext`` is the only switch and the engine stays
 free of IPython. Each renderer is also a plain function (``func_html(func)`` …) usable anywhere.
 """
+
 from __future__ import annotations
 
 import html
@@ -16,19 +17,27 @@ import workbench as wb
 from .highlight import code_html
 
 _SAMPLING_BG = "#e3f2fd"
-_LANGUAGE = {"llvm": "llvm", "asm": "gas", "python": "python", "cuda": "cuda", "c": "c",
-             "emulator": "python", "ptx": "text"}
+_LANGUAGE = {
+    "llvm": "llvm",
+    "asm": "gas",
+    "python": "python",
+    "cuda": "cuda",
+    "c": "c",
+    "emulator": "python",
+    "ptx": "text",
+}
 
 
 def _header(title: str, detail: str = "") -> str:
-    extra = f' <span style="color: #666; font-weight: normal;">{html.escape(detail)}</span>' \
-        if detail else ""
+    extra = f' <span style="color: #666; font-weight: normal;">{html.escape(detail)}</span>' if detail else ""
     return f'<div style="font-weight: 600; margin: 4px 0;">{html.escape(title)}{extra}</div>'
 
 
 def _details(summary: str, body: str, open_: bool = False) -> str:
-    return (f'<details{" open" if open_ else ""}><summary style="cursor: pointer;">'
-            f'{html.escape(summary)}</summary>{body}</details>')
+    return (
+        f'<details{" open" if open_ else ""}><summary style="cursor: pointer;">'
+        f"{html.escape(summary)}</summary>{body}</details>"
+    )
 
 
 def func_html(func: "wb.PrimFunc") -> str:
@@ -43,12 +52,14 @@ def trace_html(trace: "wb.Trace") -> str:
     pinned = [k for k, inst in enumerate(trace) if inst.pinned]
     text = "\n".join(line + ("  # pinned" if k in pinned else "") for k, line in enumerate(lines))
     n_sampling = len(sampling)
-    detail = f"{len(trace)} instructions, {n_sampling} sampling" + \
-        (f", {len(pinned)} pinned" if pinned else "")
+    detail = f"{len(trace)} instructions, {n_sampling} sampling" + (
+        f", {len(pinned)} pinned" if pinned else ""
+    )
     if not lines:
         return _header("Trace", "empty")
-    return _header("Trace", detail) + code_html(text, marked=sampling, mark_color=_SAMPLING_BG,
-                                              bar_color="#64b5f6")
+    return _header("Trace", detail) + code_html(
+        text, marked=sampling, mark_color=_SAMPLING_BG, bar_color="#64b5f6"
+    )
 
 
 def schedule_html(sch: "wb.Schedule") -> str:
@@ -66,8 +77,9 @@ def kernel_html(kernel: "wb.Kernel") -> str:
     for kind in kernel.source_kinds:
         text = kernel.source(kind)
         lines = text.count("\n") + 1
-        parts.append(_details(f"{kind} source ({lines} lines)",
-                              code_html(text, language=_LANGUAGE.get(kind, "text"))))
+        parts.append(
+            _details(f"{kind} source ({lines} lines)", code_html(text, language=_LANGUAGE.get(kind, "text")))
+        )
     return "".join(parts)
 
 
@@ -88,8 +100,13 @@ def renderers() -> list[tuple[type, Callable[[Any], str]]]:
     """The (class, renderer) pairs :func:`register` installs: the IR and schedule objects, then
     the tuning results (``Database``, ``Record``, ``TuneSummary``)."""
     from . import results
-    return [(wb.PrimFunc, func_html), (wb.Schedule, schedule_html), (wb.Trace, trace_html),
-            (wb.Kernel, kernel_html)] + results.renderers()
+
+    return [
+        (wb.PrimFunc, func_html),
+        (wb.Schedule, schedule_html),
+        (wb.Trace, trace_html),
+        (wb.Kernel, kernel_html),
+    ] + results.renderers()
 
 
 def register(ip: Any) -> None:
@@ -105,5 +122,13 @@ def unregister(ip: Any) -> None:
         fmt.type_printers.pop(cls, None)
 
 
-__all__ = ["func_html", "trace_html", "schedule_html", "kernel_html", "fmt_seconds",
-           "register", "unregister", "renderers"]
+__all__ = [
+    "func_html",
+    "trace_html",
+    "schedule_html",
+    "kernel_html",
+    "fmt_seconds",
+    "register",
+    "unregister",
+    "renderers",
+]

@@ -8,6 +8,7 @@ it::
     %%schedule GMM n=64 m=64 k=64 --seed 1
     %tune GMM n=64 m=64 k=64 --trials 16 --target llvm --database gmm.sqlite
 """
+
 from __future__ import annotations
 
 import shlex
@@ -24,8 +25,9 @@ class MagicArgumentError(ValueError):
     """A magic's line could not be understood (shown without a traceback)."""
 
 
-def parse_line(line: str, options: dict[str, Callable[[str], Any]],
-               switches: tuple[str, ...] = ()) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def parse_line(
+    line: str, options: dict[str, Callable[[str], Any]], switches: tuple[str, ...] = ()
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """Split a magic's line into ``(name, options, shape)``.
 
     ``--opt VALUE`` for each key of ``options`` (converted by its function), ``--switch`` for
@@ -34,7 +36,7 @@ def parse_line(line: str, options: dict[str, Callable[[str], Any]],
     """
     words = shlex.split(line)
     name: Optional[str] = None
-    opts: dict[str, Any] = {s: False for s in switches}
+    opts: dict[str, Any] = dict.fromkeys(switches, False)
     shape: dict[str, Any] = {}
     i = 0
     while i < len(words):
@@ -60,16 +62,18 @@ def parse_line(line: str, options: dict[str, Callable[[str], Any]],
         elif name is None:
             name = word
         else:
-            raise MagicArgumentError(f"unexpected {word!r}: give one function name, then "
-                                     f"key=value shape parameters and --options")
+            raise MagicArgumentError(
+                f"unexpected {word!r}: give one function name, then key=value shape parameters and --options"
+            )
         i += 1
     if name is None:
         raise MagicArgumentError("name a function: a workload such as GMM, or a variable")
     return name, opts, shape
 
 
-def resolve_func(name: str, namespace: dict[str, Any], shape: dict[str, Any],
-                 small: bool = False) -> "wb.PrimFunc":
+def resolve_func(
+    name: str, namespace: dict[str, Any], shape: dict[str, Any], small: bool = False
+) -> "wb.PrimFunc":
     """A notebook variable called ``name`` (PrimFunc or Schedule), else the workload ``name``."""
     if name in namespace:
         value = namespace[name]
@@ -79,14 +83,16 @@ def resolve_func(name: str, namespace: dict[str, Any], shape: dict[str, Any],
             return value
         if isinstance(value, wb.Schedule):
             return value.func
-        raise MagicArgumentError(f"{name} is a {type(value).__name__}; expected a PrimFunc, a "
-                                 f"Schedule or a workload name")
+        raise MagicArgumentError(
+            f"{name} is a {type(value).__name__}; expected a PrimFunc, a Schedule or a workload name"
+        )
     return _from_workload(wb.workloads.get, name, shape, small)
 
 
 def workload_task(name: str, shape: dict[str, Any], small: bool = False) -> Any:
     """A ``TuneTask`` of the workload ``name`` (its numpy reference checks every candidate)."""
     from workbench.tune import TuneTask
+
     return _from_workload(TuneTask.workload, name, shape, small)
 
 
@@ -96,8 +102,10 @@ def _from_workload(make: Any, name: str, shape: dict[str, Any], small: bool) -> 
     try:
         workload = wb.workloads.lookup(name)
     except KeyError as exc:
-        raise MagicArgumentError(f"{name!r} is neither a variable of this notebook nor a "
-                                 f"workload ({', '.join(wb.workloads.names())})") from exc
+        raise MagicArgumentError(
+            f"{name!r} is neither a variable of this notebook nor a "
+            f"workload ({', '.join(wb.workloads.names())})"
+        ) from exc
     if small:
         shape = {**wb.workloads.small(workload.name), **shape}
     try:
@@ -181,10 +189,13 @@ class WorkbenchMagics(Magics):
         """
         from .widgets.convergence import tune_with_plot
         from .widgets.pin_panel import PinPanel
+
         try:
             name, opts, shape = parse_line(
-                line, {"trials": int, "target": str, "database": str, "seed": int,
-                       "per_batch": int}, switches=("small",))
+                line,
+                {"trials": int, "target": str, "database": str, "seed": int, "per_batch": int},
+                switches=("small",),
+            )
             value = self.shell.user_ns.get(name)
             space = None
             if isinstance(value, PinPanel):
@@ -200,10 +211,16 @@ class WorkbenchMagics(Magics):
             return None
         extra = {"num_trials_per_iter": opts["per_batch"]} if "per_batch" in opts else {}
         try:
-            return tune_with_plot(func, target=opts.get("target", "llvm"),
-                                  trials=opts.get("trials", 16), database=opts.get("database"),
-                                  seed=opts.get("seed", 0), space=space, **extra)
-        except wb.tune.TuneInterrupted as stop:   # "interrupt kernel": an answer, no traceback
+            return tune_with_plot(
+                func,
+                target=opts.get("target", "llvm"),
+                trials=opts.get("trials", 16),
+                database=opts.get("database"),
+                seed=opts.get("seed", 0),
+                space=space,
+                **extra,
+            )
+        except wb.tune.TuneInterrupted as stop:  # "interrupt kernel": an answer, no traceback
             stop.resume = f"the same line: %tune {line.strip()}"
             print(stop)
             return stop.database

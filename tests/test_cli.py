@@ -1,4 +1,5 @@
 """The `workbench workloads | show | run` commands, in process (tune/best/db: tests/tune)."""
+
 from workbench import workloads
 from workbench.cli import main
 

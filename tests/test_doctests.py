@@ -7,6 +7,7 @@ it), ``a, b, c`` (its float32 arrays), ``kernel`` (``func`` built for "llvm") an
 (IPython's, as in a notebook); the module's
 own names too, as doctest gives them. Options: ELLIPSIS and NORMALIZE_WHITESPACE.
 """
+
 import doctest
 import importlib
 import pkgutil
@@ -18,8 +19,17 @@ import workbench as wb
 import kernel_ext
 
 #: optional extras a module may need; without them its examples are skipped, saying which
-OPTIONAL = {"pycuda", "dask", "distributed", "cuda", "IPython", "ipywidgets", "plotly",
-            "anywidget", "graphviz"}
+OPTIONAL = {
+    "pycuda",
+    "dask",
+    "distributed",
+    "cuda",
+    "IPython",
+    "ipywidgets",
+    "plotly",
+    "anywidget",
+    "graphviz",
+}
 
 
 def public_modules() -> list[str]:
@@ -42,9 +52,18 @@ def tour():
     func = wb.create_func([A, B, C], name="matmul")
     rng = np.random.default_rng(0)
     a, b = (rng.random((64, 64), dtype=np.float32) for _ in range(2))
-    from IPython.display import display       # a builtin in notebooks
-    return {"wb": wb, "np": np, "display": display, "func": func, "a": a, "b": b,
-            "c": np.zeros((64, 64), np.float32), "kernel": wb.build(func, target="llvm")}
+    from IPython.display import display  # a builtin in notebooks
+
+    return {
+        "wb": wb,
+        "np": np,
+        "display": display,
+        "func": func,
+        "a": a,
+        "b": b,
+        "c": np.zeros((64, 64), np.float32),
+        "kernel": wb.build(func, target="llvm"),
+    }
 
 
 @pytest.mark.parametrize("name", public_modules())

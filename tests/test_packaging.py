@@ -1,4 +1,5 @@
 """What the package ships and says about itself (the wheel itself is checked by .ci/wheel)."""
+
 import importlib.metadata
 import pathlib
 

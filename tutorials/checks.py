@@ -7,6 +7,7 @@ student's code becomes a message saying where it came from. Exercises are number
 whole course (lesson 1 has exercises 1-2, lesson 2 exercise 3, ...); the lessons import from here
 (``from checks import *``), the tests import ``tutorials/checks.py`` directly.
 """
+
 from __future__ import annotations
 
 import html
@@ -22,12 +23,14 @@ from workbench.schedule.state import index
 from workbench.space import PostOrderApply, replay
 
 __all__ = ["Feedback", "matmul", "dense_relu", "vector_sum", "NETWORK_A", "NETWORK_B"] + [
-    f"check_exercise_{n}" for n in range(1, 15)]
+    f"check_exercise_{n}" for n in range(1, 15)
+]
 
 
 @dataclass(frozen=True)
 class Feedback:
     """The verdict on one exercise: ``ok`` and a message a student can act on."""
+
     exercise: int
     ok: bool
     message: str
@@ -42,10 +45,12 @@ class Feedback:
 
     def _repr_html_(self) -> str:
         colour, mark = ("#1a7f37", "&#10004; correct") if self.ok else ("#cf222e", "&#10008; not yet")
-        return (f'<div class="wb-feedback wb-feedback-{"ok" if self.ok else "wrong"}" '
-                f'style="border-left:6px solid {colour};padding:6px 10px;margin:4px 0;'
-                f'background:{colour}14"><b style="color:{colour}">Exercise {self.exercise}: '
-                f'{mark}</b><br>{html.escape(self.message)}</div>')
+        return (
+            f'<div class="wb-feedback wb-feedback-{"ok" if self.ok else "wrong"}" '
+            f'style="border-left:6px solid {colour};padding:6px 10px;margin:4px 0;'
+            f'background:{colour}14"><b style="color:{colour}">Exercise {self.exercise}: '
+            f"{mark}</b><br>{html.escape(self.message)}</div>"
+        )
 
 
 class _Wrong(Exception):
@@ -75,6 +80,7 @@ def _call(what: str, fn, *args):
 
 
 # -- the course's small computations -----------------------------------------------------------
+
 
 def matmul(n: int = 64, m: int = 64, k: int = 64) -> wb.PrimFunc:
     """C[i, j] = sum_k A[i, k] * B[k, j]: one block "C"."""
@@ -124,8 +130,7 @@ def _same_as_numpy(got, expected, hint: str = "") -> None:
 
 
 def _schedule(answer, n: int) -> wb.Schedule:
-    _require(isinstance(answer, wb.Schedule),
-             f"pass the Schedule (`sch`), not a {type(answer).__name__}")
+    _require(isinstance(answer, wb.Schedule), f"pass the Schedule (`sch`), not a {type(answer).__name__}")
     return answer
 
 
@@ -140,6 +145,7 @@ def _loops(func: wb.PrimFunc, block: str) -> list:
 
 def _uses(expr, var) -> bool:
     from workbench.ir.expr import Var
+
     stack = [expr]
     while stack:
         e = stack.pop()
@@ -160,44 +166,66 @@ def _rng(seed=0):
 
 # -- lesson 1: the IR and loop nests ------------------------------------------------------------
 
+
 def check_exercise_1(func) -> Feedback:
     """D[i, j] = A[i, j] + B[j, i] for A of shape (32, 16) and B of shape (16, 32)."""
+
     def body():
-        _require(isinstance(func, wb.PrimFunc),
-                 f"`func` should be a PrimFunc made by wb.create_func, not a {type(func).__name__}")
+        _require(
+            isinstance(func, wb.PrimFunc),
+            f"`func` should be a PrimFunc made by wb.create_func, not a {type(func).__name__}",
+        )
         names = [p.name for p in func.params]
-        _require(len(func.params) == 3, f"the function has {len(func.params)} parameters "
-                 f"({', '.join(names)}); it needs 3: A, B and the output D, in that order")
+        _require(
+            len(func.params) == 3,
+            f"the function has {len(func.params)} parameters "
+            f"({', '.join(names)}); it needs 3: A, B and the output D, in that order",
+        )
         a, b, d = func.params
-        _require(tuple(a.shape) == (32, 16) and tuple(b.shape) == (16, 32),
-                 f"A has shape {tuple(a.shape)} and B {tuple(b.shape)}; the exercise asks for A "
-                 f"(32, 16) and B (16, 32)")
-        _require(tuple(d.shape) == (32, 16), f"the output has shape {tuple(d.shape)}; "
-                 f"D[i, j] = A[i, j] + B[j, i] has A's shape (32, 16)")
+        _require(
+            tuple(a.shape) == (32, 16) and tuple(b.shape) == (16, 32),
+            f"A has shape {tuple(a.shape)} and B {tuple(b.shape)}; the exercise asks for A "
+            f"(32, 16) and B (16, 32)",
+        )
+        _require(
+            tuple(d.shape) == (32, 16),
+            f"the output has shape {tuple(d.shape)}; D[i, j] = A[i, j] + B[j, i] has A's shape (32, 16)",
+        )
         x, y = _rng().random((32, 16), "float32"), _rng(1).random((16, 32), "float32")
         got = _run(func, [x, y], (32, 16))
         if np.allclose(got, x - y.T, atol=1e-5):
             raise _Wrong("it computes A - B.T: the exercise adds")
         _same_as_numpy(got, x + y.T, " (D[i, j] reads B at [j, i]: swap the indices of B)")
         return "D = A + B.T, and the loop nest has one block per compute stage."
+
     return _check(1, body)
 
 
 def check_exercise_2(func) -> Feedback:
     """M[i] = max_j A[i, j] for A of shape (32, 16): a reduction with wb.max."""
+
     def body():
-        _require(isinstance(func, wb.PrimFunc),
-                 f"`func` should be a PrimFunc made by wb.create_func, not a {type(func).__name__}")
-        _require(len(func.params) == 2, f"the function has {len(func.params)} parameters; it "
-                 f"needs 2: A and the output M")
+        _require(
+            isinstance(func, wb.PrimFunc),
+            f"`func` should be a PrimFunc made by wb.create_func, not a {type(func).__name__}",
+        )
+        _require(
+            len(func.params) == 2,
+            f"the function has {len(func.params)} parameters; it needs 2: A and the output M",
+        )
         out = func.params[-1]
-        _require(tuple(out.shape) == (32,), f"the output has shape {tuple(out.shape)}; the "
-                 f"maximum of each row of a (32, 16) matrix has shape (32,)")
+        _require(
+            tuple(out.shape) == (32,),
+            f"the output has shape {tuple(out.shape)}; the "
+            f"maximum of each row of a (32, 16) matrix has shape (32,)",
+        )
         blocks = _blocks(func)
-        reductions = [n for n, r in blocks.items()
-                      if any(iv.iter_type == "R" for iv in r.block.iter_vars)]
-        _require(reductions, "no block has a reduction axis: take the maximum over "
-                 "j = wb.reduce_axis(16) with wb.max(A[i, j], axis=j)")
+        reductions = [n for n, r in blocks.items() if any(iv.iter_type == "R" for iv in r.block.iter_vars)]
+        _require(
+            reductions,
+            "no block has a reduction axis: take the maximum over "
+            "j = wb.reduce_axis(16) with wb.max(A[i, j], axis=j)",
+        )
         x = _rng().standard_normal((32, 16)).astype("float32")
         got = _run(func, [x], (32,))
         if np.allclose(got, x.sum(axis=1), atol=1e-4):
@@ -205,52 +233,70 @@ def check_exercise_2(func) -> Feedback:
         if np.allclose(got, x.min(axis=1), atol=1e-4):
             raise _Wrong("it computes the row minimum: use wb.max instead of wb.min")
         _same_as_numpy(got, x.max(axis=1))
-        return (f"M = A.max(axis=1); block {reductions[0]!r} has the reduction axis "
-                f"(its T.init() starts each row at -inf).")
+        return (
+            f"M = A.max(axis=1); block {reductions[0]!r} has the reduction axis "
+            f"(its T.init() starts each row at -inf)."
+        )
+
     return _check(2, body)
 
 
 # -- lesson 2: loop transformations -------------------------------------------------------------
 
+
 def check_exercise_3(sch) -> Feedback:
     """matmul(256, 256, 256): outer loop parallel, innermost loop vectorized over j."""
+
     def body():
         _schedule(sch, 3)
         func = sch.func
         _require("C" in _blocks(func), "there is no block 'C': schedule matmul(256, 256, 256)")
         shape = tuple(func.params[-1].shape)
-        _require(shape == (256, 256), f"the output has shape {shape}: start from "
-                 f"matmul(256, 256, 256)")
+        _require(shape == (256, 256), f"the output has shape {shape}: start from matmul(256, 256, 256)")
         loops = _loops(func, "C")
         block = index(func).realizes["C"]
         vj = block.iter_values[1]
         inner = loops[-1]
-        _require(inner.kind == ForKind.VECTORIZED,
-                 f"the innermost loop {inner.loop_var.name} is {inner.kind.value}: vectorize "
-                 f"the innermost loop (sch.vectorize)")
-        _require(_uses(vj, inner.loop_var) and not _uses(block.iter_values[0], inner.loop_var),
-                 f"the vectorized loop {inner.loop_var.name} does not run over j: consecutive "
-                 f"lanes must be consecutive floats of a row (C[i, j], B[k, j]); reorder so a "
-                 f"part of j is innermost")
-        _require(int(inner.extent.value) <= 64,
-                 f"the vectorized loop has {inner.extent.value} iterations; split j so the "
-                 f"vector is at most 64 lanes (8 or 16 is one register)")
-        _require(loops[0].kind == ForKind.PARALLEL,
-                 f"the outermost loop {loops[0].loop_var.name} is {loops[0].kind.value}: run "
-                 f"it on all cores with sch.parallel")
+        _require(
+            inner.kind == ForKind.VECTORIZED,
+            f"the innermost loop {inner.loop_var.name} is {inner.kind.value}: vectorize "
+            f"the innermost loop (sch.vectorize)",
+        )
+        _require(
+            _uses(vj, inner.loop_var) and not _uses(block.iter_values[0], inner.loop_var),
+            f"the vectorized loop {inner.loop_var.name} does not run over j: consecutive "
+            f"lanes must be consecutive floats of a row (C[i, j], B[k, j]); reorder so a "
+            f"part of j is innermost",
+        )
+        _require(
+            int(inner.extent.value) <= 64,
+            f"the vectorized loop has {inner.extent.value} iterations; split j so the "
+            f"vector is at most 64 lanes (8 or 16 is one register)",
+        )
+        _require(
+            loops[0].kind == ForKind.PARALLEL,
+            f"the outermost loop {loops[0].loop_var.name} is {loops[0].kind.value}: run "
+            f"it on all cores with sch.parallel",
+        )
         x, y = _rng().random((256, 256), "float32"), _rng(1).random((256, 256), "float32")
         _same_as_numpy(_run(sch, [x, y], (256, 256)), x @ y)
-        return (f"parallel {loops[0].loop_var.name}, vectorized {inner.loop_var.name} "
-                f"({inner.extent.value} lanes over j), and still A @ B.")
+        return (
+            f"parallel {loops[0].loop_var.name}, vectorized {inner.loop_var.name} "
+            f"({inner.extent.value} lanes over j), and still A @ B."
+        )
+
     return _check(3, body)
 
 
 # -- lesson 3: blocks, compute_at, inlining -----------------------------------------------------
 
+
 def _dense_inputs():
-    return (_rng().standard_normal((64, 64)).astype("float32"),
-            _rng(1).standard_normal((64, 64)).astype("float32"),
-            _rng(2).standard_normal(64).astype("float32"))
+    return (
+        _rng().standard_normal((64, 64)).astype("float32"),
+        _rng(1).standard_normal((64, 64)).astype("float32"),
+        _rng(2).standard_normal(64).astype("float32"),
+    )
 
 
 def _dense_expected(x, y, bias):
@@ -259,149 +305,216 @@ def _dense_expected(x, y, bias):
 
 def check_exercise_4(sch) -> Feedback:
     """dense_relu(): two blocks left, the matmul and one epilogue doing bias and relu."""
+
     def body():
         _schedule(sch, 4)
         blocks = sorted(_blocks(sch.func))
-        _require("matmul" in blocks, "the block 'matmul' is gone: a reduction cannot be "
-                 "inlined; inline the elementwise blocks")
-        _require(len(blocks) == 2, f"there are {len(blocks)} blocks ({', '.join(blocks)}); "
-                 f"inline 'bias_add' into 'relu' (compute_inline) or 'relu' into 'bias_add' "
-                 f"(reverse_compute_inline) to leave two")
+        _require(
+            "matmul" in blocks,
+            "the block 'matmul' is gone: a reduction cannot be inlined; inline the elementwise blocks",
+        )
+        _require(
+            len(blocks) == 2,
+            f"there are {len(blocks)} blocks ({', '.join(blocks)}); "
+            f"inline 'bias_add' into 'relu' (compute_inline) or 'relu' into 'bias_add' "
+            f"(reverse_compute_inline) to leave two",
+        )
         x, y, bias = _dense_inputs()
         _same_as_numpy(_run(sch, [x, y, bias], (64, 64)), _dense_expected(x, y, bias))
-        return (f"blocks {blocks}: the intermediate buffer of the inlined block is gone, its "
-                f"expression is computed where it is used.")
+        return (
+            f"blocks {blocks}: the intermediate buffer of the inlined block is gone, its "
+            f"expression is computed where it is used."
+        )
+
     return _check(4, body)
 
 
 def check_exercise_5(sch) -> Feedback:
     """dense_relu(): the epilogue computed inside the matmul's outer tile loop."""
+
     def body():
         _schedule(sch, 5)
         func = sch.func
         blocks = _blocks(func)
         epilogue = [n for n in blocks if n != "matmul"]
-        _require("matmul" in blocks and epilogue,
-                 f"blocks {sorted(blocks)}: keep the matmul and at least one epilogue block")
+        _require(
+            "matmul" in blocks and epilogue,
+            f"blocks {sorted(blocks)}: keep the matmul and at least one epilogue block",
+        )
         mm_loops = _loops(func, "matmul")
         for name in epilogue:
             shared = [lp for lp in _loops(func, name) if lp in mm_loops]
-            _require(shared, f"block {name!r} is still in its own loop nest after the matmul: "
-                     f"move it into the matmul's outer loop with "
-                     f"sch.reverse_compute_at(sch.get_block({name!r}), <matmul loop>)")
+            _require(
+                shared,
+                f"block {name!r} is still in its own loop nest after the matmul: "
+                f"move it into the matmul's outer loop with "
+                f"sch.reverse_compute_at(sch.get_block({name!r}), <matmul loop>)",
+            )
         x, y, bias = _dense_inputs()
         _same_as_numpy(_run(sch, [x, y, bias], (64, 64)), _dense_expected(x, y, bias))
-        return ("each tile of the matmul is finished (bias, relu) while it is still in the "
-                "cache.")
+        return "each tile of the matmul is finished (bias, relu) while it is still in the cache."
+
     return _check(5, body)
 
 
 # -- lesson 4: reductions and rfactor -----------------------------------------------------------
 
+
 def check_exercise_6(sch) -> Feedback:
     """vector_sum(4096): rfactor into partial sums, computed in parallel."""
+
     def body():
         _schedule(sch, 6)
         blocks = _blocks(sch.func)
         rf = [n for n in blocks if n.endswith("_rf")]
-        _require(rf, f"blocks {sorted(blocks)}: no rfactor block; split the k loop and call "
-                 f"sch.rfactor(<one of the parts>, factor_axis=0)")
+        _require(
+            rf,
+            f"blocks {sorted(blocks)}: no rfactor block; split the k loop and call "
+            f"sch.rfactor(<one of the parts>, factor_axis=0)",
+        )
         loops = _loops(sch.func, rf[0])
         par = [lp for lp in loops if lp.kind == ForKind.PARALLEL]
-        _require(par, f"the partial sums of block {rf[0]!r} run serially (loops "
-                 f"{[lp.loop_var.name for lp in loops]}): parallelize its spatial loop, the "
-                 f"one rfactor turned from a reduction into a spatial axis")
-        _require(par[0].extent.value > 1, f"the parallel loop {par[0].loop_var.name} has one "
-                 f"iteration: parallelize the loop rfactor made spatial (the part of k you "
-                 f"passed to rfactor)")
+        _require(
+            par,
+            f"the partial sums of block {rf[0]!r} run serially (loops "
+            f"{[lp.loop_var.name for lp in loops]}): parallelize its spatial loop, the "
+            f"one rfactor turned from a reduction into a spatial axis",
+        )
+        _require(
+            par[0].extent.value > 1,
+            f"the parallel loop {par[0].loop_var.name} has one "
+            f"iteration: parallelize the loop rfactor made spatial (the part of k you "
+            f"passed to rfactor)",
+        )
         x = _rng().random(4096, "float32")
         _same_as_numpy(_run(sch, [x], (1,)), np.array([x.sum(dtype=np.float64)], "float32"))
-        return (f"block {rf[0]!r} computes {par[0].extent.value} partial sums in parallel, "
-                f"the write-back block adds them up.")
+        return (
+            f"block {rf[0]!r} computes {par[0].extent.value} partial sums in parallel, "
+            f"the write-back block adds them up."
+        )
+
     return _check(6, body)
 
 
 # -- lesson 5: caching and layout ---------------------------------------------------------------
 
+
 def check_exercise_7(sch) -> Feedback:
     """matmul(128, 128, 128): B copied into a cache under C's outer loop."""
+
     def body():
         _schedule(sch, 7)
         blocks = _blocks(sch.func)
         cached = [n for n in blocks if n != "C"]
-        _require(cached, "there is only block 'C': call sch.cache_read(block, 1, 'global') "
-                 "(read 1 of block C is B)")
+        _require(
+            cached,
+            "there is only block 'C': call sch.cache_read(block, 1, 'global') (read 1 of block C is B)",
+        )
         sources = {n: [r.buffer.name for r in blocks[n].block.reads] for n in cached}
         if not any("B" in reads for reads in sources.values()):
-            raise _Wrong(f"the cache copies {sorted({b for r in sources.values() for b in r})}, "
-                         f"not B: block C reads (A, B) and read index 0 is A (a reduction "
-                         f"block's reads do not list its own output), so B is index 1")
+            raise _Wrong(
+                f"the cache copies {sorted({b for r in sources.values() for b in r})}, "
+                f"not B: block C reads (A, B) and read index 0 is A (a reduction "
+                f"block's reads do not list its own output), so B is index 1"
+            )
         name = next(n for n, reads in sources.items() if "B" in reads)
         shared = [lp for lp in _loops(sch.func, name) if lp in _loops(sch.func, "C")]
-        _require(shared, f"the copy {name!r} still copies all of B before the multiply: "
-                 f"move it under one of C's loops with sch.compute_at")
+        _require(
+            shared,
+            f"the copy {name!r} still copies all of B before the multiply: "
+            f"move it under one of C's loops with sch.compute_at",
+        )
         x, y = _rng().random((128, 128), "float32"), _rng(1).random((128, 128), "float32")
         _same_as_numpy(_run(sch, [x, y], (128, 128)), x @ y)
-        return (f"{name!r} copies the tile of B each iteration of "
-                f"{shared[-1].loop_var.name} needs.")
+        return f"{name!r} copies the tile of B each iteration of {shared[-1].loop_var.name} needs."
+
     return _check(7, body)
 
 
 # -- lesson 6: probabilistic schedules and traces -----------------------------------------------
 
+
 def check_exercise_8(sch, trace) -> Feedback:
     """``sch``: ``trace`` replayed with loop j's tiling changed to [8, 2, 1, 4]."""
+
     def body():
         _schedule(sch, 8)
         new = sch.trace
         before = [i.decision for i in trace if i.kind.is_sampling]
         after = [i.decision for i in new if i.kind.is_sampling]
-        _require(len(before) == len(after), f"the new trace has {len(after)} sampling "
-                 f"instructions, the given one {len(before)}: start from trace.with_decision")
+        _require(
+            len(before) == len(after),
+            f"the new trace has {len(after)} sampling "
+            f"instructions, the given one {len(before)}: start from trace.with_decision",
+        )
         changed = [(a, b) for a, b in zip(before, after) if a != b]
-        _require(changed, "no decision changed: trace.with_decision(inst, [8, 2, 1, 4]) "
-                 "returns a new trace, apply that one")
-        _require(len(changed) == 1, f"{len(changed)} decisions changed ({changed}); change only "
-                 f"the tiling of loop j")
-        _require(before[0] == after[0], "you changed the tiling of loop i (the first "
-                 "sample_perfect_tile); loop j is tiled by the second one")
-        _require([8, 2, 1, 4] in [list(b) if isinstance(b, (list, tuple)) else b
-                                  for _, b in changed],
-                 f"the changed decision is now {changed[0][1]}; set it to [8, 2, 1, 4]")
+        _require(
+            changed,
+            "no decision changed: trace.with_decision(inst, [8, 2, 1, 4]) "
+            "returns a new trace, apply that one",
+        )
+        _require(
+            len(changed) == 1,
+            f"{len(changed)} decisions changed ({changed}); change only the tiling of loop j",
+        )
+        _require(
+            before[0] == after[0],
+            "you changed the tiling of loop i (the first "
+            "sample_perfect_tile); loop j is tiled by the second one",
+        )
+        _require(
+            [8, 2, 1, 4] in [list(b) if isinstance(b, (list, tuple)) else b for _, b in changed],
+            f"the changed decision is now {changed[0][1]}; set it to [8, 2, 1, 4]",
+        )
         x, y = _rng().random((64, 64), "float32"), _rng(1).random((64, 64), "float32")
         _same_as_numpy(_run(sch, [x, y], (64, 64)), x @ y)
         return "one decision changed, every other step replayed as recorded."
+
     return _check(8, body)
 
 
 def check_exercise_9(decisions, replayed, record) -> Feedback:
     """``decisions``: the decisions of ``record.trace``'s sampling instructions, in order;
     ``replayed``: a fresh Schedule on which ``record.trace`` was applied."""
+
     def body():
         sampling = [inst for inst in record.trace if inst.kind.is_sampling]
-        _require(isinstance(decisions, (list, tuple)), f"`decisions` should be a list, not a "
-                 f"{type(decisions).__name__}")
-        _require(len(decisions) == len(sampling),
-                 f"you listed {len(decisions)} decisions; the trace has {len(sampling)} sampling "
-                 f"instructions ({', '.join(i.kind.name for i in sampling)}), one decision each")
+        _require(
+            isinstance(decisions, (list, tuple)),
+            f"`decisions` should be a list, not a {type(decisions).__name__}",
+        )
+        _require(
+            len(decisions) == len(sampling),
+            f"you listed {len(decisions)} decisions; the trace has {len(sampling)} sampling "
+            f"instructions ({', '.join(i.kind.name for i in sampling)}), one decision each",
+        )
         for n, (inst, got) in enumerate(zip(sampling, decisions)):
             want = inst.decision
-            _require(list(got) == list(want) if isinstance(want, (list, tuple)) else got == want,
-                     f"decision {n} (of a {inst.kind.name}) is {want!r} in the trace, you wrote "
-                     f"{got!r}")
+            _require(
+                list(got) == list(want) if isinstance(want, (list, tuple)) else got == want,
+                f"decision {n} (of a {inst.kind.name}) is {want!r} in the trace, you wrote {got!r}",
+            )
         _schedule(replayed, 9)
-        _require(wb.structural_equal(replayed.func, record.schedule().func),
-                 "the replayed function differs from the record's: apply the record's trace "
-                 "unchanged (record.trace.apply_to_schedule(sch))")
-        _require(len(replayed.trace) == len(record.trace),
-                 f"the replayed schedule's trace has {len(replayed.trace)} instructions, the "
-                 f"record's {len(record.trace)}: start from a fresh wb.Schedule(func)")
-        return (f"{len(sampling)} decisions read; the replay gives the same function, "
-                f"instruction for instruction: traces are deterministic.")
+        _require(
+            wb.structural_equal(replayed.func, record.schedule().func),
+            "the replayed function differs from the record's: apply the record's trace "
+            "unchanged (record.trace.apply_to_schedule(sch))",
+        )
+        _require(
+            len(replayed.trace) == len(record.trace),
+            f"the replayed schedule's trace has {len(replayed.trace)} instructions, the "
+            f"record's {len(record.trace)}: start from a fresh wb.Schedule(func)",
+        )
+        return (
+            f"{len(sampling)} decisions read; the replay gives the same function, "
+            f"instruction for instruction: traces are deterministic."
+        )
+
     return _check(9, body)
 
 
 # -- lesson 7: design spaces and transformation modules ----------------------------------------
+
 
 def _is_pow2(v) -> bool:
     return isinstance(v, int) and v > 0 and v & (v - 1) == 0
@@ -409,74 +522,105 @@ def _is_pow2(v) -> bool:
 
 def check_exercise_10(rule) -> Feedback:
     """A ScheduleRule tiling matmul's spatial loops by a sampled power of two."""
+
     def body():
-        _require(isinstance(rule, wb.space.ScheduleRule),
-                 f"pass an instance of your ScheduleRule subclass, not a {type(rule).__name__}")
+        _require(
+            isinstance(rule, wb.space.ScheduleRule),
+            f"pass an instance of your ScheduleRule subclass, not a {type(rule).__name__}",
+        )
         func = matmul(64, 64, 64)
         space = PostOrderApply(rules=[rule], postprocs=[])
-        sketches = _call(f"generating the space with {type(rule).__name__}",
-                         wb.generate_design_space, func, "llvm", 0, space)
+        sketches = _call(
+            f"generating the space with {type(rule).__name__}",
+            wb.generate_design_space,
+            func,
+            "llvm",
+            0,
+            space,
+        )
         _require(sketches, "the space is empty")
         sch = sketches[0]
         splits = [i for i in sch.trace if i.kind.name == "split"]
         _require(splits, "the rule did not split any loop of block 'C'")
         samples = [i for i in sch.trace if i.kind.is_sampling]
-        _require(samples, "the tile factors are constants: the search could never change "
-                 "them; draw each with sch.sample_categorical(candidates=[2, 4, ...], probs=...)")
+        _require(
+            samples,
+            "the tile factors are constants: the search could never change "
+            "them; draw each with sch.sample_categorical(candidates=[2, 4, ...], probs=...)",
+        )
         for inst in samples:
             cands = inst.args.get("candidates", [])
-            _require(all(_is_pow2(c) for c in cands), f"the candidates {cands} are not all "
-                     f"powers of two")
+            _require(all(_is_pow2(c) for c in cands), f"the candidates {cands} are not all powers of two")
         x, y = _rng().random((64, 64), "float32"), _rng(1).random((64, 64), "float32")
         _same_as_numpy(_run(sch, [x, y], (64, 64)), x @ y)
-        draws = {str([i.decision for i in s.trace if i.kind.is_sampling])
-                 for s in (wb.generate_design_space(func, "llvm", seed, space)[0]
-                           for seed in range(6))}
-        _require(len(draws) > 1, "six seeds all drew the same factors: sample with "
-                 "probabilities that allow every candidate")
-        return (f"{len(splits)} split(s) by sampled powers of two; {len(draws)} different "
-                f"programs from 6 seeds.")
+        draws = {
+            str([i.decision for i in s.trace if i.kind.is_sampling])
+            for s in (wb.generate_design_space(func, "llvm", seed, space)[0] for seed in range(6))
+        }
+        _require(
+            len(draws) > 1,
+            "six seeds all drew the same factors: sample with probabilities that allow every candidate",
+        )
+        return (
+            f"{len(splits)} split(s) by sampled powers of two; {len(draws)} different programs from 6 seeds."
+        )
+
     return _check(10, body)
 
 
 def check_exercise_11(mutator) -> Feedback:
     """A Mutator moving a factor of 2 between two levels of a sampled tiling."""
+
     def body():
-        _require(isinstance(mutator, wb.space.Mutator),
-                 f"pass an instance of your Mutator subclass, not a {type(mutator).__name__}")
+        _require(
+            isinstance(mutator, wb.space.Mutator),
+            f"pass an instance of your Mutator subclass, not a {type(mutator).__name__}",
+        )
         func = matmul(64, 64, 64)
         space = PostOrderApply()
         sketch = wb.generate_design_space(func, "llvm", 0, space)[0]
         trace = sketch.trace
-        results = [_call(f"{type(mutator).__name__}.apply", mutator.apply, trace,
-                         random.Random(seed)) for seed in range(8)]
-        _require(any(r is not None for r in results),
-                 "apply returned None 8 times out of 8: it never found an instruction. Kind "
-                 "names are workbench's ('sample_perfect_tile'); compare with "
-                 "inst.kind.matches('SamplePerfectTile') rather than inst.kind.name == ...")
+        results = [
+            _call(f"{type(mutator).__name__}.apply", mutator.apply, trace, random.Random(seed))
+            for seed in range(8)
+        ]
+        _require(
+            any(r is not None for r in results),
+            "apply returned None 8 times out of 8: it never found an instruction. Kind "
+            "names are workbench's ('sample_perfect_tile'); compare with "
+            "inst.kind.matches('SamplePerfectTile') rather than inst.kind.name == ...",
+        )
         for new in (r for r in results if r is not None):
-            _require(isinstance(new, wb.Trace), f"apply returned a {type(new).__name__}; "
-                     f"return trace.with_decision(inst, factors, remove_postproc=True)")
+            _require(
+                isinstance(new, wb.Trace),
+                f"apply returned a {type(new).__name__}; "
+                f"return trace.with_decision(inst, factors, remove_postproc=True)",
+            )
             pairs = [(o, n) for o, n in zip(trace, new) if o.kind.is_sampling]
             changed = [(o, n) for o, n in pairs if o.decision != n.decision]
-            _require(len(changed) == 1, f"{len(changed)} decisions changed; a mutation "
-                     f"changes one")
+            _require(len(changed) == 1, f"{len(changed)} decisions changed; a mutation changes one")
             old, cur = changed[0]
-            _require(old.kind.name == "sample_perfect_tile", f"it changed a {old.kind.name}; "
-                     f"this mutator changes tilings")
-            _require(math.prod(cur.decision) == math.prod(old.decision),
-                     f"{old.decision} became {cur.decision}: the product changed from "
-                     f"{math.prod(old.decision)} to {math.prod(cur.decision)}, it must stay the "
-                     f"loop's extent (halve one level, double another)")
+            _require(
+                old.kind.name == "sample_perfect_tile",
+                f"it changed a {old.kind.name}; this mutator changes tilings",
+            )
+            _require(
+                math.prod(cur.decision) == math.prod(old.decision),
+                f"{old.decision} became {cur.decision}: the product changed from "
+                f"{math.prod(old.decision)} to {math.prod(cur.decision)}, it must stay the "
+                f"loop's extent (halve one level, double another)",
+            )
             cand, why = replay(func, new, space.postprocs)
             _require(why is None, f"the mutant {cur.decision} does not replay: {why}")
         x, y = _rng().random((64, 64), "float32"), _rng(1).random((64, 64), "float32")
         _same_as_numpy(_run(cand, [x, y], (64, 64)), x @ y)
         return "each mutant changes one tiling, keeps its product and replays into a valid program."
+
     return _check(11, body)
 
 
 # -- lesson 8: cost models and evolutionary search ----------------------------------------------
+
 
 def _trials_to_reach(latencies, fraction=0.9):
     finite = [x for x in latencies if x is not None and math.isfinite(x)]
@@ -507,14 +651,19 @@ def check_exercise_12(trials_to_reach) -> Feedback:
     """``trials_to_reach(latencies, fraction)``: the first trial (1-based) whose best latency so
     far is within ``fraction`` of the final best (best_so_far <= best / fraction); failed trials
     are ``inf``; None when every trial failed."""
+
     def body():
         _require(callable(trials_to_reach), "pass your function itself")
         for lat, frac in _TRIALS_CASES:
             want = _trials_to_reach(lat, frac)
             got = _call(f"trials_to_reach({lat}, {frac})", trials_to_reach, list(lat), frac)
-            _require(got == want, f"trials_to_reach({lat}, fraction={frac}) returned {got!r}; "
-                     f"expected {want!r}" + _trials_hint(lat, frac, got))
+            _require(
+                got == want,
+                f"trials_to_reach({lat}, fraction={frac}) returned {got!r}; "
+                f"expected {want!r}" + _trials_hint(lat, frac, got),
+            )
         return f"all {len(_TRIALS_CASES)} cases agree, failed trials (inf) included."
+
     return _check(12, body)
 
 
@@ -528,9 +677,11 @@ def _trials_hint(lat, frac, got) -> str:
 
 # -- lesson 9: GPUs ---------------------------------------------------------------------------
 
+
 def check_exercise_13(sch) -> Feedback:
     """matmul(64, 64, 64) bound to a GPU grid: blockIdx.x outside threadIdx.x, k not bound;
     run by the CUDA emulator (which also reports data races)."""
+
     def body():
         _schedule(sch, 13)
         loops = _loops(sch.func, "C")
@@ -538,52 +689,71 @@ def check_exercise_13(sch) -> Feedback:
         tags = [t for t, _ in bound]
         _require("blockIdx.x" in tags, f"no loop is bound to blockIdx.x (bound: {tags or 'none'})")
         _require("threadIdx.x" in tags, f"no loop is bound to threadIdx.x (bound: {tags})")
-        _require(tags.index("blockIdx.x") < tags.index("threadIdx.x"),
-                 "threadIdx.x is bound outside blockIdx.x: the grid of blocks is the outer loop")
+        _require(
+            tags.index("blockIdx.x") < tags.index("threadIdx.x"),
+            "threadIdx.x is bound outside blockIdx.x: the grid of blocks is the outer loop",
+        )
         threads = next(lp for t, lp in bound if t == "threadIdx.x")
         n = int(threads.extent.value)
         _require(n <= 1024, f"{n} threads per block: a CUDA block has at most 1024")
-        _require(n % 32 == 0, f"{n} threads per block is not a multiple of 32: a warp is 32 "
-                 f"threads, the last one would run partly empty")
+        _require(
+            n % 32 == 0,
+            f"{n} threads per block is not a multiple of 32: a warp is 32 "
+            f"threads, the last one would run partly empty",
+        )
         block = index(sch.func).realizes["C"]
         k = block.iter_values[2]
         for tag, lp in bound:
-            _require(not _uses(k, lp.loop_var), f"the reduction loop is bound to {tag}: that is "
-                     f"a cross-thread reduction (the threads add up one C[i, j] together); this "
-                     f"exercise wants one thread per C[i, j]: bind spatial loops only")
+            _require(
+                not _uses(k, lp.loop_var),
+                f"the reduction loop is bound to {tag}: that is "
+                f"a cross-thread reduction (the threads add up one C[i, j] together); this "
+                f"exercise wants one thread per C[i, j]: bind spatial loops only",
+            )
         x, y = _rng().random((64, 64), "float32"), _rng(1).random((64, 64), "float32")
         _same_as_numpy(_run(sch, [x, y], (64, 64), target="cuda-emulate"), x @ y)
         blocks = next(lp for t, lp in bound if t == "blockIdx.x")
         return f"{blocks.extent.value} blocks of {n} threads, each thread one or more C[i, j]."
+
     return _check(13, body)
 
 
 # -- lesson 10: the capstone --------------------------------------------------------------------
 
 CONV = dict(h=16, w=16, ci=8, co=16, kernel=3, stride=1, padding=1)
-NETWORK_A = {"conv": ("CBR", CONV), "dense": ("GMM", dict(n=64, m=64, k=64)),
-             "softmax": ("SFM", dict(m=64, n=64))}
-NETWORK_B = {"conv": ("CBR", CONV), "dense": ("GMM", dict(n=64, m=32, k=64)),
-             "softmax": ("SFM", dict(m=64, n=64))}
+NETWORK_A = {
+    "conv": ("CBR", CONV),
+    "dense": ("GMM", dict(n=64, m=64, k=64)),
+    "softmax": ("SFM", dict(m=64, n=64)),
+}
+NETWORK_B = {
+    "conv": ("CBR", CONV),
+    "dense": ("GMM", dict(n=64, m=32, k=64)),
+    "softmax": ("SFM", dict(m=64, n=64)),
+}
 
 
 def check_exercise_14(hits) -> Feedback:
     """The operators of NETWORK_B whose workload is already in NETWORK_A's database."""
+
     def body():
-        _require(isinstance(hits, (set, list, tuple, frozenset)),
-                 f"answer with a set of operator names, not a {type(hits).__name__}")
+        _require(
+            isinstance(hits, (set, list, tuple, frozenset)),
+            f"answer with a set of operator names, not a {type(hits).__name__}",
+        )
         want = {op for op, spec in NETWORK_B.items() if spec in NETWORK_A.values()}
         got = set(hits)
         unknown = got - set(NETWORK_B)
-        _require(not unknown, f"{sorted(unknown)} are not operators of NETWORK_B "
-                 f"({sorted(NETWORK_B)})")
+        _require(not unknown, f"{sorted(unknown)} are not operators of NETWORK_B ({sorted(NETWORK_B)})")
         extra, missing = sorted(got - want), sorted(want - got)
         for op in extra:
-            raise _Wrong(f"{op!r} misses: NETWORK_B's {op} is {NETWORK_B[op]}, network A's is "
-                         f"{NETWORK_A[op]}; a record matches only the same workload and shape "
-                         f"(its structural hash)")
+            raise _Wrong(
+                f"{op!r} misses: NETWORK_B's {op} is {NETWORK_B[op]}, network A's is "
+                f"{NETWORK_A[op]}; a record matches only the same workload and shape "
+                f"(its structural hash)"
+            )
         for op in missing:
-            raise _Wrong(f"{op!r} hits too: the same workload and shape {NETWORK_B[op]} is in "
-                         f"network A")
+            raise _Wrong(f"{op!r} hits too: the same workload and shape {NETWORK_B[op]} is in network A")
         return f"{sorted(want)} reuse A's records; the other operators have new shapes."
+
     return _check(14, body)

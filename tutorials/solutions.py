@@ -2,6 +2,7 @@
 
 ``solution_N()`` returns an answer that ``check_exercise_N`` accepts. Students: try first.
 """
+
 from __future__ import annotations
 
 import math
@@ -55,7 +56,7 @@ def solution_6() -> wb.Schedule:
     sch = wb.Schedule(vector_sum(4096))
     _, k = sch.get_loops("S")
     ko, ki = sch.split(k, factors=[8, None])
-    rf = sch.rfactor(ko, factor_axis=0)     # block S_rf: 8 partial sums over k_0, now spatial
+    rf = sch.rfactor(ko, factor_axis=0)  # block S_rf: 8 partial sums over k_0, now spatial
     _, k0, _ = sch.get_loops(rf)
     sch.parallel(k0)
     return sch
@@ -67,7 +68,7 @@ def solution_7() -> wb.Schedule:
     i, j, k = sch.get_loops(block)
     jo, ji = sch.split(j, factors=[None, 32])
     sch.reorder(jo, i, k, ji)
-    cache = sch.cache_read(block, 1, "global")        # read 1 of block C is B
+    cache = sch.cache_read(block, 1, "global")  # read 1 of block C is B
     sch.compute_at(cache, jo)
     return sch
 
@@ -104,10 +105,10 @@ class PowerOfTwoTiling(ScheduleRule):
     def apply(self, sch, block):
         node = sch.get(block)
         if node.init is None:
-            return [sch]                      # not a reduction: unchanged (never [])
+            return [sch]  # not a reduction: unchanged (never [])
         for loop, iv in zip(sch.get_loops(block), node.iter_vars):
             extent = sch.get(loop).extent.value
-            sizes = [2 ** e for e in range(1, 10) if 2 ** e <= extent]
+            sizes = [2**e for e in range(1, 10) if 2**e <= extent]
             if iv.iter_type == "S" and sizes:
                 f = sch.sample_categorical(candidates=sizes, probs=[1 / len(sizes)] * len(sizes))
                 sch.split(loop, factors=[None, f])
@@ -122,12 +123,19 @@ class MyTileMutator(Mutator):
     """The course's MyTileMutator, working: move a factor of 2 between two tile levels."""
 
     def apply(self, trace, rng):
-        moves = [(inst, s, d) for inst in trace.insts
-                 if inst.kind.matches("SamplePerfectTile") and not inst.pinned
-                 for s in range(len(inst.decision)) for d in range(len(inst.decision))
-                 if s != d and inst.decision[s] % 2 == 0
-                 and (d != len(inst.decision) - 1
-                      or 2 * inst.decision[d] <= (inst.args["max_innermost_factor"] or math.inf))]
+        moves = [
+            (inst, s, d)
+            for inst in trace.insts
+            if inst.kind.matches("SamplePerfectTile") and not inst.pinned
+            for s in range(len(inst.decision))
+            for d in range(len(inst.decision))
+            if s != d
+            and inst.decision[s] % 2 == 0
+            and (
+                d != len(inst.decision) - 1
+                or 2 * inst.decision[d] <= (inst.args["max_innermost_factor"] or math.inf)
+            )
+        ]
         if not moves:
             return None
         inst, s, d = rng.choice(moves)

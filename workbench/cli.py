@@ -1,14 +1,15 @@
 """The ``workbench`` command.
 
-    workbench workloads                      list the paper's workloads (and registered extras)
-    workbench show GMM [--shape m=64 ...]    print a workload's IR
-    workbench run GMM [--target llvm]        build it unscheduled, check it against numpy, time both
-    workbench tune GMM|all [--trials 64]     tune into a database (--db tuning.sqlite, --shape, --small)
-    workbench best GMM [--db tuning.sqlite]  print the best schedule found: its IR and trace
-    workbench import-tvm DIR [--db OUT]      import TVM MetaSchedule JSON databases
-    workbench export-tvm GMM [--db PATH]     print the best trace as TVM Python (--all: every one)
-    workbench db check PATH                  is a database intact? (db repair PATH --out NEW)
+workbench workloads                      list the paper's workloads (and registered extras)
+workbench show GMM [--shape m=64 ...]    print a workload's IR
+workbench run GMM [--target llvm]        build it unscheduled, check it against numpy, time both
+workbench tune GMM|all [--trials 64]     tune into a database (--db tuning.sqlite, --shape, --small)
+workbench best GMM [--db tuning.sqlite]  print the best schedule found: its IR and trace
+workbench import-tvm DIR [--db OUT]      import TVM MetaSchedule JSON databases
+workbench export-tvm GMM [--db PATH]     print the best trace as TVM Python (--all: every one)
+workbench db check PATH                  is a database intact? (db repair PATH --out NEW)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,7 @@ def _shape_kwargs(pairs: Sequence[str]) -> dict[str, int]:
     for p in pairs or ():
         key, sep, value = p.partition("=")
         if not sep or not key or not value.isdigit() or int(value) < 1:
-            raise UsageError(f"--shape expects key=positive-integer pairs such as n=64, "
-                             f"got {p!r}")
+            raise UsageError(f"--shape expects key=positive-integer pairs such as n=64, got {p!r}")
         out[key] = int(value)
     return out
 
@@ -52,6 +52,7 @@ def _shape_kwargs(pairs: Sequence[str]) -> dict[str, int]:
 def _workload_func(name: str, shape: dict):
     """The workload's function, or a UsageError naming the bad name or shape parameter."""
     from . import workloads
+
     try:
         return workloads.get(name, **shape)
     except (KeyError, TypeError, ValueError) as exc:
@@ -60,6 +61,7 @@ def _workload_func(name: str, shape: dict):
 
 def _cmd_workloads(args: argparse.Namespace) -> int:
     from . import workloads
+
     for name in workloads.names():
         print(f"{name:5s} {workloads.describe(name)}")
     return 0
@@ -77,6 +79,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from . import workloads
     from .codegen import build
+
     kw = _shape_kwargs(args.shape)
     func = _workload_func(args.name, kw)
     t0 = time.perf_counter()
@@ -92,8 +95,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for _ in range(args.number):
         ref(*data[:-1])
     theirs = (time.perf_counter() - t0) / args.number
-    print(f"{args.name} on {args.target}: matches numpy; compile {compile_s:.2f} s; "
-          f"{ours * 1e3:.3f} ms vs numpy reference {theirs * 1e3:.3f} ms")
+    print(
+        f"{args.name} on {args.target}: matches numpy; compile {compile_s:.2f} s; "
+        f"{ours * 1e3:.3f} ms vs numpy reference {theirs * 1e3:.3f} ms"
+    )
     return 0
 
 
@@ -101,6 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; the exit status: 0 done, 1 done but nothing found / some failed, 2 a user
     error (one line on stderr), 130 interrupted; an internal error prints its traceback."""
     from .errors import WorkbenchError
+
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = _parser().parse_args(argv)
@@ -108,23 +114,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.fn(args)
     except (UsageError, WorkbenchError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(first if first.startswith("workbench") else f"workbench: {first}",
-              file=sys.stderr)
+        print(first if first.startswith("workbench") else f"workbench: {first}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("workbench: interrupted", file=sys.stderr)
         return 130
     except Exception:
         import traceback
+
         traceback.print_exc()
-        print("workbench: internal error (a bug in workbench, not in your command): please "
-              "report it with the command line and the traceback above", file=sys.stderr)
+        print(
+            "workbench: internal error (a bug in workbench, not in your command): please "
+            "report it with the command line and the traceback above",
+            file=sys.stderr,
+        )
         return 1
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="workbench", description=__doc__.splitlines()[0] if __doc__ else None,
-                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser = _Parser(
+        prog="workbench",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("workloads", help="list workloads").set_defaults(fn=_cmd_workloads)
     p = sub.add_parser("show", help="print a workload's IR")
@@ -138,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--number", type=positive_int, default=3)
     p.set_defaults(fn=_cmd_run)
     from .tune.cli import add_parsers
+
     add_parsers(sub, _shape_kwargs)
     return parser
 

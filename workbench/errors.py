@@ -1,4 +1,5 @@
 """Exception kinds: user errors (a schedule or a build that cannot be done) vs internal bugs."""
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -14,8 +15,9 @@ class ScheduleError(WorkbenchError):
     ``short`` is one line for progress logs; ``str(err)`` is the full message.
     """
 
-    def __init__(self, primitive: str, message: str, *, argument: str | None = None,
-                 nodes: Sequence[Any] = ()):
+    def __init__(
+        self, primitive: str, message: str, *, argument: str | None = None, nodes: Sequence[Any] = ()
+    ):
         self.primitive = primitive
         self.argument = argument
         self.nodes = tuple(nodes)

@@ -1,5 +1,6 @@
 """Helpers for tests of schedules: numeric checks against the numpy references, trace
 round-trips through JSON and Python (DESIGN decisions 4 and 5), and the printed text parsed back."""
+
 from __future__ import annotations
 
 import json
@@ -18,22 +19,32 @@ X86_TARGETS = ("llvm -mcpu=znver3", "llvm -mcpu=skylake-avx512")
 def runs_here(target: Any) -> bool:
     """Whether code built for ``target`` can run on this machine (``Target.cannot_run``)."""
     from .codegen.target import Target
+
     return Target.of(target).cannot_run() is None
 
 
-def check_numeric(sch_or_func: Any, name: str, seed: int = 0, target: str = "python",
-                  rtol: float = 1e-4, atol: float = 1e-4, **shape: Any) -> None:
+def check_numeric(
+    sch_or_func: Any,
+    name: str,
+    seed: int = 0,
+    target: str = "python",
+    rtol: float = 1e-4,
+    atol: float = 1e-4,
+    **shape: Any,
+) -> None:
     """Build the scheduled function, run it on ``workloads.random_args(name, seed, **shape)``
     and compare the output with the workload's numpy reference (AssertionError otherwise)."""
     from . import workloads
     from .codegen import build
+
     func = getattr(sch_or_func, "func", sch_or_func)
     args = workloads.random_args(name, seed=seed, **shape)
     expected = workloads.reference(name, **shape)(*args[:-1])
     build(func, target=target)(*args)
     trace = getattr(sch_or_func, "trace", "")
-    np.testing.assert_allclose(args[-1], expected, rtol=rtol, atol=atol,
-                               err_msg=f"{name} {shape} after:\n{trace}")
+    np.testing.assert_allclose(
+        args[-1], expected, rtol=rtol, atol=atol, err_msg=f"{name} {shape} after:\n{trace}"
+    )
 
 
 def original_func(sch: Any) -> PrimFunc:
@@ -47,6 +58,7 @@ def check_trace_roundtrip(sch: Any, func: Optional[PrimFunc] = None) -> None:
     function structurally equal to ``sch.func`` and render the same trace text."""
     from .ir.structural import assert_structural_equal
     from .schedule import Schedule, Trace
+
     func = original_func(sch) if func is None else func
     text = sch.trace.as_python()
 
@@ -69,6 +81,7 @@ def check_text_roundtrip(func: Any) -> None:
     format: ``wb.parse(str(f))`` is ``f``)."""
     from .ir.parser import parse
     from .ir.structural import assert_structural_equal
+
     func = getattr(func, "func", func)
     assert_structural_equal(parse(str(func)), func)
 
@@ -77,6 +90,7 @@ def small_schedule(name: str, seed: int = 0) -> Any:
     """A schedule of workload ``name`` at its small shape (``workloads.small(name)``)."""
     from . import workloads
     from .schedule import Schedule
+
     return Schedule(workloads.get(name, **workloads.small(name)), seed=seed)
 
 
@@ -84,6 +98,7 @@ def check_small(sch: Any, name: str) -> None:
     """Numeric check at the small shape plus the trace round-trip: what every test of a
     primitive asserts on a scheduled workload."""
     from . import workloads
+
     check_numeric(sch, name, **workloads.small(name))
     check_trace_roundtrip(sch)
 
@@ -95,6 +110,7 @@ def check_small(sch: Any, name: str) -> None:
 def elementwise_func(shape: tuple[int, int] = (4, 8)) -> PrimFunc:
     """``B = A * 2`` then ``C = B + 1``, each stage in its own loop nest ``i, j``."""
     from .ir import dsl
+
     A = dsl.placeholder(shape, "float32", name="A")
     B = dsl.compute(shape, lambda i, j: A[i, j] * 2.0, name="B")
     C = dsl.compute(shape, lambda i, j: B[i, j] + 1.0, name="C")
@@ -104,6 +120,7 @@ def elementwise_func(shape: tuple[int, int] = (4, 8)) -> PrimFunc:
 def check_elementwise(func: PrimFunc, shape: tuple[int, int] = (4, 8)) -> None:
     """A variant of :func:`elementwise_func` still computes ``C = A * 2 + 1``."""
     from .codegen import build
+
     a = np.random.default_rng(0).uniform(-1, 1, size=shape).astype("float32")
     out = np.zeros(shape, "float32")
     build(getattr(func, "func", func), target="python")(a, out)
@@ -115,11 +132,18 @@ def shared_loop_func() -> PrimFunc:
     from .ir.expr import Var
     from .ir.stmt import TRUE, BlockRealize, make_for, seq
     from .schedule.state import index
+
     func = elementwise_func()
     idx = index(func)
     i, j, j2 = Var("i"), Var("j"), Var("j2")
-    body = make_for(i, 4, seq(make_for(j, 8, BlockRealize((i, j), TRUE, idx.block("B"))),
-                              make_for(j2, 8, BlockRealize((i, j2), TRUE, idx.block("C")))))
+    body = make_for(
+        i,
+        4,
+        seq(
+            make_for(j, 8, BlockRealize((i, j), TRUE, idx.block("B"))),
+            make_for(j2, 8, BlockRealize((i, j2), TRUE, idx.block("C"))),
+        ),
+    )
     return func.with_body(func.body.with_(block=func.root.with_(body=body)))
 
 
@@ -127,6 +151,7 @@ def opaque_func() -> PrimFunc:
     """:func:`elementwise_func` with block ``B``'s iterators made opaque."""
     from .ir.stmt import IterVar
     from .schedule.state import index, replace
+
     func = elementwise_func()
     block = index(func).block("B")
     ivs = tuple(IterVar(iv.var, iv.dom, "O") for iv in block.iter_vars)
@@ -136,6 +161,7 @@ def opaque_func() -> PrimFunc:
 def triangular_func() -> PrimFunc:
     """:func:`elementwise_func` with ``for j in range(i + 1)`` above block ``B``."""
     from .schedule.state import index, replace
+
     func = elementwise_func()
     idx = index(func)
     i, j = idx.loops_above(idx.block("B"))

@@ -1,4 +1,5 @@
 """The four widgets: loop-nest stepper, trace graph / decision tree, convergence plot, pin panel."""
+
 from .base import WorkbenchWidget
 from .convergence import ConvergencePlot, tune_with_plot
 from .pin_panel import PinPanel, replay_with_pins
@@ -6,5 +7,15 @@ from .stepper import LoopNestStepper
 from .decision_tree import DecisionTree, latency_color
 from .trace_graph import TraceGraph, dot_available
 
-__all__ = ["WorkbenchWidget", "LoopNestStepper", "TraceGraph", "DecisionTree", "ConvergencePlot",
-           "PinPanel", "tune_with_plot", "replay_with_pins", "dot_available", "latency_color"]
+__all__ = [
+    "WorkbenchWidget",
+    "LoopNestStepper",
+    "TraceGraph",
+    "DecisionTree",
+    "ConvergencePlot",
+    "PinPanel",
+    "tune_with_plot",
+    "replay_with_pins",
+    "dot_available",
+    "latency_color",
+]

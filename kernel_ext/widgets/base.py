@@ -6,6 +6,7 @@ bundle with three renderings of the same state: the live widget view (JupyterLab
 static HTML (``_repr_html_``: exported notebooks, front ends without widgets) and text
 (terminals). Each front end picks the richest it understands.
 """
+
 from __future__ import annotations
 
 import abc

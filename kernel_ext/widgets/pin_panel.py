@@ -12,6 +12,7 @@ With a learned decision model (``PinPanel(sch, model=DecisionModel.load("model/"
 also shows the model's distribution over that decision's values, given the decisions before it,
 beside the uniform one random sampling uses (``panel.distribution(step)``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,8 +32,9 @@ from .base import WorkbenchWidget
 FREE = -1
 
 
-def replay_with_pins(trace: "wb.Trace", func: "wb.PrimFunc", seed: Optional[int] = None,
-                     resample_all: bool = False) -> "wb.Schedule":
+def replay_with_pins(
+    trace: "wb.Trace", func: "wb.PrimFunc", seed: Optional[int] = None, resample_all: bool = False
+) -> "wb.Schedule":
     """A fresh schedule of ``func`` with ``trace`` replayed: pinned decisions as pinned, free
     ones as recorded (or all redrawn with ``resample_all``).
 
@@ -53,7 +55,7 @@ def replay_with_pins(trace: "wb.Trace", func: "wb.PrimFunc", seed: Optional[int]
             trace.apply_to_schedule(sch, decision_provider=provider)
             return sch
         except wb.ScheduleError as err:
-            failed = err.step           # the failing instruction (the replay is undone)
+            failed = err.step  # the failing instruction (the replay is undone)
             culprit = _free_sampling_before(trace, failed, redraw)
             if culprit is None:
                 raise
@@ -84,11 +86,19 @@ class PinPanel(WorkbenchWidget):
         its distribution of each decision beside the uniform one.
     """
 
-    def __init__(self, space: Union["wb.Schedule", "wb.Trace", Any],
-                 func: Optional["wb.PrimFunc"] = None, target: str = "llvm",
-                 database: Any = None, trials: int = 16, seed: int = 0, model: Any = None):
+    def __init__(
+        self,
+        space: Union["wb.Schedule", "wb.Trace", Any],
+        func: Optional["wb.PrimFunc"] = None,
+        target: str = "llvm",
+        database: Any = None,
+        trials: int = 16,
+        seed: int = 0,
+        model: Any = None,
+    ):
         if isinstance(model, str):
             from workbench.tune.learned import DecisionModel
+
             model = DecisionModel.load(model)
         self.model = model
         if isinstance(space, wb.Schedule):
@@ -97,29 +107,34 @@ class PinPanel(WorkbenchWidget):
         elif isinstance(space, wb.Trace):
             func = space.base_func if func is None else func
             if func is None:
-                raise TypeError("PinPanel(trace): this trace does not know the function it "
-                                "schedules (it was read from JSON or built by hand); pass it, "
-                                "PinPanel(trace, func=func), or pass the schedule the trace "
-                                "came from, PinPanel(sch)")
+                raise TypeError(
+                    "PinPanel(trace): this trace does not know the function it "
+                    "schedules (it was read from JSON or built by hand); pass it, "
+                    "PinPanel(trace, func=func), or pass the schedule the trace "
+                    "came from, PinPanel(sch)"
+                )
             trace = space
-        elif hasattr(space, "trace_json"):          # a database record
+        elif hasattr(space, "trace_json"):  # a database record
             func = space.func if func is None else func
             if func is None:
-                raise TypeError("PinPanel(record): this record was read without its function; "
-                                "pass it, PinPanel(record, func=func) (records from "
-                                "db.records(func) or db.best(func) carry it)")
-            trace = without_postproc(space.trace)   # the design space: postprocs redo the rest
+                raise TypeError(
+                    "PinPanel(record): this record was read without its function; "
+                    "pass it, PinPanel(record, func=func) (records from "
+                    "db.records(func) or db.best(func) carry it)"
+                )
+            trace = without_postproc(space.trace)  # the design space: postprocs redo the rest
         else:
-            raise TypeError(f"PinPanel expects a Schedule, a Trace or a database record, got "
-                            f"{type(space).__name__}"
-                            + ("; pick one design space: PinPanel(spaces[0])"
-                               if isinstance(space, (list, tuple)) else ""))
+            raise TypeError(
+                f"PinPanel expects a Schedule, a Trace or a database record, got "
+                f"{type(space).__name__}"
+                + ("; pick one design space: PinPanel(spaces[0])" if isinstance(space, (list, tuple)) else "")
+            )
         self.func = func
         self.target, self.database, self.trials, self.seed = target, database, trials, seed
         self.sch = replay_with_pins(trace.copy(), func, seed=seed)
         self.sampling = [k for k, inst in enumerate(self.sch.trace) if inst.kind.is_sampling]
         self.choices: dict[int, list[Choice]] = {}
-        self.result: Any = None          # what the last Tune click returned
+        self.result: Any = None  # what the last Tune click returned
         self._updating = False
 
         self.controls: dict[int, widgets.Dropdown] = {}
@@ -134,21 +149,24 @@ class PinPanel(WorkbenchWidget):
         self.status = widgets.HTML()
         self.message = widgets.HTML()
         self.loop_nest = widgets.HTML()
-        self.resample_button = widgets.Button(description="Sample free decisions",
-                                              layout=widgets.Layout(width="190px"),
-                                              tooltip="draw new values for every free decision")
-        self.free_all_button = widgets.Button(description="Free all",
-                                              tooltip="unpin every decision")
-        self.tune_button = widgets.Button(description="Tune", button_style="primary",
-                                          tooltip="search the constrained space with wb.tune")
+        self.resample_button = widgets.Button(
+            description="Sample free decisions",
+            layout=widgets.Layout(width="190px"),
+            tooltip="draw new values for every free decision",
+        )
+        self.free_all_button = widgets.Button(description="Free all", tooltip="unpin every decision")
+        self.tune_button = widgets.Button(
+            description="Tune", button_style="primary", tooltip="search the constrained space with wb.tune"
+        )
         self.output = widgets.Output()
         self.resample_button.on_click(lambda _b: self.resample())
         self.free_all_button.on_click(lambda _b: self.free_all())
         self.tune_button.on_click(lambda _b: self._on_tune())
         buttons = widgets.HBox([self.resample_button, self.free_all_button, self.tune_button])
-        self.widget = widgets.VBox([self.status, *rows, buttons, self.message, self.loop_nest,
-                                    self.output],
-                                   layout=widgets.Layout(border="1px solid #ddd", padding="6px"))
+        self.widget = widgets.VBox(
+            [self.status, *rows, buttons, self.message, self.loop_nest, self.output],
+            layout=widgets.Layout(border="1px solid #ddd", padding="6px"),
+        )
         self.widget.add_class("wb-pin-panel")
         self._refresh(changed=[])
 
@@ -171,8 +189,7 @@ class PinPanel(WorkbenchWidget):
                 raise KeyError(f"no random variable {which!r} in this trace")
             which = next(k for k, inst in enumerate(self.trace) if by_name[which] in inst.outputs)
         if which not in self.sampling:
-            raise ValueError(f"step {which} is not a sampling instruction; sampling steps: "
-                             f"{self.sampling}")
+            raise ValueError(f"step {which} is not a sampling instruction; sampling steps: {self.sampling}")
         return which
 
     def steps(self, kind: Optional[str] = None) -> list[int]:
@@ -220,32 +237,44 @@ class PinPanel(WorkbenchWidget):
         """About how many programs the free decisions still span (an upper bound)."""
         return space_size([self.choices[k] for k in self.sampling if not self.trace[k].pinned])
 
-    def distribution(self, which: Union[int, str], top: Optional[int] = None
-                     ) -> list[tuple[str, float, float]]:
+    def distribution(
+        self, which: Union[int, str], top: Optional[int] = None
+    ) -> list[tuple[str, float, float]]:
         """``(value, model probability, uniform probability)`` of each value the decision may
         take, the model's likeliest first (``top``: only that many); needs ``model``."""
         if self.model is None:
-            raise ValueError("PinPanel(..., model=DecisionModel.load(path)) shows a learned "
-                             "distribution; this panel has no model")
+            raise ValueError(
+                "PinPanel(..., model=DecisionModel.load(path)) shows a learned "
+                "distribution; this panel has no model"
+            )
         k = self._step(which)
         probs = self.model.distribution(self.sch, k, self.target)
         inst = self.trace[k]
-        weights = dict.fromkeys(probs, 1.0)         # uniform over the valid values...
+        weights = dict.fromkeys(probs, 1.0)  # uniform over the valid values...
         if inst.kind.name == "sample_categorical":  # ...or the categorical's own weights
             weights = {d: inst.args["probs"][d] for d in probs}
         total = sum(weights.values()) or 1.0
-        rows = sorted(((decision_text(dataclasses.replace(inst, decision=_as_list(d))), p,
-                        weights[d] / total) for d, p in probs.items()), key=lambda r: -r[1])
+        rows = sorted(
+            (
+                (decision_text(dataclasses.replace(inst, decision=_as_list(d))), p, weights[d] / total)
+                for d, p in probs.items()
+            ),
+            key=lambda r: -r[1],
+        )
         return rows[:top] if top else rows
 
     def _distribution_html(self, k: int) -> str:
         rows = self.distribution(k, top=4)
         if not rows:
             return ""
-        bars = " ".join(f'<span title="model {p:.1%}, uniform {u:.1%}">{html.escape(v)} '
-                        f'<b>{p:.0%}</b></span>' for v, p, u in rows)
-        return (f'<br><small style="color:#555">model: {bars} · random sampling: '
-                f'{rows[0][2]:.1%} for {html.escape(rows[0][0])}</small>')
+        bars = " ".join(
+            f'<span title="model {p:.1%}, uniform {u:.1%}">{html.escape(v)} <b>{p:.0%}</b></span>'
+            for v, p, u in rows
+        )
+        return (
+            f'<br><small style="color:#555">model: {bars} · random sampling: '
+            f"{rows[0][2]:.1%} for {html.escape(rows[0][0])}</small>"
+        )
 
     def _apply(self, trace: "wb.Trace", resample_all: bool = False) -> None:
         before = str(self.sch.func)
@@ -269,11 +298,17 @@ class PinPanel(WorkbenchWidget):
 
     def _on_tune(self) -> None:
         from .convergence import tune_with_plot
+
         self.output.clear_output()
         with self.output:
-            self.result = tune_with_plot(self.func, target=self.target, trials=self.trials,
-                                         database=self.database, seed=self.seed,
-                                         space=self.space())
+            self.result = tune_with_plot(
+                self.func,
+                target=self.target,
+                trials=self.trials,
+                database=self.database,
+                seed=self.seed,
+                space=self.space(),
+            )
 
     def _refresh(self, changed: list[int]) -> None:
         """Re-read every control's options and value from the current schedule."""
@@ -286,34 +321,47 @@ class PinPanel(WorkbenchWidget):
                 options += [(c.label, i) for i, c in enumerate(self.choices[k])]
                 dd = self.controls[k]
                 dd.options = options
-                dd.value = next((i for i, c in enumerate(self.choices[k])
-                                 if c.decision == inst.decision), FREE) if inst.pinned else FREE
+                dd.value = (
+                    next((i for i, c in enumerate(self.choices[k]) if c.decision == inst.decision), FREE)
+                    if inst.pinned
+                    else FREE
+                )
                 pin = ' <b style="color: #b26a00;">pinned</b>' if inst.pinned else ""
                 learned = self._distribution_html(k) if self.model is not None else ""
-                self._labels[row].value = (f"<code>{html.escape(describe_sampling(self.sch, k))}"
-                                           f"</code>{pin}{learned}")
+                self._labels[row].value = (
+                    f"<code>{html.escape(describe_sampling(self.sch, k))}</code>{pin}{learned}"
+                )
         finally:
             self._updating = False
         n_pinned = len(self.pinned)
         self.status.value = note_html(
             f"{len(self.sampling)} decisions, {n_pinned} pinned; the free ones span about "
-            f"{self.space_size():,} programs. The loop nest below is one of them.", color="#222")
-        self.loop_nest.value = code_html(str(self.sch.func), marked=changed,
-                                         title="loop nest with these decisions")
+            f"{self.space_size():,} programs. The loop nest below is one of them.",
+            color="#222",
+        )
+        self.loop_nest.value = code_html(
+            str(self.sch.func), marked=changed, title="loop nest with these decisions"
+        )
 
     def _repr_html_(self) -> str:
         rows = "".join(
             f"<tr><td><code>{html.escape(describe_sampling(self.sch, k))}</code></td>"
             f"<td>{'pinned ' if self.trace[k].pinned else 'free, now '}"
-            f"<b>{html.escape(decision_text(self.trace[k]))}</b></td></tr>" for k in self.sampling)
-        return (f'<div class="wb-pin-panel"><table><tr><th>decision</th><th>value</th></tr>'
-                f'{rows}</table>{code_html(str(self.sch.func))}</div>')
+            f"<b>{html.escape(decision_text(self.trace[k]))}</b></td></tr>"
+            for k in self.sampling
+        )
+        return (
+            f'<div class="wb-pin-panel"><table><tr><th>decision</th><th>value</th></tr>'
+            f"{rows}</table>{code_html(str(self.sch.func))}</div>"
+        )
 
     def describe(self) -> str:
         """One line per decision: pinned or free, what it decides, its current value."""
-        return "\n".join(f"{'pinned' if self.trace[k].pinned else 'free  '}  step {k:2d}  "
-                         f"{describe_sampling(self.sch, k)} = {decision_text(self.trace[k])}"
-                         for k in self.sampling)
+        return "\n".join(
+            f"{'pinned' if self.trace[k].pinned else 'free  '}  step {k:2d}  "
+            f"{describe_sampling(self.sch, k)} = {decision_text(self.trace[k])}"
+            for k in self.sampling
+        )
 
     def text(self) -> str:
         return self.describe() + "\n" + str(self.sch.func)

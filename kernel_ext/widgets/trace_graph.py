@@ -7,6 +7,7 @@ possible values with the chosen one highlighted.
 Both graph views render to SVG through Graphviz's ``dot`` when it is installed (``apt-get install
 graphviz``) and to plain HTML otherwise; ``.digraph`` is the ``graphviz.Digraph`` either way.
 """
+
 from __future__ import annotations
 
 import html
@@ -44,13 +45,16 @@ def render_svg(digraph: graphviz.Digraph) -> Optional[str]:
         svg = digraph.pipe(format="svg", encoding="utf-8")
     except (graphviz.ExecutableNotFound, graphviz.CalledProcessError):
         return None
-    svg = svg[svg.find("<svg"):]   # drop the XML prolog and doctype: it is embedded in HTML
+    svg = svg[svg.find("<svg") :]  # drop the XML prolog and doctype: it is embedded in HTML
     # One CSS pixel per point (10 pt labels read as 10 px) and no shrinking to the output's
     # width, which makes a wide graph unreadable: wide graphs scroll sideways instead.
     svg = re.sub(r'(<svg[^>]*?\b(?:width|height)="[\d.]+)pt"', r'\1px"', svg, count=1)
     svg = re.sub(r'(<svg[^>]*?\b(?:width|height)="[\d.]+)pt"', r'\1px"', svg, count=1)
-    return ('<div style="overflow-x: auto;">'
-            + svg.replace("<svg ", '<svg style="max-width: none;" ', 1) + "</div>")
+    return (
+        '<div style="overflow-x: auto;">'
+        + svg.replace("<svg ", '<svg style="max-width: none;" ', 1)
+        + "</div>"
+    )
 
 
 def compact_line(inst: Any, names: dict) -> str:
@@ -74,7 +78,7 @@ def _shown(choices: list[Choice], decision: Any) -> tuple[list[Choice], int]:
         return choices, 0
     at = next((i for i, c in enumerate(choices) if c.decision == decision), 0)
     start = min(max(at - SHOWN_CANDIDATES // 2, 0), len(choices) - SHOWN_CANDIDATES)
-    return choices[start:start + SHOWN_CANDIDATES], len(choices) - SHOWN_CANDIDATES
+    return choices[start : start + SHOWN_CANDIDATES], len(choices) - SHOWN_CANDIDATES
 
 
 class TraceGraph:
@@ -83,8 +87,9 @@ class TraceGraph:
     trace knows, ``trace.base_func``), or a bare ``Trace`` read from JSON (then only the decisions
     are known)."""
 
-    def __init__(self, trace_or_schedule: Union["wb.Schedule", "wb.Trace"],
-                 func: Optional["wb.PrimFunc"] = None):
+    def __init__(
+        self, trace_or_schedule: Union["wb.Schedule", "wb.Trace"], func: Optional["wb.PrimFunc"] = None
+    ):
         self.schedule: Optional[wb.Schedule] = None
         if isinstance(trace_or_schedule, wb.Schedule):
             self.schedule = trace_or_schedule
@@ -92,7 +97,7 @@ class TraceGraph:
             self.schedule = wb.Schedule(func)
             trace_or_schedule.apply_to_schedule(self.schedule)
         elif trace_or_schedule.base_func is not None:
-            try:        # the trace's own function: show candidates when it still replays
+            try:  # the trace's own function: show candidates when it still replays
                 sch = wb.Schedule(trace_or_schedule.base_func)
                 trace_or_schedule.apply_to_schedule(sch)
                 self.schedule = sch
@@ -101,8 +106,11 @@ class TraceGraph:
         self.trace = self.schedule.trace if self.schedule is not None else trace_or_schedule
         names = self.trace.rv_names()
         self.lines = [compact_line(inst, names) for inst in self.trace]
-        self.choices = {k: sampling_choices(self.schedule, k) if self.schedule is not None else []
-                        for k, inst in enumerate(self.trace) if inst.kind.is_sampling}
+        self.choices = {
+            k: sampling_choices(self.schedule, k) if self.schedule is not None else []
+            for k, inst in enumerate(self.trace)
+            if inst.kind.is_sampling
+        }
         self.digraph = self._build()
 
     def edges(self) -> list[tuple[int, int, list[str]]]:
@@ -111,7 +119,7 @@ class TraceGraph:
         made_by = {rv: k for k, inst in enumerate(self.trace) for rv in inst.outputs}
         out: dict[tuple[int, int], list[str]] = {}
         for k, inst in enumerate(self.trace):
-            for rv in dict.fromkeys(inst.inputs):    # each variable once, in order
+            for rv in dict.fromkeys(inst.inputs):  # each variable once, in order
                 if rv in made_by:
                     out.setdefault((made_by[rv], k), []).append(names[rv])
         return [(a, b, rvs) for (a, b), rvs in out.items()]
@@ -120,35 +128,53 @@ class TraceGraph:
         inst = self.trace[k]
         line = html.escape(self.lines[k])
         shown, hidden = _shown(self.choices[k], inst.decision)
-        cells = "".join(
-            f'<TD BGCOLOR="{_CHOSEN_BG}"><B>{html.escape(c.label)}</B></TD>'
-            if c.decision == inst.decision else f"<TD>{html.escape(c.label)}</TD>"
-            for c in shown) or f'<TD BGCOLOR="{_CHOSEN_BG}"><B>{html.escape(decision_text(inst))}</B></TD>'
+        cells = (
+            "".join(
+                f'<TD BGCOLOR="{_CHOSEN_BG}"><B>{html.escape(c.label)}</B></TD>'
+                if c.decision == inst.decision
+                else f"<TD>{html.escape(c.label)}</TD>"
+                for c in shown
+            )
+            or f'<TD BGCOLOR="{_CHOSEN_BG}"><B>{html.escape(decision_text(inst))}</B></TD>'
+        )
         more = f"<TD>… {hidden} more</TD>" if hidden else ""
         pin = " (pinned)" if inst.pinned else ""
         width = max(len(shown), 1) + (1 if hidden else 0)
-        about = (f'<TR><TD COLSPAN="{width}" BGCOLOR="{_SAMPLING_BG}"><I>'
-                 f'{html.escape(describe_sampling(self.schedule, k))}</I></TD></TR>'
-                 if self.schedule is not None else "")
-        return (f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">'
-                f'<TR><TD COLSPAN="{width}" BGCOLOR="{_SAMPLING_BG}">{k}: {line}{pin}</TD></TR>'
-                f"{about}"
-                f"<TR>{cells}{more}</TR></TABLE>>")
+        about = (
+            f'<TR><TD COLSPAN="{width}" BGCOLOR="{_SAMPLING_BG}"><I>'
+            f"{html.escape(describe_sampling(self.schedule, k))}</I></TD></TR>"
+            if self.schedule is not None
+            else ""
+        )
+        return (
+            f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">'
+            f'<TR><TD COLSPAN="{width}" BGCOLOR="{_SAMPLING_BG}">{k}: {line}{pin}</TD></TR>'
+            f"{about}"
+            f"<TR>{cells}{more}</TR></TABLE>>"
+        )
 
     def _build(self) -> graphviz.Digraph:
-        g = graphviz.Digraph("trace", graph_attr={"rankdir": "TB", "fontsize": "10"},
-                             node_attr={"shape": "box", "fontname": "monospace", "fontsize": "10",
-                                        "style": "rounded,filled", "fillcolor": "white"},
-                             edge_attr={"fontname": "monospace", "fontsize": "9",
-                                        "color": "#607d8b"})
+        g = graphviz.Digraph(
+            "trace",
+            graph_attr={"rankdir": "TB", "fontsize": "10"},
+            node_attr={
+                "shape": "box",
+                "fontname": "monospace",
+                "fontsize": "10",
+                "style": "rounded,filled",
+                "fillcolor": "white",
+            },
+            edge_attr={"fontname": "monospace", "fontsize": "9", "color": "#607d8b"},
+        )
         for k, inst in enumerate(self.trace):
             if inst.kind.is_sampling:
                 g.node(f"i{k}", self._sampling_label(k), shape="plaintext", style="")
             else:
                 fill = _QUERY_BG if inst.kind.is_pure else "white"
                 # graphviz centres each line of a label ("\\l" ends a left-aligned one)
-                text = "\\l".join(textwrap.wrap(f"{k}: {self.lines[k]}", 56,
-                                                 subsequent_indent="    ")) + "\\l"
+                text = (
+                    "\\l".join(textwrap.wrap(f"{k}: {self.lines[k]}", 56, subsequent_indent="    ")) + "\\l"
+                )
                 g.node(f"i{k}", text, fillcolor=fill)
         for a, b, rvs in self.edges():
             g.edge(f"i{a}", f"i{b}", label=", ".join(rvs))
@@ -164,22 +190,33 @@ class TraceGraph:
             cand = ""
             if inst.kind.is_sampling:
                 shown, hidden = _shown(self.choices[k], inst.decision)
-                cand = " ".join(f"<b style='background: {_CHOSEN_BG}'>{html.escape(c.label)}</b>"
-                                if c.decision == inst.decision else html.escape(c.label)
-                                for c in shown) or f"<b>{html.escape(decision_text(inst))}</b>"
+                cand = (
+                    " ".join(
+                        f"<b style='background: {_CHOSEN_BG}'>{html.escape(c.label)}</b>"
+                        if c.decision == inst.decision
+                        else html.escape(c.label)
+                        for c in shown
+                    )
+                    or f"<b>{html.escape(decision_text(inst))}</b>"
+                )
                 cand += f" … {hidden} more" if hidden else ""
                 cand += " (pinned)" if inst.pinned else ""
-            rows.append(f"<tr><td>{k}</td><td>{code_html(self.lines[k])}</td>"
-                        f"<td>{html.escape('; '.join(producers.get(k, [])))}</td><td>{cand}</td></tr>")
-        return ('<table class="wb-trace-graph-fallback"><tr><th>step</th><th>instruction</th>'
-                '<th>inputs from</th><th>decision (chosen in bold)</th></tr>'
-                + "".join(rows) + "</table>")
+            rows.append(
+                f"<tr><td>{k}</td><td>{code_html(self.lines[k])}</td>"
+                f"<td>{html.escape('; '.join(producers.get(k, [])))}</td><td>{cand}</td></tr>"
+            )
+        return (
+            '<table class="wb-trace-graph-fallback"><tr><th>step</th><th>instruction</th>'
+            "<th>inputs from</th><th>decision (chosen in bold)</th></tr>" + "".join(rows) + "</table>"
+        )
 
     def _repr_html_(self) -> str:
         svg = render_svg(self.digraph)
         if svg is None:
-            return ('<div style="color: #555;">Graphviz\'s <code>dot</code> is not installed: '
-                    'the trace graph as a table.</div>' + self._fallback_html())
+            return (
+                '<div style="color: #555;">Graphviz\'s <code>dot</code> is not installed: '
+                "the trace graph as a table.</div>" + self._fallback_html()
+            )
         return f'<div class="wb-trace-graph">{svg}</div>'
 
     def text(self) -> str:

@@ -1,5 +1,6 @@
 """Allocation placement and buffer compaction in lowering: a cache stage moved under a tile loop
 gets a small buffer allocated in that loop; a buffer whose values cross iterations does not."""
+
 import numpy as np
 import pytest
 
@@ -7,8 +8,21 @@ import workbench as wb
 from workbench import workloads
 from workbench.codegen import build, lower
 from workbench.codegen.compaction import plan_allocations
-from workbench.ir import (REDUCE, SPATIAL, Allocate, Block, BlockRealize, Buffer, BufferStore,
-                          For, ForKind, IterVar, PrimFunc, Range, Var)
+from workbench.ir import (
+    REDUCE,
+    SPATIAL,
+    Allocate,
+    Block,
+    BlockRealize,
+    Buffer,
+    BufferStore,
+    For,
+    ForKind,
+    IterVar,
+    PrimFunc,
+    Range,
+    Var,
+)
 from workbench.ir.expr import FloatImm, Select
 from workbench.ir.functor import pre_order
 from workbench.ir.stmt import TRUE, make_for, seq
@@ -134,8 +148,14 @@ def carried_rows_func():
     write = Block("T", iters(vt, vi), (), (), BufferStore(T, A[vt, vi] * 2.0, (vt + 1, vi)))
     prev = Select(wt > 0, T[wt, wj], FloatImm(0.0))
     read = Block("B", iters(wt, wj), (), (), BufferStore(B, T[wt + 1, wj] + prev, (wt, wj)))
-    body = make_for(t, 3, seq(make_for(i, 4, BlockRealize((t, i), TRUE, write)),
-                              make_for(j, 4, BlockRealize((t, j), TRUE, read))))
+    body = make_for(
+        t,
+        3,
+        seq(
+            make_for(i, 4, BlockRealize((t, i), TRUE, write)),
+            make_for(j, 4, BlockRealize((t, j), TRUE, read)),
+        ),
+    )
     return PrimFunc("carried", (A, B), root(body, (T,)))
 
 
@@ -144,12 +164,16 @@ def carried_reduction_func():
     touched inside the i loop, but its reduction loop k is outside it."""
     A, B, X = Buffer("A", (4, 5)), Buffer("B", (4,)), Buffer("X", (4,))
     k, i, vi, vk, wi = Var("k"), Var("i"), Var("vi"), Var("vk"), Var("wi")
-    acc = Block("X", (IterVar(vi, Range.from_extent(4), SPATIAL),
-                      IterVar(vk, Range.from_extent(5), REDUCE)), (), (),
-                BufferStore(X, X[vi] + A[vi, vk], (vi,)), init=BufferStore(X, FloatImm(0.0), (vi,)))
+    acc = Block(
+        "X",
+        (IterVar(vi, Range.from_extent(4), SPATIAL), IterVar(vk, Range.from_extent(5), REDUCE)),
+        (),
+        (),
+        BufferStore(X, X[vi] + A[vi, vk], (vi,)),
+        init=BufferStore(X, FloatImm(0.0), (vi,)),
+    )
     out = Block("B", (IterVar(wi, Range.from_extent(4)),), (), (), BufferStore(B, X[wi], (wi,)))
-    body = make_for(k, 5, make_for(i, 4, seq(BlockRealize((i, k), TRUE, acc),
-                                             BlockRealize((i,), TRUE, out))))
+    body = make_for(k, 5, make_for(i, 4, seq(BlockRealize((i, k), TRUE, acc), BlockRealize((i,), TRUE, out))))
     return PrimFunc("carried_sum", (A, B), root(body, (X,)))
 
 
@@ -184,8 +208,13 @@ def test_loops_sharing_a_variable_are_not_planned():
     it = lambda a, b: (IterVar(a, Range.from_extent(4)), IterVar(b, Range.from_extent(8)))
     fill = Block("T", it(vo, v), (), (), BufferStore(T, A[vo, v] * 2.0, (vo, v)))
     use = Block("B", it(wo, w), (), (), BufferStore(B, T[wo, w] + 1.0, (wo, w)))
-    body = make_for(o, 4, seq(make_for(i, 8, BlockRealize((o, i), TRUE, fill)),
-                              make_for(i, 8, BlockRealize((o, i), TRUE, use))))
+    body = make_for(
+        o,
+        4,
+        seq(
+            make_for(i, 8, BlockRealize((o, i), TRUE, fill)), make_for(i, 8, BlockRealize((o, i), TRUE, use))
+        ),
+    )
     func = PrimFunc("reused", (A, B), root(body, (T,)))
     assert plan_allocations(func) == {}
     a = np.arange(32, dtype="float32").reshape(4, 8)
@@ -207,10 +236,19 @@ def test_thread_loops_bound_the_site_by_scope(scope, site, shape):
     fill = Block("S", it(v), (), (), BufferStore(S, A[v] * 2.0, (v,)))
     use = Block("B", it(w), (), (), BufferStore(B, S[w] + 1.0, (w,)))
     x = bx * 4 + tx
-    body = make_for(bx, 4, make_for(tx, 4, seq(BlockRealize((x,), TRUE, fill),
-                                               BlockRealize((x,), TRUE, use)),
-                                    ForKind.THREAD_BINDING, thread_tag="threadIdx.x"),
-                    ForKind.THREAD_BINDING, thread_tag="blockIdx.x")
+    body = make_for(
+        bx,
+        4,
+        make_for(
+            tx,
+            4,
+            seq(BlockRealize((x,), TRUE, fill), BlockRealize((x,), TRUE, use)),
+            ForKind.THREAD_BINDING,
+            thread_tag="threadIdx.x",
+        ),
+        ForKind.THREAD_BINDING,
+        thread_tag="blockIdx.x",
+    )
     (plan,) = plan_allocations(PrimFunc("bound", (A, B), root(body, (S,)))).values()
     assert plan.site.name == site and plan.buffer.shape == shape
 
@@ -263,6 +301,9 @@ def test_unscheduled_intermediates_keep_their_shape():
     func = workloads.get("SFM", **workloads.small("SFM"))
     assert plan_allocations(func) == {}
     allocs = allocations(lower(func))
-    assert all(buf.shape == orig.shape for buf, orig in
-               zip((allocs[b.name][0] for b in func.body.block.alloc_buffers),
-                   func.body.block.alloc_buffers))
+    assert all(
+        buf.shape == orig.shape
+        for buf, orig in zip(
+            (allocs[b.name][0] for b in func.body.block.alloc_buffers), func.body.block.alloc_buffers
+        )
+    )

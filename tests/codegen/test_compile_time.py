@@ -5,7 +5,7 @@ the normalisation loop) on which LLVM 22's loop-idiom recognition did not finish
 the backend now turns that pass off (``llvm/jit.py``). The build runs in a child process with
 a deadline, so a regression fails this test instead of hanging the suite.
 """
-import json
+
 import os
 import subprocess
 import sys
@@ -31,10 +31,11 @@ CHILD = textwrap.dedent("""
 
 def test_softmax_record_that_stalled_loop_idiom_builds_quickly():
     try:
-        out = subprocess.run([sys.executable, "-c", CHILD, DATA], capture_output=True,
-                             text=True, timeout=120)
+        out = subprocess.run([sys.executable, "-c", CHILD, DATA], capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:
-        raise AssertionError("building the SFM record took over 120 s: LLVM's loop-idiom "
-                             "pass (or another) stalls again; see workbench/codegen/llvm/jit.py")
+        raise AssertionError(
+            "building the SFM record took over 120 s: LLVM's loop-idiom "
+            "pass (or another) stalls again; see workbench/codegen/llvm/jit.py"
+        )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("built")

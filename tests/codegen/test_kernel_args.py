@@ -1,4 +1,5 @@
 """``Kernel`` checks every argument before running anything, naming the parameter at fault."""
+
 import numpy as np
 import pytest
 
@@ -84,8 +85,9 @@ def test_time_checks_arguments_too(setup):
 
 def test_repr_summarises_signature_and_target(setup):
     kernel, _, _ = setup
-    assert repr(kernel) == ("Kernel(add_bias(A: float32[4, 3], B: float32[3], "
-                            "C: float32[4, 3] (out)), target='python')")
+    assert repr(kernel) == (
+        "Kernel(add_bias(A: float32[4, 3], B: float32[3], C: float32[4, 3] (out)), target='python')"
+    )
 
 
 def test_checks_apply_to_a_built_kernel():

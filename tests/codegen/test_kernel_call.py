@@ -1,10 +1,10 @@
 """Calling an LLVM kernel: the native fast path and the Python path give the same results and
 the same errors (the fast path sends anything it does not accept to the Python checks)."""
+
 import numpy as np
 import pytest
 
 import workbench as wb
-import workbench.codegen.llvm as llvm_backend
 from workbench.codegen import build
 from workbench.codegen.llvm import pycall
 
@@ -32,8 +32,7 @@ def kernels():
 
 def good():
     rng = np.random.default_rng(0)
-    return (rng.random((4, 3), dtype="float32"), rng.random(3, dtype="float32"),
-            np.zeros((4, 3), "float32"))
+    return (rng.random((4, 3), dtype="float32"), rng.random(3, dtype="float32"), np.zeros((4, 3), "float32"))
 
 
 def test_python_entry_passes_its_layout_self_test_here():

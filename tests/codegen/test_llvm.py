@@ -1,6 +1,7 @@
 """LLVM backend: every expression kind, intrinsic and dtype against numpy; kernel arguments;
 sources. Each expression is compiled twice: in a serial loop (scalar code) and in a vectorized
 loop (SIMD code), since the two are emitted by different paths."""
+
 import math
 
 import numpy as np
@@ -79,8 +80,7 @@ def test_float_division_and_floor_ops(kind):
     k = elementwise(lambda x, y: x // y, ["float32"] * 2, "float32", kind)
     np.testing.assert_allclose(run(k, a, b, out_dtype="float32"), np.floor_divide(a, b))
     k = elementwise(lambda x, y: x % y, ["float32"] * 2, "float32", kind)
-    np.testing.assert_allclose(run(k, a, b, out_dtype="float32"), np.remainder(a, b),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(run(k, a, b, out_dtype="float32"), np.remainder(a, b), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -98,8 +98,7 @@ def test_floor_div_mod_negative_and_zero_divisors(dtype, kind):
 @pytest.mark.parametrize("divisor", [1, 2, 8, 3, 7, -4, -3])
 def test_floor_div_mod_by_constants(divisor, kind):
     a = ints("int32", -50, 50, seed=5)
-    for fn, ref in ((lambda x: x // divisor, np.floor_divide),
-                    (lambda x: x % divisor, np.remainder)):
+    for fn, ref in ((lambda x: x // divisor, np.floor_divide), (lambda x: x % divisor, np.remainder)):
         k = elementwise(fn, ["int32"], "int32", kind)
         np.testing.assert_array_equal(run(k, a, out_dtype="int32"), ref(a, divisor))
 
@@ -130,8 +129,14 @@ def test_small_int_arithmetic_wraps_like_numpy():
 
 # comparisons and logic -------------------------------------------------------------------------
 
-COMPARISONS = [("lt", E.LT, np.less), ("le", E.LE, np.less_equal), ("gt", E.GT, np.greater),
-               ("ge", E.GE, np.greater_equal), ("eq", E.EQ, np.equal), ("ne", E.NE, np.not_equal)]
+COMPARISONS = [
+    ("lt", E.LT, np.less),
+    ("le", E.LE, np.less_equal),
+    ("gt", E.GT, np.greater),
+    ("ge", E.GE, np.greater_equal),
+    ("eq", E.EQ, np.equal),
+    ("ne", E.NE, np.not_equal),
+]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -158,8 +163,7 @@ def test_and_or_not_select_on_bool_buffers(kind):
     np.testing.assert_array_equal(run(k, p, q, out_dtype="bool"), p & q)
     k = elementwise(lambda x, y: E.Or(x, E.Not(y)), ["bool", "bool"], "bool", kind)
     np.testing.assert_array_equal(run(k, p, q, out_dtype="bool"), p | ~q)
-    k = elementwise(lambda c, x, y: Select(c, x, y), ["bool", "float32", "float32"], "float32",
-                    kind)
+    k = elementwise(lambda c, x, y: Select(c, x, y), ["bool", "float32", "float32"], "float32", kind)
     np.testing.assert_array_equal(run(k, p, a, b, out_dtype="float32"), np.where(p, a, b))
 
 
@@ -168,12 +172,12 @@ def test_and_or_not_select_on_bool_buffers(kind):
 CASTS = [
     ("float32", "int32", lambda: floats(lo=-100, hi=100)),
     ("int32", "float32", lambda: ints("int32", -1000, 1000)),
-    ("int64", "int32", lambda: ints("int64") + np.int64(2 ** 33)),
+    ("int64", "int32", lambda: ints("int64") + np.int64(2**33)),
     ("int32", "int8", lambda: ints("int32", -1000, 1000)),
     ("uint8", "int32", lambda: ints("uint8", 0, 255)),
     ("int8", "uint8", lambda: ints("int8")),
     ("int32", "uint32", lambda: ints("int32")),
-    ("uint32", "float64", lambda: ints("uint32", 0, 2 ** 31) * np.uint32(2)),
+    ("uint32", "float64", lambda: ints("uint32", 0, 2**31) * np.uint32(2)),
     ("float32", "bool", lambda: np.where(ints("int32", 0, 2) > 0, floats(), 0).astype("float32")),
     ("bool", "float32", lambda: ints("int32", 0, 2).astype(bool)),
     ("float64", "float32", lambda: floats("float64")),
@@ -218,8 +222,7 @@ def test_intrinsics(op, ref, domain, dtype, kind):
     x = floats(dtype, *domain, seed=14)
     k = elementwise(lambda v: Call(op, (v,)), [dtype], dtype, kind)
     rtol = 2e-6 if dtype == "float32" else 1e-12
-    np.testing.assert_allclose(run(k, x, out_dtype=dtype), ref(x.astype("float64")),
-                               rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(run(k, x, out_dtype=dtype), ref(x.astype("float64")), rtol=rtol, atol=rtol)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -238,8 +241,10 @@ def test_pow_and_round_and_int_abs(kind):
 
 def test_exp_uses_vector_math_or_llvm_intrinsics_and_erf_calls_libm():
     from workbench.codegen.llvm import vector_math
-    k = elementwise(lambda v: Call("exp", (v,)) + Call("erf", (v,)), ["float32"], "float32",
-                    ForKind.VECTORIZED, n=16)
+
+    k = elementwise(
+        lambda v: Call("exp", (v,)) + Call("erf", (v,)), ["float32"], "float32", ForKind.VECTORIZED, n=16
+    )
     raw = k.source("llvm-raw")
     bits = vector_math.register_bits(k.target, "exp", "float32")
     if bits:  # whole registers through libmvec (x86-64 glibc hosts)
@@ -256,6 +261,7 @@ def test_float16_arithmetic():
 
 
 # kernels: arguments, sources, dispatch -------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def scale_kernel():
@@ -294,8 +300,7 @@ def test_sources_show_vector_ir_and_assembly(scale_kernel):
 @pytest.mark.parametrize("target", X86_TARGETS)
 def test_vector_code_has_the_targets_width(target):
     """Built for AVX2 (8 lanes, ymm) and AVX-512 (16 lanes, zmm): run where the host can."""
-    kernel = elementwise(lambda x: x * 2.0 + 1.0, ["float32"], "float32", ForKind.VECTORIZED,
-                         target=target)
+    kernel = elementwise(lambda x: x * 2.0 + 1.0, ["float32"], "float32", ForKind.VECTORIZED, target=target)
     x = floats()
     if runs_here(target):
         np.testing.assert_allclose(run(kernel, x, out_dtype="float32"), x * 2 + 1, rtol=1e-6)
@@ -322,8 +327,9 @@ def test_build_dispatches_llvm_targets_and_rejects_gpu_loops():
     k(a, b)
     np.testing.assert_array_equal(b, a + 1)
     assert str(k.target) == "llvm -num-cores=1"
-    bound = lowered([A, B], make_for(i, 8, BufferStore(B, A[i], (i,)), ForKind.THREAD_BINDING,
-                                     thread_tag="threadIdx.x"))
+    bound = lowered(
+        [A, B], make_for(i, 8, BufferStore(B, A[i], (i,)), ForKind.THREAD_BINDING, thread_tag="threadIdx.x")
+    )
     with pytest.raises(BuildError, match="threadIdx.x"):
         build_llvm(bound)
     with pytest.raises(BuildError, match="not an 'llvm' target"):

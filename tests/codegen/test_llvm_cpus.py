@@ -1,5 +1,6 @@
 """The LLVM backend across CPUs: code for AVX2 and AVX-512 from one schedule, cross-compilation
 for AArch64, and kernels for a CPU the host cannot run (compiled, shown, never run)."""
+
 import sys
 
 import numpy as np
@@ -17,11 +18,16 @@ jit_module = sys.modules["workbench.codegen.llvm.jit"]
 
 AARCH64 = "llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1"
 #: what LLVM reports on an AMD Zen 3 (AVX2 + FMA, no AVX-512)
-ZEN3_FEATURES = ",".join(f"+{f}" for f in """64bit adx aes avx avx2 bmi bmi2 clflushopt clwb
+ZEN3_FEATURES = (
+    ",".join(
+        f"+{f}"
+        for f in """64bit adx aes avx avx2 bmi bmi2 clflushopt clwb
     clzero cmov crc32 cx16 cx8 f16c fma fsgsbase fxsr invpcid lzcnt mmx movbe mwaitx pclmul pku
     popcnt prfchw rdpid rdpru rdrnd rdseed sahf sha shstk sse sse2 sse3 sse4.1 sse4.2 sse4a
-    ssse3 vaes vpclmulqdq wbnoinvd xsave xsavec xsaveopt xsaves""".split()) + \
-    ",-avx512f,-avx512bw,-avx512dq,-avx512vl,-avx512cd,-avx512vnni,-gfni"
+    ssse3 vaes vpclmulqdq wbnoinvd xsave xsavec xsaveopt xsaves""".split()
+    )
+    + ",-avx512f,-avx512bw,-avx512dq,-avx512vl,-avx512cd,-avx512vnni,-gfni"
+)
 
 
 def gmm_schedule(n=64, lanes=16):
@@ -70,8 +76,11 @@ def test_cross_compile_for_aarch64():
     asm = kernel.source("asm")
     assert "fmla" in asm and ".4s" in asm and "zmm" not in asm
     args = gmm_args()
-    with pytest.raises(RuntimeError, match=r"cannot run kernel 'batch_matmul_nkkm' on this host: "
-                                           r"code for 'llvm -mcpu=neoverse-n1 -mtriple=aarch64"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"cannot run kernel 'batch_matmul_nkkm' on this host: "
+        r"code for 'llvm -mcpu=neoverse-n1 -mtriple=aarch64",
+    ):
         kernel(*args)
     with pytest.raises(RuntimeError, match="kernel.source"):
         kernel.time(*args)
@@ -105,9 +114,13 @@ def test_avx2_host_refuses_to_run_avx512_code(zen3_host):
     """Code for Skylake-X would die of SIGILL on a Zen 3: it is compiled, never run."""
     kernel = build_llvm(gmm_schedule().func, "llvm -mcpu=skylake-avx512")
     assert isinstance(kernel, CompileOnlyKernel) and "zmm" in kernel.source("asm")
-    with pytest.raises(RuntimeError, match=r"'llvm -mcpu=skylake-avx512' needs avx512bw, .*"
-                                           r"avx512f, avx512vl, which the host \(znver3\) lacks"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"'llvm -mcpu=skylake-avx512' needs avx512bw, .*"
+        r"avx512f, avx512vl, which the host \(znver3\) lacks",
+    ):
         kernel(*gmm_args())
     with pytest.raises(BuildError, match="avx512f"):
-        jit_module.jit(kernel.source("llvm-raw"), "batch_matmul_nkkm_packed",
-                       Target("llvm -mcpu=skylake-avx512"))
+        jit_module.jit(
+            kernel.source("llvm-raw"), "batch_matmul_nkkm_packed", Target("llvm -mcpu=skylake-avx512")
+        )

@@ -1,5 +1,6 @@
 """LLVM backend: loop kinds (vectorized, unrolled, parallel), intermediate buffers and guarded
 memory accesses, on hand-written lowered functions."""
+
 import multiprocessing
 import subprocess
 import sys
@@ -11,8 +12,19 @@ import pytest
 from workbench.codegen.llvm import build_llvm, set_max_threads
 from workbench.codegen.llvm.emitter import MAX_VECTORS_PER_CHUNK
 from workbench.codegen.target import Target
-from workbench.ir import (Allocate, Buffer, BufferStore, Cast, FloatImm, ForKind, IfThenElse,
-                          PrimFunc, Select, Var, seq)
+from workbench.ir import (
+    Allocate,
+    Buffer,
+    BufferStore,
+    Cast,
+    FloatImm,
+    ForKind,
+    IfThenElse,
+    PrimFunc,
+    Select,
+    Var,
+    seq,
+)
 from workbench.ir import expr as E
 from workbench.ir.stmt import make_for
 from workbench.testing import X86_TARGETS, runs_here
@@ -30,6 +42,7 @@ def rand(*shape, seed=0, dtype="float32"):
 
 # vectorized ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("target", X86_TARGETS)
 @pytest.mark.parametrize("n", [1, 7, 16, 24, 48, 64, 100])
 def test_vectorized_extents(n, target):
@@ -37,8 +50,7 @@ def test_vectorized_extents(n, target):
     and a narrower remainder, with the machine vector the target's (8 or 16 floats)."""
     A, B = Buffer("A", (n,)), Buffer("B", (n,))
     i = Var("i")
-    k = build_llvm(lowered([A, B], make_for(i, n, BufferStore(B, A[i] * A[i] + 1.0, (i,)), V)),
-                   target)
+    k = build_llvm(lowered([A, B], make_for(i, n, BufferStore(B, A[i] * A[i] + 1.0, (i,)), V)), target)
     a, b = rand(n), np.zeros(n, "float32")
     if runs_here(target):
         k(a, b)
@@ -56,8 +68,7 @@ def test_vectorized_access_patterns():
     n = 32
     A, B, C = Buffer("A", (4 * n,)), Buffer("B", (n,)), Buffer("C", (2 * n,))
     i = Var("i")
-    value = (A[i] + A[0] + A[3 * i] + A[n - 1 - i] + A[i // 3]
-             + Cast("float32", i) * 0.5 + B[i])
+    value = A[i] + A[0] + A[3 * i] + A[n - 1 - i] + A[i // 3] + Cast("float32", i) * 0.5 + B[i]
     k = build_llvm(lowered([A, B, C], make_for(i, n, BufferStore(C, value, (2 * i,)), V)))
     a, b, c = rand(4 * n), rand(n, seed=1), np.zeros(2 * n, "float32")
     k(a, b, c)
@@ -76,8 +87,7 @@ def test_indirect_index_of_narrow_unsigned_dtype(kind):
     n = 32
     X, I, Y = Buffer("X", (256, 300)), Buffer("idx", (n,), "uint8"), Buffer("Y", (n,))
     i = Var("i")
-    k = build_llvm(lowered([X, I, Y], make_for(i, n, BufferStore(Y, X[I[i], E.IntImm(1)],
-                                                                  (i,)), kind)))
+    k = build_llvm(lowered([X, I, Y], make_for(i, n, BufferStore(Y, X[I[i], E.IntImm(1)], (i,)), kind)))
     x, idx, y = rand(256, 300), np.arange(250, 250 - n, -1).astype("uint8"), np.zeros(n, "float32")
     k(x, idx, y)
     np.testing.assert_array_equal(y, x[idx, 1])
@@ -117,8 +127,9 @@ def test_vectorized_outer_loop_with_inner_reduction():
     n, m = 16, 9
     A, B, C = Buffer("A", (m,)), Buffer("B", (m, n)), Buffer("C", (n,))
     j, kk = Var("j"), Var("k")
-    body = seq(BufferStore(C, FloatImm(0.0), (j,)),
-               make_for(kk, m, BufferStore(C, C[j] + A[kk] * B[kk, j], (j,))))
+    body = seq(
+        BufferStore(C, FloatImm(0.0), (j,)), make_for(kk, m, BufferStore(C, C[j] + A[kk] * B[kk, j], (j,)))
+    )
     k = build_llvm(lowered([A, B, C], make_for(j, n, body, V)))
     a, b, c = rand(m), rand(m, n, seed=1), np.zeros(n, "float32")
     k(a, b, c)
@@ -132,8 +143,9 @@ def test_unvectorizable_body_falls_back_to_loop_metadata():
     A, S = Buffer("A", (n,)), Buffer("S", (1,))
     i = Var("i")
     zero = E.IntImm(0)
-    body = seq(BufferStore(S, FloatImm(0.0), (zero,)),
-               make_for(i, n, BufferStore(S, S[0] + A[i], (zero,)), V))
+    body = seq(
+        BufferStore(S, FloatImm(0.0), (zero,)), make_for(i, n, BufferStore(S, S[0] + A[i], (zero,)), V)
+    )
     k = build_llvm(lowered([A, S], body))
     a, s = rand(n), np.zeros(1, "float32")
     k(a, s)
@@ -143,11 +155,11 @@ def test_unvectorizable_body_falls_back_to_loop_metadata():
 
 # unrolled --------------------------------------------------------------------------------------
 
+
 def test_unrolled_loop_is_copied_in_the_ir():
     A, B = Buffer("A", (4, 8)), Buffer("B", (4, 8))
     i, u = Var("i"), Var("u")
-    k = build_llvm(lowered([A, B], make_for(i, 8, make_for(
-        u, 4, BufferStore(B, A[u, i] * 3.0, (u, i)), U))))
+    k = build_llvm(lowered([A, B], make_for(i, 8, make_for(u, 4, BufferStore(B, A[u, i] * 3.0, (u, i)), U))))
     a, b = rand(4, 8), np.zeros((4, 8), "float32")
     k(a, b)
     np.testing.assert_allclose(b, a * 3)
@@ -175,8 +187,9 @@ def test_auto_unroll_annotation(explicit):
     A = Buffer("A", (64, 4, 2))
     i, j, kk = Var("i"), Var("j"), Var("k")
     inner = make_for(j, 4, make_for(kk, 2, BufferStore(A, A[i, j, kk] * 2.0, (i, j, kk))))
-    body = make_for(i, 64, inner, annotations={"pragma_auto_unroll_max_step": 16,
-                                              "pragma_unroll_explicit": explicit})
+    body = make_for(
+        i, 64, inner, annotations={"pragma_auto_unroll_max_step": 16, "pragma_unroll_explicit": explicit}
+    )
     k = build_llvm(lowered([A], body))
     a = rand(64, 4, 2)
     expected = a * 2
@@ -192,13 +205,20 @@ def test_auto_unroll_annotation(explicit):
 
 # parallel --------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("extent", [1, 2, 37, 256])
 def test_parallel_loop(extent):
     A, B = Buffer("A", (extent, 24)), Buffer("B", (extent, 24))
     p, j = Var("p"), Var("j")
-    k = build_llvm(lowered([A, B], make_for(p, extent, make_for(
-        j, 24, BufferStore(B, A[p, j] * 2.0 + Cast("float32", p), (p, j)), V), P)),
-        "llvm -num-cores=2")
+    k = build_llvm(
+        lowered(
+            [A, B],
+            make_for(
+                p, extent, make_for(j, 24, BufferStore(B, A[p, j] * 2.0 + Cast("float32", p), (p, j)), V), P
+            ),
+        ),
+        "llvm -num-cores=2",
+    )
     a, b = rand(extent, 24), np.zeros((extent, 24), "float32")
     k(a, b)
     np.testing.assert_allclose(b, a * 2 + np.arange(extent)[:, None], rtol=1e-6)
@@ -210,8 +230,7 @@ def test_nested_and_repeated_parallel_regions():
     the loop's min and the captured outer variable reach the task."""
     A = Buffer("A", (5, 6, 8))
     r, p, q, j = Var("r"), Var("p"), Var("q"), Var("j")
-    inner = make_for(q, 8, BufferStore(A, A[r, p, q] + Cast("float32", r * 100 + p * 10 + q),
-                                       (r, p, q)), P)
+    inner = make_for(q, 8, BufferStore(A, A[r, p, q] + Cast("float32", r * 100 + p * 10 + q), (r, p, q)), P)
     body = make_for(r, 5, make_for(p, 5, inner, P, min=1))
     k = build_llvm(lowered([A], body), "llvm -num-cores=2")
     a = np.zeros((5, 6, 8), "float32")
@@ -225,8 +244,7 @@ def test_nested_and_repeated_parallel_regions():
 def test_single_core_target_runs_parallel_loops_serially():
     A = Buffer("A", (16,))
     p = Var("p")
-    k = build_llvm(lowered([A], make_for(p, 16, BufferStore(A, A[p] + 1.0, (p,)), P)),
-                   "llvm -num-cores=1")
+    k = build_llvm(lowered([A], make_for(p, 16, BufferStore(A, A[p] + 1.0, (p,)), P)), "llvm -num-cores=1")
     a = np.zeros(16, "float32")
     k(a)
     assert (a == 1).all() and "GOMP" not in k.source("llvm-raw")
@@ -235,8 +253,7 @@ def test_single_core_target_runs_parallel_loops_serially():
 def _parallel_increment():
     A = Buffer("A", (64,))
     p = Var("p")
-    return build_llvm(lowered([A], make_for(p, 64, BufferStore(A, A[p] + 1.0, (p,)), P)),
-                      "llvm -num-cores=2")
+    return build_llvm(lowered([A], make_for(p, 64, BufferStore(A, A[p] + 1.0, (p,)), P)), "llvm -num-cores=2")
 
 
 def test_thread_cap_runs_regions_on_the_calling_thread():
@@ -275,13 +292,19 @@ def test_forked_child_does_not_hang_on_the_thread_pool():
 
 # intermediate buffers --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("size,where", [(64, "alloca"), (40000, "aligned_alloc")])
 def test_global_intermediate_buffer(size, where):
     A, B = Buffer("A", (size,)), Buffer("B", (size,))
     T = Buffer("T", (size,))
     i, j = Var("i"), Var("j")
-    body = Allocate(T, seq(make_for(i, size, BufferStore(T, A[i] * 2.0, (i,)), V),
-                           make_for(j, size, BufferStore(B, T[size - 1 - j] + 1.0, (j,)), P)))
+    body = Allocate(
+        T,
+        seq(
+            make_for(i, size, BufferStore(T, A[i] * 2.0, (i,)), V),
+            make_for(j, size, BufferStore(B, T[size - 1 - j] + 1.0, (j,)), P),
+        ),
+    )
     k = build_llvm(lowered([A, B], body))
     a, b = rand(size), np.zeros(size, "float32")
     for _ in range(2):  # heap buffers are freed and allocated again per call
@@ -297,17 +320,26 @@ def test_buffer_allocated_inside_parallel_loop_is_per_task(size):
     A, B = Buffer("A", (rows, size)), Buffer("B", (rows,))
     L = Buffer("L", (size,), scope="local" if size == 8 else "global")
     p, j, t = Var("p"), Var("j"), Var("t")
-    body = make_for(p, rows, Allocate(L, seq(
-        make_for(j, size, BufferStore(L, A[p, j] + 1.0, (j,)), V),
-        BufferStore(B, FloatImm(0.0), (p,)),
-        make_for(t, size, BufferStore(B, B[p] + L[t], (p,))))), P)
+    body = make_for(
+        p,
+        rows,
+        Allocate(
+            L,
+            seq(
+                make_for(j, size, BufferStore(L, A[p, j] + 1.0, (j,)), V),
+                BufferStore(B, FloatImm(0.0), (p,)),
+                make_for(t, size, BufferStore(B, B[p] + L[t], (p,))),
+            ),
+        ),
+        P,
+    )
     k = build_llvm(lowered([A, B], body), "llvm -num-cores=2")
     a, b = rand(rows, size), np.zeros(rows, "float32")
     k(a, b)
     np.testing.assert_allclose(b, (a + 1).sum(axis=1), rtol=1e-4)
     raw = k.source("llvm-raw")
-    task = raw[raw.index('@"k_par0_task"'):]
-    task = task[:task.index("\n}")]
+    task = raw[raw.index('@"k_par0_task"') :]
+    task = task[: task.index("\n}")]
     assert ("aligned_alloc" in task) == (size > 8)
     assert "entry:" in task and task.index("L") < task.index("start:")  # allocated at entry
 
@@ -318,11 +350,18 @@ def test_local_accumulator_is_promoted_to_registers():
     A, C = Buffer("A", (m, 2 * n * 16)), Buffer("C", (2 * n * 16,))
     L = Buffer("acc", (n, 32), scope="local")
     kk, u, v = Var("k"), Var("u"), Var("v")
-    body = Allocate(L, seq(
-        make_for(u, n, make_for(v, 32, BufferStore(L, FloatImm(0.0), (u, v)), V), U),
-        make_for(kk, m, make_for(u, n, make_for(
-            v, 32, BufferStore(L, L[u, v] + A[kk, u * 32 + v], (u, v)), V), U)),
-        make_for(u, n, make_for(v, 32, BufferStore(C, L[u, v], (u * 32 + v,)), V), U)))
+    body = Allocate(
+        L,
+        seq(
+            make_for(u, n, make_for(v, 32, BufferStore(L, FloatImm(0.0), (u, v)), V), U),
+            make_for(
+                kk,
+                m,
+                make_for(u, n, make_for(v, 32, BufferStore(L, L[u, v] + A[kk, u * 32 + v], (u, v)), V), U),
+            ),
+            make_for(u, n, make_for(v, 32, BufferStore(C, L[u, v], (u * 32 + v,)), V), U),
+        ),
+    )
     k = build_llvm(lowered([A, C], body))
     a, c = rand(m, 2 * n * 16), np.zeros(2 * n * 16, "float32")
     k(a, c)
@@ -331,6 +370,7 @@ def test_local_accumulator_is_promoted_to_registers():
 
 
 # guarded reads ---------------------------------------------------------------------------------
+
 
 def test_padding_select_reads_are_guarded():
     """``Select(in_bounds, A[i - 1], 0)``: the read at i = 0 and i = n + 1 must not happen."""
@@ -373,6 +413,5 @@ def test_guarded_reads_never_touch_protected_pages():
             assert (b[1:-1] == a).all() and b[0] == 0 and b[-1] == 0
         print("ok")
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]

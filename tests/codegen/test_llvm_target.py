@@ -1,4 +1,5 @@
 """``Target``: parsing, canonical text, host properties."""
+
 import os
 import re
 
@@ -33,14 +34,17 @@ def test_options_are_parsed_and_canonical():
     assert str(Target("cuda -arch=sm_80")) == "cuda -arch=sm_80"
 
 
-@pytest.mark.parametrize("spec,match", [
-    ("", "non-empty"),
-    ("opencl", "unknown target kind"),
-    ("llvm -mcpu", "-key=value"),
-    ("llvm -cores=2", "unknown option -cores"),
-    ("llvm -num-cores=0", "positive integer"),
-    ("cuda -mcpu=x", "unknown option -mcpu"),
-])
+@pytest.mark.parametrize(
+    "spec,match",
+    [
+        ("", "non-empty"),
+        ("opencl", "unknown target kind"),
+        ("llvm -mcpu", "-key=value"),
+        ("llvm -cores=2", "unknown option -cores"),
+        ("llvm -num-cores=0", "positive integer"),
+        ("cuda -mcpu=x", "unknown option -mcpu"),
+    ],
+)
 def test_bad_targets_are_rejected(spec, match):
     with pytest.raises(ValueError, match=match):
         Target(spec)
@@ -48,21 +52,29 @@ def test_bad_targets_are_rejected(spec, match):
 
 # SIMD widths and which CPUs' code runs here ------------------------------------------------------
 
-@pytest.mark.parametrize("spec,bits,fma", [
-    ("llvm -mcpu=skylake-avx512", 512, True),
-    ("llvm -mcpu=znver4", 512, True),
-    ("llvm -mcpu=znver3", 256, True),
-    ("llvm -mcpu=haswell -mattr=-avx", 128, False),          # no AVX: no AVX2, no FMA either
-    ("llvm -mcpu=x86-64 -mattr=+avx512f", 512, True),        # AVX-512 brings AVX2 and FMA
-    ("llvm -mcpu=sandybridge", 256, False),
-    ("llvm -mcpu=x86-64", 128, False),
-    ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1", 128, False),   # NEON
-])
+
+@pytest.mark.parametrize(
+    "spec,bits,fma",
+    [
+        ("llvm -mcpu=skylake-avx512", 512, True),
+        ("llvm -mcpu=znver4", 512, True),
+        ("llvm -mcpu=znver3", 256, True),
+        ("llvm -mcpu=haswell -mattr=-avx", 128, False),  # no AVX: no AVX2, no FMA either
+        ("llvm -mcpu=x86-64 -mattr=+avx512f", 512, True),  # AVX-512 brings AVX2 and FMA
+        ("llvm -mcpu=sandybridge", 256, False),
+        ("llvm -mcpu=x86-64", 128, False),
+        ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1", 128, False),  # NEON
+    ],
+)
 def test_vector_widths_come_from_the_target(spec, bits, fma):
     t = Target(spec)
     assert t.vector_width_bits == bits and t.has_feature("fma") == fma
-    assert (t.vector_lanes("float32"), t.vector_lanes("float64"), t.vector_lanes("int8"),
-            t.vector_lanes("bool")) == (bits // 32, bits // 64, bits // 8, bits // 8)
+    assert (
+        t.vector_lanes("float32"),
+        t.vector_lanes("float64"),
+        t.vector_lanes("int8"),
+        t.vector_lanes("bool"),
+    ) == (bits // 32, bits // 64, bits // 8, bits // 8)
     assert t.vector_lanes() == bits // 32
 
 
@@ -74,19 +86,28 @@ def test_cross_target_does_not_take_host_properties():
         t.vector_lanes("float")
 
 
-@pytest.mark.parametrize("spec,host,match", [
-    ("llvm -mcpu=skylake-avx512", "llvm -mcpu=znver3",
-     r"needs avx512bw, avx512cd, avx512dq, avx512f, avx512vl, which the host \(znver3\) lacks"),
-    ("llvm -mcpu=znver3", "llvm -mcpu=skylake-avx512", None),       # AVX2 code on AVX-512
-    ("llvm -mcpu=znver3", "llvm -mcpu=icelake-server", None),
-    ("llvm -mcpu=skylake-avx512", "llvm -mcpu=znver4", None),
-    ("llvm -mcpu=cascadelake", "llvm -mcpu=skylake-avx512", "needs avx512vnni"),
-    ("llvm -mcpu=znver3 -mattr=+avx512f", "llvm -mcpu=znver3", "needs avx512f"),
-    ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1", "llvm",
-     r"\(aarch64-linux-gnu\) cannot run on this x86_64-\S+ host"),
-    ("llvm -mcpu=my-cpu", "llvm", "CPU 'my-cpu' is not one whose features workbench knows"),
-    ("llvm", "llvm", None),
-])
+@pytest.mark.parametrize(
+    "spec,host,match",
+    [
+        (
+            "llvm -mcpu=skylake-avx512",
+            "llvm -mcpu=znver3",
+            r"needs avx512bw, avx512cd, avx512dq, avx512f, avx512vl, which the host \(znver3\) lacks",
+        ),
+        ("llvm -mcpu=znver3", "llvm -mcpu=skylake-avx512", None),  # AVX2 code on AVX-512
+        ("llvm -mcpu=znver3", "llvm -mcpu=icelake-server", None),
+        ("llvm -mcpu=skylake-avx512", "llvm -mcpu=znver4", None),
+        ("llvm -mcpu=cascadelake", "llvm -mcpu=skylake-avx512", "needs avx512vnni"),
+        ("llvm -mcpu=znver3 -mattr=+avx512f", "llvm -mcpu=znver3", "needs avx512f"),
+        (
+            "llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1",
+            "llvm",
+            r"\(aarch64-linux-gnu\) cannot run on this x86_64-\S+ host",
+        ),
+        ("llvm -mcpu=my-cpu", "llvm", "CPU 'my-cpu' is not one whose features workbench knows"),
+        ("llvm", "llvm", None),
+    ],
+)
 def test_cannot_run_compares_with_the_host(spec, host, match):
     if "x86_64" in (match or "") and not Target("llvm").is_x86:
         pytest.skip("the message names an x86-64 host")

@@ -1,6 +1,7 @@
 """LLVM backend on real workloads: every workload unscheduled and hand-scheduled (split,
 reorder, fuse, parallel, vectorize, unroll) against its numpy reference, GMM with a
 register-tiled schedule, and random loop-primitive sequences compiled."""
+
 import random
 
 import numpy as np
@@ -38,7 +39,7 @@ def hand_schedule(func, vector=8):
 
         if len(spatial) >= 3:
             attempt("fuse", lambda: sch.fuse(spatial[0], spatial[1]))
-            spatial = sch.get_loops(block)[:n_spatial - 1]
+            spatial = sch.get_loops(block)[: n_spatial - 1]
         if len(spatial) >= 2:
             attempt("parallel", lambda: sch.parallel(spatial[0]))
         if spatial and sch.get(spatial[-1]).extent.value > 1:
@@ -100,8 +101,7 @@ def test_gmm_128_register_tiled_matches_numpy():
 # random loop-primitive sequences ------------------------------------------------------------
 
 SEQUENCES = 70  # per workload: a few hundred compiled schedules in all
-RANDOM_SHAPES = {"GMM": dict(b=1, n=12, m=8, k=10), "C1D": workloads.small("C1D"),
-                 "SFM": dict(m=6, n=10)}
+RANDOM_SHAPES = {"GMM": dict(b=1, n=12, m=8, k=10), "C1D": workloads.small("C1D"), "SFM": dict(m=6, n=10)}
 
 
 def random_step(sch, rng):
@@ -111,12 +111,17 @@ def random_step(sch, rng):
     op = rng.choice(["split", "split", "fuse", "reorder", "parallel", "vectorize", "unroll"])
     if op == "split":
         extent = sch.get(loop).extent.value
-        factors = rng.choice([[None, rng.randint(1, extent + 1)], [rng.randint(1, extent), None],
-                              [rng.randint(1, 3), None, rng.randint(1, 3)]])
+        factors = rng.choice(
+            [
+                [None, rng.randint(1, extent + 1)],
+                [rng.randint(1, extent), None],
+                [rng.randint(1, 3), None, rng.randint(1, 3)],
+            ]
+        )
         return sch.split(loop, factors)
     if op == "fuse":
         start = rng.randrange(len(loops))
-        return sch.fuse(*loops[start:start + rng.choice([2, 3])])
+        return sch.fuse(*loops[start : start + rng.choice([2, 3])])
     if op == "reorder":
         return sch.reorder(*rng.sample(loops, min(len(loops), rng.randint(2, 4))))
     return getattr(sch, op)(loop)
@@ -143,8 +148,7 @@ def test_random_loop_schedules_compiled(name):
         build(sch, "python")(*expected)
         compiled = [a.copy() for a in args]
         build(sch, TARGET)(*compiled)
-        np.testing.assert_allclose(compiled[-1], expected[-1], rtol=1e-5, atol=1e-5,
-                                   err_msg=str(sch.trace))
+        np.testing.assert_allclose(compiled[-1], expected[-1], rtol=1e-5, atol=1e-5, err_msg=str(sch.trace))
     assert {"parallel", "vectorized", "unrolled"} <= kinds
 
 

@@ -1,12 +1,27 @@
 """Lowering: blocks disappear, iterators become their bindings, init and predicate are guarded."""
+
 import numpy as np
 import pytest
 
 import workbench as wb
 from workbench.codegen import build, lower
 from workbench.errors import BuildError
-from workbench.ir import (REDUCE, SPATIAL, Allocate, Block, BlockRealize, Buffer, BufferStore,
-                          For, ForKind, IfThenElse, IterVar, PrimFunc, Range, Var)
+from workbench.ir import (
+    REDUCE,
+    SPATIAL,
+    Allocate,
+    Block,
+    BlockRealize,
+    Buffer,
+    BufferStore,
+    For,
+    ForKind,
+    IfThenElse,
+    IterVar,
+    PrimFunc,
+    Range,
+    Var,
+)
 from workbench.ir.expr import FloatImm, IntImm, is_const
 from workbench.ir.functor import pre_order
 from workbench.ir.stmt import TRUE, make_for, seq
@@ -41,10 +56,14 @@ def split_reduce_func(n=3, kk=10, factor=4):
     A, out = Buffer("A", (n, kk)), Buffer("out", (n,))
     i, ko, ki = Var("i"), Var("ko"), Var("ki")
     vi, vk = Var("vi"), Var("vk")
-    block = Block("out", (IterVar(vi, Range.from_extent(n), SPATIAL),
-                          IterVar(vk, Range.from_extent(kk), REDUCE)),
-                  (), (), BufferStore(out, out[vi] + A[vi, vk], (vi,)),
-                  init=BufferStore(out, FloatImm(0.0), (vi,)))
+    block = Block(
+        "out",
+        (IterVar(vi, Range.from_extent(n), SPATIAL), IterVar(vk, Range.from_extent(kk), REDUCE)),
+        (),
+        (),
+        BufferStore(out, out[vi] + A[vi, vk], (vi,)),
+        init=BufferStore(out, FloatImm(0.0), (vi,)),
+    )
     k_value = ko * factor + ki
     realize = BlockRealize((i, k_value), k_value < kk, block)
     nest = make_for(i, n, make_for(ko, -(-kk // factor), make_for(ki, factor, realize)))
@@ -101,8 +120,13 @@ def test_nonzero_loop_min_and_nested_block_bindings():
     """for i in [1, 7): outer block vo = i; inner block vi = vo * 2 + c: B[vi] = A[vi] + c."""
     A, B = Buffer("A", (16,)), Buffer("B", (16,))
     i, c, vo, vi = Var("i"), Var("c"), Var("vo"), Var("vi")
-    inner = Block("inner", (IterVar(vi, Range.from_extent(16)),), (), (),
-                  BufferStore(B, A[vi] + wb.cast("float32", c), (vi,)))
+    inner = Block(
+        "inner",
+        (IterVar(vi, Range.from_extent(16)),),
+        (),
+        (),
+        BufferStore(B, A[vi] + wb.cast("float32", c), (vi,)),
+    )
     body = make_for(c, 2, BlockRealize((vo * 2 + c,), TRUE, inner))
     outer = Block("outer", (IterVar(vo, Range.from_extent(8)),), (), (), body)
     nest = make_for(i, 6, BlockRealize((i,), TRUE, outer), min=1)
@@ -122,11 +146,11 @@ def test_block_alloc_buffer_wraps_the_block_and_loop_kinds_are_kept():
     A, B = Buffer("A", (4, 3)), Buffer("B", (4,))
     tmp = Buffer("tmp", (1,), scope="local")
     i, vi = Var("i"), Var("vi")
-    body = seq(BufferStore(tmp, A[vi, 0] * 2.0, (IntImm(0),)),
-               BufferStore(B, tmp[0] + A[vi, 2], (vi,)))
+    body = seq(BufferStore(tmp, A[vi, 0] * 2.0, (IntImm(0),)), BufferStore(B, tmp[0] + A[vi, 2], (vi,)))
     blk = Block("B", (IterVar(vi, Range.from_extent(4)),), (), (), body, alloc_buffers=(tmp,))
-    loop = make_for(i, 4, BlockRealize((i,), TRUE, blk), kind=ForKind.PARALLEL,
-                    annotations={"pragma_unroll": 4})
+    loop = make_for(
+        i, 4, BlockRealize((i,), TRUE, blk), kind=ForKind.PARALLEL, annotations={"pragma_unroll": 4}
+    )
     func = PrimFunc("alloc", (A, B), root(loop))
     low = lower(func)
     (f,) = nodes(low, For)
@@ -140,10 +164,14 @@ def test_block_alloc_buffer_wraps_the_block_and_loop_kinds_are_kept():
 def test_init_without_a_varying_reduce_binding_is_unguarded():
     A, out = Buffer("A", (4,)), Buffer("out", (4,))
     i, vi, vk = Var("i"), Var("vi"), Var("vk")
-    blk = Block("out", (IterVar(vi, Range.from_extent(4)),
-                        IterVar(vk, Range.from_extent(1), REDUCE)),
-                (), (), BufferStore(out, out[vi] + A[vi], (vi,)),
-                init=BufferStore(out, FloatImm(0.0), (vi,)))
+    blk = Block(
+        "out",
+        (IterVar(vi, Range.from_extent(4)), IterVar(vk, Range.from_extent(1), REDUCE)),
+        (),
+        (),
+        BufferStore(out, out[vi] + A[vi], (vi,)),
+        init=BufferStore(out, FloatImm(0.0), (vi,)),
+    )
     func = PrimFunc("r1", (A, out), root(make_for(i, 4, BlockRealize((i, IntImm(0)), TRUE, blk))))
     low = lower(func)
     assert not nodes(low, IfThenElse)
@@ -153,8 +181,7 @@ def test_init_without_a_varying_reduce_binding_is_unguarded():
 def test_binding_count_mismatch_is_a_build_error():
     A = Buffer("A", (4,))
     i, vi = Var("i"), Var("vi")
-    blk = Block("A", (IterVar(vi, Range.from_extent(4)),), (), (),
-                BufferStore(A, FloatImm(1.0), (vi,)))
+    blk = Block("A", (IterVar(vi, Range.from_extent(4)),), (), (), BufferStore(A, FloatImm(1.0), (vi,)))
     func = PrimFunc("bad", (A,), root(make_for(i, 4, BlockRealize((), TRUE, blk))))
     with pytest.raises(BuildError, match="block 'A' has 1 iterators but 0 bindings"):
         lower(func)

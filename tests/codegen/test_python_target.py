@@ -1,4 +1,5 @@
 """The python (reference) target against numpy, and ``build``'s target dispatch."""
+
 import importlib
 import math
 
@@ -8,8 +9,7 @@ import pytest
 import workbench as wb
 from workbench.codegen import Kernel, build
 from workbench.errors import BuildError
-from workbench.ir import (Block, BlockRealize, Buffer, BufferStore, ForKind, IterVar, PrimFunc,
-                          Range, Var)
+from workbench.ir import Block, BlockRealize, Buffer, BufferStore, ForKind, IterVar, PrimFunc, Range, Var
 from workbench.ir.expr import call
 from workbench.ir.stmt import TRUE, make_for
 
@@ -66,25 +66,34 @@ def test_max_reduction_starts_from_minus_infinity():
 def test_padding_stage_with_if_then_else_feeds_a_window_sum():
     n = 5
     A = wb.placeholder((n, n), "float32", name="A")
-    P = wb.compute((n + 2, n + 2), lambda i, j: wb.if_then_else(
-        wb.all_of(i >= 1, i < n + 1, j >= 1, j < n + 1), A[i - 1, j - 1], 0.0), name="P")
+    P = wb.compute(
+        (n + 2, n + 2),
+        lambda i, j: wb.if_then_else(wb.all_of(i >= 1, i < n + 1, j >= 1, j < n + 1), A[i - 1, j - 1], 0.0),
+        name="P",
+    )
     di, dj = wb.reduce_axis(3, name="di"), wb.reduce_axis(3, name="dj")
     S = wb.compute((n, n), lambda i, j: wb.sum(P[di + i, dj + j], axis=[di, dj]), name="S")
     a = rand(n, n)
     out = run(wb.create_func([A, S], name="box"), a, out_shape=(n, n))
     padded = np.pad(a, 1)
-    expected = sum(padded[x:x + n, y:y + n] for x in range(3) for y in range(3))
+    expected = sum(padded[x : x + n, y : y + n] for x in range(3) for y in range(3))
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
 
 
 INTRINSICS = {
-    "exp": (wb.exp, np.exp), "log": (wb.log, np.log), "sqrt": (wb.sqrt, np.sqrt),
-    "tanh": (wb.tanh, np.tanh), "sigmoid": (wb.sigmoid, lambda x: 1 / (1 + np.exp(-x))),
-    "erf": (wb.erf, np.vectorize(math.erf)), "fabs": (wb.fabs, np.abs),
+    "exp": (wb.exp, np.exp),
+    "log": (wb.log, np.log),
+    "sqrt": (wb.sqrt, np.sqrt),
+    "tanh": (wb.tanh, np.tanh),
+    "sigmoid": (wb.sigmoid, lambda x: 1 / (1 + np.exp(-x))),
+    "erf": (wb.erf, np.vectorize(math.erf)),
+    "fabs": (wb.fabs, np.abs),
     "pow": (lambda x: wb.pow(x, 1.7), lambda x: np.power(x, 1.7)),
     "rsqrt": (wb.rsqrt, lambda x: 1 / np.sqrt(x)),
-    "floor": (lambda x: call("floor", x), np.floor), "ceil": (lambda x: call("ceil", x), np.ceil),
-    "sin": (lambda x: call("sin", x), np.sin), "cos": (lambda x: call("cos", x), np.cos),
+    "floor": (lambda x: call("floor", x), np.floor),
+    "ceil": (lambda x: call("ceil", x), np.ceil),
+    "sin": (lambda x: call("sin", x), np.sin),
+    "cos": (lambda x: call("cos", x), np.cos),
 }
 
 
@@ -138,21 +147,33 @@ def test_integer_division_semantics_and_casts():
 def test_operator_precedence_survives_code_generation():
     A = wb.placeholder((6,), "int32", name="A")
     B = wb.placeholder((6,), "int32", name="B")
-    Q = wb.compute((6,), lambda i: (A[i] - (B[i] - 3)) * (A[i] + B[i]) - A[i] * -2 // (B[i] % 5 + 1)
-                   + wb.if_then_else((A[i] < B[i]) == (B[i] < 3), 100, -100), name="Q")
+    Q = wb.compute(
+        (6,),
+        lambda i: (
+            (A[i] - (B[i] - 3)) * (A[i] + B[i])
+            - A[i] * -2 // (B[i] % 5 + 1)
+            + wb.if_then_else((A[i] < B[i]) == (B[i] < 3), 100, -100)
+        ),
+        name="Q",
+    )
     a = np.array([-7, -1, 0, 2, 5, 9], "int32")
     b = np.array([3, -4, 8, 2, -1, 0], "int32")
     out = run(wb.create_func([A, B, Q], name="prec"), a, b, out_shape=(6,), out_dtype="int32")
-    expected = ((a - (b - 3)) * (a + b) - (a * -2) // (b % 5 + 1)
-                + np.where((a < b) == (b < 3), 100, -100))
+    expected = (a - (b - 3)) * (a + b) - (a * -2) // (b % 5 + 1) + np.where((a < b) == (b < 3), 100, -100)
     np.testing.assert_array_equal(out, expected)
 
 
 def test_select_min_max_and_boolean_logic():
     A = wb.placeholder((8,), "float32", name="A")
-    B = wb.compute((8,), lambda i: wb.if_then_else(
-        wb.any_of(wb.all_of(A[i] > 0.0, A[i] < 0.5), ~(A[i] > -0.5)),
-        wb.minimum(A[i], 0.25), wb.maximum(A[i] * 3.0, -1.0)), name="B")
+    B = wb.compute(
+        (8,),
+        lambda i: wb.if_then_else(
+            wb.any_of(wb.all_of(A[i] > 0.0, A[i] < 0.5), ~(A[i] > -0.5)),
+            wb.minimum(A[i], 0.25),
+            wb.maximum(A[i] * 3.0, -1.0),
+        ),
+        name="B",
+    )
     a = rand(8)
     out = run(wb.create_func([A, B], name="logic"), a, out_shape=(8,))
     cond = ((a > 0) & (a < 0.5)) | ~(a > -0.5)
@@ -162,10 +183,16 @@ def test_select_min_max_and_boolean_logic():
 def test_source_is_one_readable_def_with_loop_kind_notes():
     A, B = Buffer("A", (4, 8)), Buffer("B", (4, 8))
     i, j, vi, vj = Var("i"), Var("j"), Var("vi"), Var("vj")
-    blk = Block("B", (IterVar(vi, Range.from_extent(4)), IterVar(vj, Range.from_extent(8))), (), (),
-                BufferStore(B, A[vi, vj] + 1.0, (vi, vj)))
-    nest = make_for(i, 4, make_for(j, 8, BlockRealize((i, j), TRUE, blk), kind=ForKind.VECTORIZED),
-                    kind=ForKind.PARALLEL)
+    blk = Block(
+        "B",
+        (IterVar(vi, Range.from_extent(4)), IterVar(vj, Range.from_extent(8))),
+        (),
+        (),
+        BufferStore(B, A[vi, vj] + 1.0, (vi, vj)),
+    )
+    nest = make_for(
+        i, 4, make_for(j, 8, BlockRealize((i, j), TRUE, blk), kind=ForKind.VECTORIZED), kind=ForKind.PARALLEL
+    )
     kernel = build(PrimFunc("add_one", (A, B), root_of(nest)))
     src = kernel.source()
     assert src.startswith("def add_one(A_arr, B_arr):")
@@ -179,8 +206,13 @@ def test_source_is_one_readable_def_with_loop_kind_notes():
 def test_fused_loop_indices_fold_back_in_the_flat_index():
     A, B = Buffer("A", (3, 4)), Buffer("B", (3, 4))
     fused, vi, vj = Var("fused"), Var("vi"), Var("vj")
-    blk = Block("B", (IterVar(vi, Range.from_extent(3)), IterVar(vj, Range.from_extent(4))), (), (),
-                BufferStore(B, A[vi, vj] * 2.0, (vi, vj)))
+    blk = Block(
+        "B",
+        (IterVar(vi, Range.from_extent(3)), IterVar(vj, Range.from_extent(4))),
+        (),
+        (),
+        BufferStore(B, A[vi, vj] * 2.0, (vi, vj)),
+    )
     loop = make_for(fused, 12, BlockRealize((fused // 4, fused % 4), TRUE, blk))
     kernel = build(PrimFunc("fused_copy", (A, B), root_of(loop)))
     assert "B[fused] = A[fused] * 2.0" in kernel.source()
@@ -193,8 +225,9 @@ def test_names_that_collide_with_the_runtime_are_renamed():
     """A function called ``exp`` whose buffer is ``sqrt`` and loop is ``min`` still works."""
     A, S = Buffer("A", (3,)), Buffer("sqrt", (3,))
     m, v = Var("min"), Var("v")
-    blk = Block("sqrt", (IterVar(v, Range.from_extent(3)),), (), (),
-                BufferStore(S, wb.exp(wb.sqrt(A[v])), (v,)))
+    blk = Block(
+        "sqrt", (IterVar(v, Range.from_extent(3)),), (), (), BufferStore(S, wb.exp(wb.sqrt(A[v])), (v,))
+    )
     a, s = rand(3, lo=0.0, hi=2.0), np.zeros(3, "float32")
     build(PrimFunc("exp", (A, S), root_of(make_for(m, 3, BlockRealize((m,), TRUE, blk)))))(a, s)
     np.testing.assert_allclose(s, np.exp(np.sqrt(a)), rtol=1e-6)

@@ -1,5 +1,6 @@
 """``Kernel.time`` and ``TimingResult``: a float (the median) that keeps its repeats; runs per
 repeat chosen by duration. Clocks are injected: nothing here depends on the machine's speed."""
+
 import math
 import pickle
 
@@ -19,10 +20,10 @@ def test_timing_result_is_its_median_as_a_float():
     assert t < 3e-5 and max([t, 1e-6]) is t and round(t, 6) == 2e-5
     assert (t.min, t.max, t.number, t.repeat) == (1e-5, 3e-5, 40, 5)
     assert t.samples == (3e-5, 1e-5, 2e-5, 2.2e-5, 1.9e-5)
-    assert t.spread == pytest.approx(3.0)                       # max / min
-    assert t.deviation == pytest.approx(0.5)                    # (3e-5 - 2e-5) / 2e-5
+    assert t.spread == pytest.approx(3.0)  # max / min
+    assert t.deviation == pytest.approx(0.5)  # (3e-5 - 2e-5) / 2e-5
     assert repr(t) == "0.02 ms ± 50% (median of 5 × 40 runs)"
-    assert str(t) == f"{t}" == "2e-05" and f"{t * 1e3:.3f}" == "0.020"   # as a float prints
+    assert str(t) == f"{t}" == "2e-05" and f"{t * 1e3:.3f}" == "0.020"  # as a float prints
 
 
 def test_timing_result_round_trips_and_handles_edge_values():
@@ -59,7 +60,7 @@ def test_explicit_number_runs_exactly_that_often():
 
 
 def test_number_grows_until_a_repeat_lasts_min_repeat_ms():
-    clock = FakeClock(lambda k: 1e-4)                       # 0.1 ms per run
+    clock = FakeClock(lambda k: 1e-4)  # 0.1 ms per run
     t = time_runs(clock.run, number=1, repeat=4, min_repeat_ms=10, clock=clock)
     assert t.number >= 100 and t.number * 1e-4 >= 10e-3
     assert t.samples == pytest.approx((1e-4,) * 4) and t.spread == pytest.approx(1.0)
@@ -70,12 +71,12 @@ def test_a_stalled_repeat_stops_early_and_shows_in_the_spread():
 
     def cost(k):
         if stall_at and k == stall_at[0]:
-            return 5.0                                       # one run stalls for 5 s
+            return 5.0  # one run stalls for 5 s
         return 1e-4
 
     clock = FakeClock(cost)
     t0 = time_runs(clock.run, number=1, repeat=1, min_repeat_ms=10, clock=clock)
-    stall_at.append(clock.runs + t0.number + 3)              # inside the second repeat below
+    stall_at.append(clock.runs + t0.number + 3)  # inside the second repeat below
     before = clock.runs
     t = time_runs(clock.run, number=t0.number, repeat=3, min_repeat_ms=10, clock=clock)
     # calibration (1 repeat) + 3 repeats, the stalled one cut short after at most 8 runs more
@@ -95,8 +96,9 @@ def counted():
     A = wb.placeholder((4,), "float32", name="A")
     B = wb.compute((4,), lambda i: A[i] * 2.0, name="B")
     calls = []
-    kernel = Kernel(wb.create_func([A, B], name="double"), "python",
-                    lambda *arrays: calls.append(1), "def double(): ...")
+    kernel = Kernel(
+        wb.create_func([A, B], name="double"), "python", lambda *arrays: calls.append(1), "def double(): ..."
+    )
     return kernel, (np.ones(4, "float32"), np.zeros(4, "float32")), calls
 
 
@@ -106,7 +108,7 @@ def test_kernel_time_returns_a_timing_result(counted):
     assert isinstance(t, TimingResult) and (t.number, t.repeat) == (3, 2)
     assert len(calls) == 1 + 3 * 2
     calls.clear()
-    t = kernel.time(*args, repeat=3, min_repeat_ms=1)       # number chosen by duration
+    t = kernel.time(*args, repeat=3, min_repeat_ms=1)  # number chosen by duration
     assert t.repeat == 3 and len(calls) >= 1 + 3 * t.number
     assert t >= 0 and t.median == float(t)
     with pytest.raises(ValueError, match="number must be >= 1 or None, got 0"):

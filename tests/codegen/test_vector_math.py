@@ -3,6 +3,7 @@
 Expectations come from the target: the libmvec symbol at the target's register width (``e``:
 AVX-512, ``d``: AVX2), and only where the host's libmvec has it.
 """
+
 import re
 
 import numpy as np
@@ -19,8 +20,9 @@ TARGETS = ["llvm -mcpu=znver3", "llvm -mcpu=skylake-avx512"]
 
 def math_func(n):
     A = wb.placeholder((3, n), "float32", name="A")
-    B = wb.compute((3, n), lambda i, j: wb.exp(A[i, j]) + wb.log(wb.fabs(A[i, j]) + 1.0)
-                   + wb.tanh(A[i, j]), name="B")
+    B = wb.compute(
+        (3, n), lambda i, j: wb.exp(A[i, j]) + wb.log(wb.fabs(A[i, j]) + 1.0) + wb.tanh(A[i, j]), name="B"
+    )
     sch = wb.Schedule(wb.create_func([A, B], name="vmath"))
     _, j = sch.get_loops(sch.get_block("B"))
     sch.vectorize(j)
@@ -45,8 +47,7 @@ def test_vector_math_matches_numpy_at_any_lane_count(target, n):
     a = np.random.default_rng(n).uniform(-6, 6, (3, n)).astype("float32")
     b = np.zeros_like(a)
     kernel(a, b)
-    np.testing.assert_allclose(b, np.exp(a) + np.log(np.abs(a) + 1) + np.tanh(a),
-                               rtol=3e-6, atol=1e-6)
+    np.testing.assert_allclose(b, np.exp(a) + np.log(np.abs(a) + 1) + np.tanh(a), rtol=3e-6, atol=1e-6)
 
 
 def test_no_vector_library_for_scalars_or_other_targets():
@@ -61,13 +62,16 @@ def test_fused_halves_are_contiguous():
     h = E.Var("h", "int32")
     three = E.IntImm(3, "int32")
     # A[h, f // 3, f % 3] of a (n, 3, 3) buffer: 9*h + 3*(f // 3) + f % 3 == 9*h + f
-    off = E.Add(E.Add(E.Mul(h, E.IntImm(9, "int32")), E.Mul(E.FloorDiv(f, three), three)),
-                E.FloorMod(f, three))
+    off = E.Add(
+        E.Add(E.Mul(h, E.IntImm(9, "int32")), E.Mul(E.FloorDiv(f, three), three)), E.FloorMod(f, three)
+    )
     assert linear_coeff(off, f) == 1
     assert linear_coeff(off, h) == 9
     # a different divisor, or the quotient alone, is not contiguous
-    assert linear_coeff(E.Add(E.Mul(E.FloorDiv(f, three), three),
-                              E.FloorMod(f, E.IntImm(4, "int32"))), f) is None
+    assert (
+        linear_coeff(E.Add(E.Mul(E.FloorDiv(f, three), three), E.FloorMod(f, E.IntImm(4, "int32"))), f)
+        is None
+    )
     assert linear_coeff(E.FloorDiv(f, three), f) is None
 
 
@@ -76,9 +80,13 @@ def test_fused_and_vectorized_producer_compacts_and_stays_correct():
     producer's write ``Pad[.., f // 3, f % 3]`` is recognized as dense, so its buffer moves
     under the consumer's loop at its small size, and reads are contiguous (no gathers)."""
     from workbench.codegen.lower import lower
+
     A = wb.placeholder((6, 6, 3), "float32", name="A")
-    Pad = wb.compute((8, 8, 3), lambda h, w, c: wb.if_then_else(
-        wb.all_of(h >= 1, h < 7, w >= 1, w < 7), A[h - 1, w - 1, c], 0.0), name="Pad")
+    Pad = wb.compute(
+        (8, 8, 3),
+        lambda h, w, c: wb.if_then_else(wb.all_of(h >= 1, h < 7, w >= 1, w < 7), A[h - 1, w - 1, c], 0.0),
+        name="Pad",
+    )
     B = wb.compute((6, 6, 3), lambda h, w, c: Pad[h, w, c] + Pad[h + 2, w + 2, c], name="B")
     sch = wb.Schedule(wb.create_func([A, B], name="padded"))
     h, w, c = sch.get_loops(sch.get_block("B"))

@@ -2,23 +2,74 @@
 
 Results are compared by structure (``shape`` below) or by evaluation, never by printed text.
 """
+
 import itertools
 import math
 import random
 
 import pytest
 
-from workbench.ir.arith import (Analyzer, can_prove, const_int_bound, evaluate, region_covers,
-                                relax, relax_region, simplify, union_regions)
+from workbench.ir.arith import (
+    Analyzer,
+    can_prove,
+    const_int_bound,
+    evaluate,
+    region_covers,
+    relax,
+    relax_region,
+    simplify,
+    union_regions,
+)
 from workbench.ir.buffer import Buffer
-from workbench.ir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, BufferLoad, Call,
-                               Cast, Div, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min,
-                               Mul, Not, Or, Select, Sub, Var, call, is_const)
+from workbench.ir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BinaryOp,
+    BufferLoad,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    Not,
+    Or,
+    Select,
+    Sub,
+    Var,
+    call,
+    is_const,
+)
 from workbench.ir.stmt import Range
 
-_OPS = {Add: "+", Sub: "-", Mul: "*", Div: "/", FloorDiv: "//", FloorMod: "%", Min: "min",
-        Max: "max", EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">", GE: ">=", And: "and",
-        Or: "or"}
+_OPS = {
+    Add: "+",
+    Sub: "-",
+    Mul: "*",
+    Div: "/",
+    FloorDiv: "//",
+    FloorMod: "%",
+    Min: "min",
+    Max: "max",
+    EQ: "==",
+    NE: "!=",
+    LT: "<",
+    LE: "<=",
+    GT: ">",
+    GE: ">=",
+    And: "and",
+    Or: "or",
+}
 
 
 class _V:
@@ -85,29 +136,39 @@ def is_false(e):
 # constant folding
 
 
-@pytest.mark.parametrize("e, want", [
-    (IntImm(7) // -2, -4), (IntImm(-7) // 2, -4), (IntImm(-7) % 2, 1), (IntImm(7) % -2, -1),
-    (Div(IntImm(-7), IntImm(2)), -3), (Div(IntImm(7), IntImm(-2)), -3),
-    (Min(IntImm(3), IntImm(-1)), -1), (Max(IntImm(3), IntImm(-1)), 3),
-    (IntImm(2 ** 31 - 1) + 1, -2 ** 31),                     # int32 wraps like generated code
-    (Cast("int8", IntImm(300)), 44), (Cast("int32", FloatImm(-2.7)), -2),
-    (Cast("uint8", IntImm(-1)), 255), (IntImm(5, "uint8") - IntImm(6, "uint8"), 255),
-    (IntImm(3, "int64") * IntImm(4, "int64"), 12),
-])
+@pytest.mark.parametrize(
+    "e, want",
+    [
+        (IntImm(7) // -2, -4),
+        (IntImm(-7) // 2, -4),
+        (IntImm(-7) % 2, 1),
+        (IntImm(7) % -2, -1),
+        (Div(IntImm(-7), IntImm(2)), -3),
+        (Div(IntImm(7), IntImm(-2)), -3),
+        (Min(IntImm(3), IntImm(-1)), -1),
+        (Max(IntImm(3), IntImm(-1)), 3),
+        (IntImm(2**31 - 1) + 1, -(2**31)),  # int32 wraps like generated code
+        (Cast("int8", IntImm(300)), 44),
+        (Cast("int32", FloatImm(-2.7)), -2),
+        (Cast("uint8", IntImm(-1)), 255),
+        (IntImm(5, "uint8") - IntImm(6, "uint8"), 255),
+        (IntImm(3, "int64") * IntImm(4, "int64"), 12),
+    ],
+)
 def test_fold_integers(e, want):
     r = simplify(e)
     assert isinstance(r, IntImm) and r.value == want and r.dtype == e.dtype
 
 
 def test_fold_floats_in_their_dtype():
-    r = simplify(FloatImm(0.1) + FloatImm(0.2))             # float32 arithmetic, not float64
+    r = simplify(FloatImm(0.1) + FloatImm(0.2))  # float32 arithmetic, not float64
     assert isinstance(r, FloatImm) and r.dtype == "float32"
     assert r.value == pytest.approx(0.3, rel=1e-7) and r.value != 0.1 + 0.2
     assert simplify(FloatImm(1.0) / FloatImm(0.0)).value == math.inf
     assert simplify(FloatImm(7.5) // FloatImm(2.0)).value == 3.0
     assert simplify(Cast("float32", IntImm(3))).value == 3.0
     assert simplify(call("exp", FloatImm(0.0))).value == 1.0
-    assert simplify(call("round", FloatImm(2.5))).value == 3.0   # half away from zero, like C
+    assert simplify(call("round", FloatImm(2.5))).value == 3.0  # half away from zero, like C
 
 
 def test_fold_bools_and_comparisons():
@@ -146,7 +207,7 @@ def test_order_is_first_appearance_not_name():
 def test_natural_signs():
     assert S(0 - i + 16) == ("-", 16, i)
     assert S(i - j * 2 - 3) == ("-", ("-", i, ("*", j, 2)), 3)
-    assert S(-i + n) == ("-", n, i)            # positive terms first
+    assert S(-i + n) == ("-", n, i)  # positive terms first
 
 
 def test_nonlinear_products_are_atoms():
@@ -157,7 +218,7 @@ def test_nonlinear_products_are_atoms():
 def test_floats_are_not_reassociated():
     assert S((x + 1.0) + 2.0) == ("+", ("+", x, 1.0), 2.0)
     assert simplify(x * 1.0 + 0.0) is x
-    assert S(x * 0.0) == ("*", x, 0.0)           # NaN * 0 is NaN: keep it
+    assert S(x * 0.0) == ("*", x, 0.0)  # NaN * 0 is NaN: keep it
     assert S(x - x) == ("-", x, x)
 
 
@@ -194,8 +255,11 @@ def test_split_then_fuse_then_split():
     assert S(fused // 16, r) == ("//", fo, 4)
     assert S(fused % 16, r) == ("+", ("*", ("%", fo, 4), 4), fi)
     # and the two recombine into the fused index
-    assert shape(simplify(simplify(fused // 16, r) * 16 + simplify(fused % 16, r), r)) == \
-        ("+", ("*", fo, 4), fi)
+    assert shape(simplify(simplify(fused // 16, r) * 16 + simplify(fused % 16, r), r)) == (
+        "+",
+        ("*", fo, 4),
+        fi,
+    )
 
 
 def test_nested_split_patterns():
@@ -223,7 +287,7 @@ def test_negative_divisors_and_coefficients():
 
 def test_truncating_div_becomes_floordiv_when_nonnegative():
     assert simplify(Div(i * 8 + j, IntImm(8)), {i: (0, 4), j: (0, 8)}) is i
-    assert S(Div(i, IntImm(8))) == ("/", i, 8)   # sign unknown: stays C division
+    assert S(Div(i, IntImm(8))) == ("/", i, 8)  # sign unknown: stays C division
 
 
 # --------------------------------------------------------------------------------------------
@@ -345,7 +409,7 @@ def test_relax_unbounded_side_is_none():
     A = Buffer("A", (16,), "int32")
     lo, hi = relax(A[ii] + io, {ii: (0, 8)})
     assert lo is None and hi is None
-    lo, hi = relax(Min(ii, n), {ii: (0, 8)})           # n stays symbolic: both sides bounded
+    lo, hi = relax(Min(ii, n), {ii: (0, 8)})  # n stays symbolic: both sides bounded
     assert shape(lo) == ("min", 0, n) and shape(hi) == ("min", 7, n)
 
 
@@ -399,11 +463,23 @@ def ref_eval(e, env):
     if t is Div:
         q = abs(a) // abs(b)
         return q if (a < 0) == (b < 0) else -q
-    return {Add: lambda: a + b, Sub: lambda: a - b, Mul: lambda: a * b, FloorDiv: lambda: a // b,
-            FloorMod: lambda: a % b, Min: lambda: min(a, b), Max: lambda: max(a, b),
-            EQ: lambda: a == b, NE: lambda: a != b, LT: lambda: a < b, LE: lambda: a <= b,
-            GT: lambda: a > b, GE: lambda: a >= b, And: lambda: a and b,
-            Or: lambda: a or b}[t]()
+    return {
+        Add: lambda: a + b,
+        Sub: lambda: a - b,
+        Mul: lambda: a * b,
+        FloorDiv: lambda: a // b,
+        FloorMod: lambda: a % b,
+        Min: lambda: min(a, b),
+        Max: lambda: max(a, b),
+        EQ: lambda: a == b,
+        NE: lambda: a != b,
+        LT: lambda: a < b,
+        LE: lambda: a <= b,
+        GT: lambda: a > b,
+        GE: lambda: a >= b,
+        And: lambda: a and b,
+        Or: lambda: a or b,
+    }[t]()
 
 
 VARS = {Var("p"): (0, 4), Var("q"): (-3, 6), Var("r"): (2, 8)}
@@ -414,10 +490,11 @@ def random_int(rng, depth):
         if rng.random() < 0.7:
             return rng.choice(list(VARS))
         return IntImm(rng.randint(-9, 16))
-    op = rng.choice(["add", "add", "sub", "mulc", "mul", "div", "mod", "tdiv", "min", "max",
-                     "select", "affine"])
+    op = rng.choice(
+        ["add", "add", "sub", "mulc", "mul", "div", "mod", "tdiv", "min", "max", "select", "affine"]
+    )
     a = random_int(rng, depth - 1)
-    if op == "affine":   # an index-like sum c1*a + c2*b + c3
+    if op == "affine":  # an index-like sum c1*a + c2*b + c3
         b = random_int(rng, depth - 1)
         return a * rng.choice([1, 2, 4, 8, -1]) + b * rng.choice([1, 3, 16]) + rng.randint(-5, 5)
     if op in ("div", "mod", "tdiv", "mulc"):
@@ -439,7 +516,9 @@ def random_bool(rng, depth):
     return op(random_bool(rng, depth - 1), random_bool(rng, depth - 1))
 
 
-POINTS = [dict(zip(VARS, vals)) for vals in itertools.product(*(range(lo, lo + ext) for lo, ext in VARS.values()))]
+POINTS = [
+    dict(zip(VARS, vals)) for vals in itertools.product(*(range(lo, lo + ext) for lo, ext in VARS.values()))
+]
 
 
 def test_random_int_expressions_keep_values_and_bounds():
@@ -492,8 +571,11 @@ def test_random_affine_relax_is_exact():
         e = p * cp + q * cq + r * cr + rng.randint(-5, 5)
         lo, hi = relax(e, {q: VARS[q], r: VARS[r]})
         for pv in range(-3, 4):
-            vals = [ref_eval(e, {p: pv, q: a, r: b}) for a in range(*_bounds(VARS[q]))
-                    for b in range(*_bounds(VARS[r]))]
+            vals = [
+                ref_eval(e, {p: pv, q: a, r: b})
+                for a in range(*_bounds(VARS[q]))
+                for b in range(*_bounds(VARS[r]))
+            ]
             assert ref_eval(lo, {p: pv}) == min(vals) and ref_eval(hi, {p: pv}) == max(vals)
 
 
@@ -519,7 +601,7 @@ def test_random_union_and_covers_are_sound():
 
     def span(r, pt):
         lo = ref_eval(r.min, pt)
-        return lo, lo + ref_eval(r.extent, pt)   # half-open
+        return lo, lo + ref_eval(r.extent, pt)  # half-open
 
     for _ in range(100):
         a, b = rand_range(), rand_range()

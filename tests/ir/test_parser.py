@@ -1,5 +1,6 @@
 """TVMScript in: the printer's text parses back to the same function (the printer is the file
 format), TVM's own text parses, and workload identity ignores buffer names."""
+
 import os
 import re
 
@@ -14,7 +15,7 @@ from workbench.tune.database import Record, func_hash
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "tvmscript")
 
 
-TVM_PRINTED = sorted(f[:-len(".tvmscript")] for f in os.listdir(DATA) if f.endswith(".tvmscript"))
+TVM_PRINTED = sorted(f[: -len(".tvmscript")] for f in os.listdir(DATA) if f.endswith(".tvmscript"))
 
 
 def tvm_text(name: str) -> str:
@@ -35,7 +36,7 @@ def test_design_space_samples_round_trip():
     """Every sampled design space of the 12 workloads (6 seeds each, small shapes): 252
     schedules with tiles, caches, rfactor, inlining, parallel/vectorize/unroll annotations."""
     n = 0
-    for name in TVM_PRINTED:                     # the paper's 12
+    for name in TVM_PRINTED:  # the paper's 12
         func = wb.workloads.get(name, **wb.workloads.small(name))
         for seed in range(6):
             for sch in wb.generate_design_space(func, target="llvm", seed=seed):
@@ -82,21 +83,21 @@ def mm(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
 def test_workload_identity_ignores_buffer_and_variable_names():
     renamed = MATMUL_AB
     for old, new in {"A": "X", "B": "Y", "C": "Z", "vi": "p", "vj": "q", "vk": "r"}.items():
-        renamed = re.sub(rf"\b{old}\b(?!\")", new, renamed)     # not the block name "C"
+        renamed = re.sub(rf"\b{old}\b(?!\")", new, renamed)  # not the block name "C"
     ab, xy = wb.parse(MATMUL_AB), wb.parse(renamed)
     assert [b.name for b in xy.params] == ["X", "Y", "Z"]
-    assert not wb.structural_equal(ab, xy)          # parameters are the interface ...
-    assert func_hash(ab) == func_hash(xy)           # ... but not the workload's identity
+    assert not wb.structural_equal(ab, xy)  # parameters are the interface ...
+    assert func_hash(ab) == func_hash(xy)  # ... but not the workload's identity
     db = wb.Database.open(":memory:")
     sch = wb.Schedule(ab)
     sch.split(sch.get_loops(sch.get_block("C"))[0], factors=[None, 4])
     db.add([Record.of(ab, "llvm", sch.trace, [1e-5])])
     rec = db.best(xy, "llvm")
     assert rec is not None and rec.latency == 1e-5
-    replayed = rec.schedule()                        # the trace replays on the X, Y function
+    replayed = rec.schedule()  # the trace replays on the X, Y function
     assert [b.name for b in replayed.func.params] == ["X", "Y", "Z"]
     other = wb.parse(MATMUL_AB.replace("16", "8"))
-    assert db.best(other, "llvm") is None            # shapes still matter
+    assert db.best(other, "llvm") is None  # shapes still matter
 
 
 def test_reads_and_writes_are_inferred_when_absent():
@@ -104,14 +105,16 @@ def test_reads_and_writes_are_inferred_when_absent():
     block = func.block("C")
     assert [r.buffer.name for r in block.writes] == ["C"]
     from workbench.ir.region import infer_access_regions
-    reads, writes = infer_access_regions(block.body, block.init,
-                                         var_ranges={iv.var: iv.dom for iv in block.iter_vars})
+
+    reads, writes = infer_access_regions(
+        block.body, block.init, var_ranges={iv.var: iv.dom for iv in block.iter_vars}
+    )
     assert structural_match(tuple(block.reads), tuple(reads))
     assert {r.buffer.name for r in block.reads} >= {"A", "B"}
 
 
 def test_ir_module_with_one_main_and_old_spellings():
-    text = '''
+    text = """
 from tvm.script import ir as I
 from tvm.script import tir as T
 
@@ -131,7 +134,7 @@ class Module:
                     T.reads([A[vi]])
                     T.writes([B[vi]])
                     B[vi] = A[vi] * 2.0
-'''
+"""
     func = wb.parse(text)
     assert [b.name for b in func.params] == ["A", "B"] and func.attrs == {}
     assert func.block("B").reads[0].buffer.name == "A"
@@ -171,7 +174,7 @@ def test_tvm_scheduled_programs_run_and_match_numpy(name):
     np.testing.assert_allclose(args[-1], expected, rtol=1e-4, atol=1e-4)
 
 
-CONSTRUCTS = '''
+CONSTRUCTS = """
 from tvm.script import tir as T
 
 @T.prim_func
@@ -200,19 +203,25 @@ def constructs(a: T.handle, B: T.Buffer((4, 16), "int32"), C: T.Buffer((32,), "f
                 C[vk] = T.sqrt(T.exp(S[vk])) + T.float32(vk % 2).astype("float32")
             else:
                 C[vk] = T.max(T.min_value("float32"), T.if_then_else(vk > 20, T.float32(1), T.float32(-1.5)))
-'''
+"""
 
 
 def test_every_construct_of_the_issue_reads_and_reads_back():
     from workbench.ir.expr import Cast, FloorDiv, FloorMod, Not, Or, Select
+
     func = wb.parse(CONSTRUCTS)
     check_text_roundtrip(func)
     assert [b.name for b in func.params] == ["A", "B", "C"]
     loops = list(func.loops())
     assert [(l.kind.value, l.thread_tag) for l in loops[:2]] == [
-        ("thread_binding", "blockIdx.x"), ("thread_binding", "threadIdx.x")]
-    assert (loops[2].min.value, loops[2].extent.value, loops[2].annotations) == \
-        (2, 4, {"pragma_unroll_explicit": 1})
+        ("thread_binding", "blockIdx.x"),
+        ("thread_binding", "threadIdx.x"),
+    ]
+    assert (loops[2].min.value, loops[2].extent.value, loops[2].annotations) == (
+        2,
+        4,
+        {"pragma_unroll_explicit": 1},
+    )
     assert loops[3].kind.value == "unrolled"
     shared = func.root.alloc_buffers[0]
     assert (shared.scope, shared.align) == ("shared", ((0, 16, 4),))

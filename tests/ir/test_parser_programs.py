@@ -1,5 +1,6 @@
 """TVMScript written the way the MLC course and TVM's docs write it: each program parses, builds
 with llvm and matches numpy (and its printed form parses back to the same function)."""
+
 import numpy as np
 import pytest
 
@@ -8,7 +9,7 @@ from workbench.testing import check_text_roundtrip
 
 # MLC course, chapter 2 ("TensorIR"), at a smaller size: a module holding one function, the
 # 2022 spelling of buffer types, one T.axis line per iterator, no T.reads / T.writes
-MM_RELU = '''
+MM_RELU = """
 import tvm
 from tvm.script import tir as T
 
@@ -33,10 +34,10 @@ class MyModule:
                 vi = T.axis.spatial(32, i)
                 vj = T.axis.spatial(32, j)
                 C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
-'''
+"""
 
 # a padded NCHW convolution, TVM-docs style: T.axis.remap, T.if_then_else, += on the output
-CONV2D_PAD = '''
+CONV2D_PAD = """
 from tvm.script import tir as T
 
 @T.prim_func
@@ -54,9 +55,9 @@ def conv2d(X: T.Buffer((1, 4, 8, 8), "float32"), W: T.Buffer((8, 4, 3, 3), "floa
             with T.init():
                 Y[vn, vk, vh, vw] = 0.0
             Y[vn, vk, vh, vw] += Xpad[vn, vc, vh + vrh, vw + vrw] * W[vk, vc, vrh, vrw]
-'''
+"""
 
-SOFTMAX = '''
+SOFTMAX = """
 from tvm.script import tir as T
 
 @T.prim_func
@@ -87,9 +88,9 @@ def softmax(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
             vi, vj = T.axis.remap("SS", [i, j])
             T.block_attr({"axis": 1})
             B[vi, vj] = E[vi, vj] / expsum[vi]
-'''
+"""
 
-LAYER_NORM = '''
+LAYER_NORM = """
 from tvm.script import tir as T
 
 @T.prim_func
@@ -114,11 +115,11 @@ def layer_norm(A: T.Buffer((8, 64), "float32"), gamma: T.Buffer((64,), "float32"
             vi, vj = T.axis.remap("SS", [i, j])
             B[vi, vj] = ((A[vi, vj] - mean[vi]) / T.sqrt(sqsum[vi] / T.float32(64) + T.float32(1e-5))
                          * gamma[vj] + beta[vj])
-'''
+"""
 
 # the MLC course's hand-scheduled matmul: split loops bound by T.axis.spatial expressions,
 # an initialization block of its own, parallel outer loop, vectorized inner loop
-MM_SCHEDULED = '''
+MM_SCHEDULED = """
 from tvm.script import tir as T
 
 @T.prim_func
@@ -142,7 +143,7 @@ def mm_scheduled(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float3
                         T.reads(C[vi, vj], A[vi, vk], B[vk, vj])
                         T.writes(C[vi, vj])
                         C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-'''
+"""
 
 
 def _layer_norm(a, gamma, beta):
@@ -161,7 +162,7 @@ def _conv2d(x, w):
     out = np.zeros((1, 8, 8, 8), "float32")
     for rh in range(3):
         for rw in range(3):
-            out += np.einsum("nchw,kc->nkhw", xp[:, :, rh:rh + 8, rw:rw + 8], w[:, :, rh, rw])
+            out += np.einsum("nchw,kc->nkhw", xp[:, :, rh : rh + 8, rw : rw + 8], w[:, :, rh, rw])
     return out
 
 

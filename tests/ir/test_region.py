@@ -1,10 +1,22 @@
 """Access regions of block bodies, and of realized blocks relaxed over loops."""
+
 import workbench.ir.dsl as wb
 from workbench.ir.buffer import Buffer
 from workbench.ir.expr import FloatImm, IntImm, Min, Var, is_const
 from workbench.ir.region import block_access_regions, infer_access_regions
-from workbench.ir.stmt import (Block, BlockRealize, BufferRegion, BufferStore, ForKind,
-                               IfThenElse, IterVar, Range, SeqStmt, TRUE, make_for)
+from workbench.ir.stmt import (
+    Block,
+    BlockRealize,
+    BufferRegion,
+    BufferStore,
+    ForKind,
+    IfThenElse,
+    IterVar,
+    Range,
+    SeqStmt,
+    TRUE,
+    make_for,
+)
 
 A = Buffer("A", (64,))
 B = Buffer("B", (64,))
@@ -57,8 +69,11 @@ def test_loops_inside_the_body_are_relaxed():
 
 
 def test_conditions_read_buffers_and_constant_offsets_unite():
-    body = IfThenElse(A[IntImm(0)] > FloatImm(0.0), BufferStore(B, A[IntImm(5)], (IntImm(1),)),
-                      BufferStore(B, A[IntImm(9)], (IntImm(3),)))
+    body = IfThenElse(
+        A[IntImm(0)] > FloatImm(0.0),
+        BufferStore(B, A[IntImm(5)], (IntImm(1),)),
+        BufferStore(B, A[IntImm(9)], (IntImm(3),)),
+    )
     reads, writes = infer_access_regions(body)
     (ra,) = reads[0].region
     assert is_const(ra.min, 0) and is_const(ra.extent, 10)
@@ -81,10 +96,14 @@ def _inner_block(io):
     """``for ii in range(4): block(vx = io*4 + ii) { B[vx] = A[vx] }`` with its own scratch."""
     vx, ii = Var("vx"), Var("ii")
     S = Buffer("S", (4,))
-    inner = Block("inner", (IterVar(vx, Range.from_extent(64)),),
-                  (BufferRegion(A, (Range(vx, IntImm(1)),)), BufferRegion(S, (Range.from_extent(4),))),
-                  (BufferRegion(B, (Range(vx, IntImm(1)),)),),
-                  BufferStore(B, A[vx], (vx,)), alloc_buffers=(S,))
+    inner = Block(
+        "inner",
+        (IterVar(vx, Range.from_extent(64)),),
+        (BufferRegion(A, (Range(vx, IntImm(1)),)), BufferRegion(S, (Range.from_extent(4),))),
+        (BufferRegion(B, (Range(vx, IntImm(1)),)),),
+        BufferStore(B, A[vx], (vx,)),
+        alloc_buffers=(S,),
+    )
     return make_for(ii, 4, BlockRealize((io * 4 + ii,), TRUE, inner), ForKind.SERIAL)
 
 
@@ -99,10 +118,13 @@ def test_inner_blocks_contribute_declared_regions():
 def test_block_access_regions_relaxed_over_loops():
     io, ii = Var("io"), Var("ii")
     vx = Var("vx")
-    block = Block("b", (IterVar(vx, Range.from_extent(64)),),
-                  (BufferRegion(A, (Range(vx, IntImm(2)),)),),
-                  (BufferRegion(B, (Range(vx, IntImm(1)),)),),
-                  BufferStore(B, A[vx] + A[vx + 1], (vx,)))
+    block = Block(
+        "b",
+        (IterVar(vx, Range.from_extent(64)),),
+        (BufferRegion(A, (Range(vx, IntImm(2)),)),),
+        (BufferRegion(B, (Range(vx, IntImm(1)),)),),
+        BufferStore(B, A[vx] + A[vx + 1], (vx,)),
+    )
     realize = BlockRealize((io * 8 + ii,), TRUE, block)
     reads, writes = block_access_regions(realize, {ii: 8})
     (r,) = reads[0].region
@@ -124,9 +146,13 @@ def test_dsl_stage_regions():
 
 def test_loop_variable_reused_by_a_sibling_loop():
     ii = Var("ii")
-    body = SeqStmt((make_for(ii, 2, BufferStore(B, A[ii], (ii,))),
-                    make_for(ii, 8, BufferStore(B, A[Min(ii, IntImm(5))], (ii,)))))
+    body = SeqStmt(
+        (
+            make_for(ii, 2, BufferStore(B, A[ii], (ii,))),
+            make_for(ii, 8, BufferStore(B, A[Min(ii, IntImm(5))], (ii,))),
+        )
+    )
     reads, writes = infer_access_regions(body)
     (r,) = reads[0].region
-    assert is_const(r.min, 0) and is_const(r.extent, 6)   # not 8, not 2: each loop its own range
+    assert is_const(r.min, 0) and is_const(r.extent, 6)  # not 8, not 2: each loop its own range
     assert is_const(writes[0].region[0].extent, 8)

@@ -1,4 +1,5 @@
 """Structural equality and hashing: equal modulo names, different on any real change."""
+
 import subprocess
 import sys
 
@@ -6,8 +7,21 @@ import pytest
 
 import workbench as wb
 import workbench.workloads as wb_workloads
-from workbench.ir import (Block, BlockRealize, Buffer, BufferRegion, BufferStore, FloatImm,
-                          ForKind, IntImm, IterVar, PrimFunc, Range, Var, const)
+from workbench.ir import (
+    Block,
+    BlockRealize,
+    Buffer,
+    BufferRegion,
+    BufferStore,
+    FloatImm,
+    ForKind,
+    IntImm,
+    IterVar,
+    PrimFunc,
+    Range,
+    Var,
+    const,
+)
 from workbench.ir.functor import replace_buffers
 from workbench.ir.stmt import TRUE, make_for, seq
 from workbench.ir.structural import assert_structural_equal, structural_equal, structural_hash
@@ -39,6 +53,7 @@ def store_loop(i=None, extent=8, value=0.0, kind=ForKind.SERIAL, buf=None, dtype
 
 # equality -----------------------------------------------------------------------------------
 
+
 def test_renamed_variables_are_equal():
     a, b = matmul(names=("i", "j", "k")), matmul(names=("x", "y", "r"))
     assert str(a) != str(b)
@@ -64,19 +79,22 @@ def test_block_names_are_compared():
     assert not structural_equal(matmul(cname="C"), matmul(cname="D"))
 
 
-@pytest.mark.parametrize("a, b", [
-    (lambda: store_loop(extent=8), lambda: store_loop(extent=4)),
-    (lambda: store_loop(value=0.0), lambda: store_loop(value=1.0)),
-    (lambda: store_loop(kind=ForKind.SERIAL), lambda: store_loop(kind=ForKind.PARALLEL)),
-    (lambda: store_loop(dtype="float32"), lambda: store_loop(dtype="float16")),
-    (lambda: IntImm(1, "int32"), lambda: IntImm(1, "int64")),
-    (lambda: IntImm(1, "int32"), lambda: IntImm(1, "bool")),
-    (lambda: FloatImm(0.0), lambda: FloatImm(-0.0)),
-    (lambda: Var("x") + 1, lambda: Var("x") - 1),
-    (lambda: matmul(16), lambda: matmul(8)),
-    (lambda: two_stage(scale=2.0), lambda: two_stage(scale=3.0)),
-    (lambda: two_stage(), lambda: two_stage(scope="local")),
-])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        (lambda: store_loop(extent=8), lambda: store_loop(extent=4)),
+        (lambda: store_loop(value=0.0), lambda: store_loop(value=1.0)),
+        (lambda: store_loop(kind=ForKind.SERIAL), lambda: store_loop(kind=ForKind.PARALLEL)),
+        (lambda: store_loop(dtype="float32"), lambda: store_loop(dtype="float16")),
+        (lambda: IntImm(1, "int32"), lambda: IntImm(1, "int64")),
+        (lambda: IntImm(1, "int32"), lambda: IntImm(1, "bool")),
+        (lambda: FloatImm(0.0), lambda: FloatImm(-0.0)),
+        (lambda: Var("x") + 1, lambda: Var("x") - 1),
+        (lambda: matmul(16), lambda: matmul(8)),
+        (lambda: two_stage(scale=2.0), lambda: two_stage(scale=3.0)),
+        (lambda: two_stage(), lambda: two_stage(scope="local")),
+    ],
+)
 def test_real_changes_are_not_equal(a, b):
     x, y = a(), b()
     assert not structural_equal(x, y)
@@ -140,11 +158,18 @@ def test_different_node_types_are_not_equal():
 
 def test_unsupported_annotation_value_is_a_type_error():
     with pytest.raises(TypeError, match="annotation value"):
-        structural_hash(make_for(Var("i"), 4, BufferStore(Buffer("A", (4,)), FloatImm(0.0), (IntImm(0),)),
-                                 annotations={"x": object()}))
+        structural_hash(
+            make_for(
+                Var("i"),
+                4,
+                BufferStore(Buffer("A", (4,)), FloatImm(0.0), (IntImm(0),)),
+                annotations={"x": object()},
+            )
+        )
 
 
 # deep trees, assertion message, cross-process stability -------------------------------------
+
 
 def _deep_nest(depth):
     A = Buffer("A", (2,))
@@ -158,7 +183,7 @@ def _deep_nest(depth):
 def test_deep_nests_do_not_hit_the_recursion_limit():
     a, b = _deep_nest(400), _deep_nest(400)
     limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(200)   # the walk is iterative: it must not need the stack
+    sys.setrecursionlimit(200)  # the walk is iterative: it must not need the stack
     try:
         assert structural_equal(a, b)
         assert structural_hash(a) == structural_hash(b)
@@ -175,24 +200,42 @@ def test_assert_structural_equal_reports_path_and_both_forms():
 
 
 def test_hash_is_equal_iff_structurally_equal_on_examples():
-    nodes = [matmul(16), matmul(16, names=("a", "b", "c")), matmul(8), matmul(16, dtype="float16"),
-             two_stage(), two_stage(mid="M"), two_stage(scale=0.5), store_loop(), store_loop(extent=3)]
+    nodes = [
+        matmul(16),
+        matmul(16, names=("a", "b", "c")),
+        matmul(8),
+        matmul(16, dtype="float16"),
+        two_stage(),
+        two_stage(mid="M"),
+        two_stage(scale=0.5),
+        store_loop(),
+        store_loop(extent=3),
+    ]
     for x in nodes:
         for y in nodes:
             assert (structural_hash(x) == structural_hash(y)) == structural_equal(x, y)
 
 
 def test_hash_is_stable_across_processes():
-    code = ("from tests.ir.test_structural import matmul, two_stage;"
-            "from workbench.ir.structural import structural_hash;"
-            "print(structural_hash(matmul()), structural_hash(two_stage()))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONHASHSEED": "123", "PATH": ""}, cwd=_repo_root())
+    code = (
+        "from tests.ir.test_structural import matmul, two_stage;"
+        "from workbench.ir.structural import structural_hash;"
+        "print(structural_hash(matmul()), structural_hash(two_stage()))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123", "PATH": ""},
+        cwd=_repo_root(),
+    )
     assert out.stdout.split() == [structural_hash(matmul()), structural_hash(two_stage())]
 
 
 def _repo_root():
     import pathlib
+
     return str(pathlib.Path(__file__).resolve().parents[2])
 
 

@@ -1,12 +1,27 @@
 """The IR verifier: valid functions pass; each rule has a function that must fail."""
+
 import pytest
 
 import workbench as wb
 import workbench.workloads as wb_workloads
 from workbench.errors import IRVerifyError, WorkbenchError
-from workbench.ir import (Allocate, Block, BlockRealize, Buffer, BufferRegion, BufferStore,
-                          FloatImm, ForKind, IfThenElse, IntImm, IterVar, PrimFunc, Range, Var,
-                          seq)
+from workbench.ir import (
+    Allocate,
+    Block,
+    BlockRealize,
+    Buffer,
+    BufferRegion,
+    BufferStore,
+    FloatImm,
+    ForKind,
+    IfThenElse,
+    IntImm,
+    IterVar,
+    PrimFunc,
+    Range,
+    Var,
+    seq,
+)
 from workbench.ir.functor import substitute, transform
 from workbench.ir.stmt import TRUE, make_for
 from workbench.ir.verify import verify
@@ -29,8 +44,13 @@ def two_stage(n=16):
 
 def padded(n=16, pad=1):
     A = wb.placeholder((n, n), name="A")
-    P = wb.compute((n + 2 * pad, n + 2 * pad), lambda i, j: wb.if_then_else(
-        wb.all_of(i >= pad, i < n + pad, j >= pad, j < n + pad), A[i - pad, j - pad], 0.0), name="P")
+    P = wb.compute(
+        (n + 2 * pad, n + 2 * pad),
+        lambda i, j: wb.if_then_else(
+            wb.all_of(i >= pad, i < n + pad, j >= pad, j < n + pad), A[i - pad, j - pad], 0.0
+        ),
+        name="P",
+    )
     C = wb.compute((n, n), lambda i, j: P[i, j] + P[i + 2 * pad, j + 2 * pad], name="C")
     return wb.create_func([A, C], name="padded")
 
@@ -42,30 +62,41 @@ def test_valid_functions_pass(build):
 
 def test_lowered_function_with_allocate_passes():
     A, tmp, i = Buffer("A", (8,)), Buffer("tmp", (8,), scope="local"), Var("i")
-    body = Allocate(tmp, make_for(i, 8, seq(BufferStore(tmp, FloatImm(1.0), (i,)),
-                                            BufferStore(A, tmp[i], (i,)))))
+    body = Allocate(
+        tmp, make_for(i, 8, seq(BufferStore(tmp, FloatImm(1.0), (i,)), BufferStore(A, tmp[i], (i,))))
+    )
     verify(PrimFunc("lowered", (A,), body))
 
 
 # helpers to break a valid function -----------------------------------------------------------
 
+
 def root_func(body, params, allocs=()):
-    return PrimFunc("f", tuple(params), BlockRealize((), TRUE, Block("root", (), (), (), body,
-                                                                       alloc_buffers=tuple(allocs))))
+    return PrimFunc(
+        "f",
+        tuple(params),
+        BlockRealize((), TRUE, Block("root", (), (), (), body, alloc_buffers=tuple(allocs))),
+    )
 
 
 def map_blocks(func, fn):
     """``func`` with every non-root block replaced by ``fn(block)``."""
-    return func.with_body(transform(func.body, lambda n: fn(n) if isinstance(n, Block)
-                                    and n.name != "root" else n))
+    return func.with_body(
+        transform(func.body, lambda n: fn(n) if isinstance(n, Block) and n.name != "root" else n)
+    )
 
 
 def simple_block(name="B", A=None, i=None):
     """for i: block name: vi = i; A[vi] = 0  -> (loop, A, i, vi)."""
     A = A or Buffer("A", (8,))
     i, vi = i or Var("i"), Var("vi")
-    blk = Block(name, (IterVar(vi, Range.from_extent(8)),), (), (BufferRegion(A, (Range(vi, IntImm(1)),)),),
-                BufferStore(A, FloatImm(0.0), (vi,)))
+    blk = Block(
+        name,
+        (IterVar(vi, Range.from_extent(8)),),
+        (),
+        (BufferRegion(A, (Range(vi, IntImm(1)),)),),
+        BufferStore(A, FloatImm(0.0), (vi,)),
+    )
     return make_for(i, 8, BlockRealize((i,), TRUE, blk)), A, i, vi
 
 
@@ -79,16 +110,22 @@ def fails(func, *patterns):
 
 # scoping -------------------------------------------------------------------------------------
 
+
 def test_loop_var_used_outside_its_loop():
     loop, A, i, _ = simple_block()
-    fails(root_func(seq(loop, BufferStore(A, FloatImm(1.0), (i,))), [A]),
-          "block 'root'", "variable 'i' is used outside its scope (the loop var of loop 'i')")
+    fails(
+        root_func(seq(loop, BufferStore(A, FloatImm(1.0), (i,))), [A]),
+        "block 'root'",
+        "variable 'i' is used outside its scope (the loop var of loop 'i')",
+    )
 
 
 def test_block_iterator_used_outside_its_block():
     loop, A, _, vi = simple_block()
-    fails(root_func(seq(loop, BufferStore(A, FloatImm(1.0), (vi,))), [A]),
-          "variable 'vi' is used outside its scope (an iterator of block 'B')")
+    fails(
+        root_func(seq(loop, BufferStore(A, FloatImm(1.0), (vi,))), [A]),
+        "variable 'vi' is used outside its scope (an iterator of block 'B')",
+    )
 
 
 def test_loop_var_used_directly_inside_a_block():
@@ -111,6 +148,7 @@ def test_variable_bound_twice_in_nested_scopes():
 
 # blocks --------------------------------------------------------------------------------------
 
+
 def test_duplicate_block_names():
     bad = map_blocks(two_stage(), lambda b: b.with_(name="S"))
     fails(bad, "duplicate block name 'S'")
@@ -131,8 +169,10 @@ def test_predicate_must_be_bool():
 
 def test_if_condition_must_be_bool():
     A = Buffer("A", (8,))
-    fails(root_func(IfThenElse(IntImm(1), BufferStore(A, FloatImm(0.0), (IntImm(0),))), [A]),
-          "if condition 1 has dtype int32")
+    fails(
+        root_func(IfThenElse(IntImm(1), BufferStore(A, FloatImm(0.0), (IntImm(0),))), [A]),
+        "if condition 1 has dtype int32",
+    )
 
 
 def test_block_without_realize():
@@ -141,6 +181,7 @@ def test_block_without_realize():
 
 
 # buffers -------------------------------------------------------------------------------------
+
 
 def test_buffer_neither_param_nor_allocated():
     f = two_stage()
@@ -153,14 +194,17 @@ def test_buffer_allocated_inside_a_block_is_not_visible_outside_it():
     inner = loop.body.block
     tmp = Buffer("tmp", (8,))
     loop = loop.with_(body=loop.body.with_(block=inner.with_(alloc_buffers=(tmp,))))
-    fails(root_func(seq(loop, BufferStore(tmp, FloatImm(0.0), (IntImm(0),))), [A]),
-          "block 'root': buffer 'tmp' is neither a parameter")
+    fails(
+        root_func(seq(loop, BufferStore(tmp, FloatImm(0.0), (IntImm(0),))), [A]),
+        "block 'root': buffer 'tmp' is neither a parameter",
+    )
 
 
 def test_allocate_scope_ends_with_its_body():
     A, tmp = Buffer("A", (8,)), Buffer("tmp", (8,))
-    body = seq(Allocate(tmp, BufferStore(tmp, FloatImm(0.0), (IntImm(0),))),
-               BufferStore(A, tmp[0], (IntImm(0),)))
+    body = seq(
+        Allocate(tmp, BufferStore(tmp, FloatImm(0.0), (IntImm(0),))), BufferStore(A, tmp[0], (IntImm(0),))
+    )
     fails(PrimFunc("f", (A,), body), "buffer 'tmp' is neither a parameter")
 
 
@@ -175,31 +219,39 @@ def test_buffer_allocated_twice_or_a_parameter():
 
 def test_store_index_count():
     A = Buffer("A", (8, 8))
-    fails(root_func(BufferStore(A, FloatImm(0.0), (IntImm(0),)), [A]),
-          "stores into buffer 'A' (2-d) with 1 indices")
+    fails(
+        root_func(BufferStore(A, FloatImm(0.0), (IntImm(0),)), [A]),
+        "stores into buffer 'A' (2-d) with 1 indices",
+    )
 
 
 def test_load_index_count():
     A, B = Buffer("A", (8, 8)), Buffer("B", (8,))
     from workbench.ir import BufferLoad
-    load = BufferLoad(A, (IntImm(0),))    # built by hand: A[0] would be refused at once
+
+    load = BufferLoad(A, (IntImm(0),))  # built by hand: A[0] would be refused at once
     fails(root_func(BufferStore(B, load, (IntImm(0),)), [A, B]), "loads buffer 'A' (2-d) with 1 indices")
 
 
 def test_region_dimension_count():
     loop, A, _, vi = simple_block()
     blk = loop.body.block.with_(reads=(BufferRegion(A, ()),))
-    fails(root_func(loop.with_(body=loop.body.with_(block=blk)), [A]),
-          "reads region of buffer 'A' (1-d) with 0 indices")
+    fails(
+        root_func(loop.with_(body=loop.body.with_(block=blk)), [A]),
+        "reads region of buffer 'A' (1-d) with 0 indices",
+    )
 
 
 def test_stored_value_dtype_must_match_buffer():
     A = Buffer("A", (8,), "float16")
-    fails(root_func(BufferStore(A, FloatImm(0.0), (IntImm(0),)), [A]),
-          "stores a float32 value into float16 buffer 'A'")
+    fails(
+        root_func(BufferStore(A, FloatImm(0.0), (IntImm(0),)), [A]),
+        "stores a float32 value into float16 buffer 'A'",
+    )
 
 
 # loops ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("extent", [0, -4])
 def test_loop_extent_must_be_positive(extent):
@@ -209,10 +261,14 @@ def test_loop_extent_must_be_positive(extent):
 
 def test_thread_binding_needs_a_known_tag():
     loop, A, _, _ = simple_block()
-    fails(root_func(loop.with_(kind=ForKind.THREAD_BINDING), [A]),
-          "loop 'i' is a thread_binding loop without a thread tag")
-    fails(root_func(loop.with_(kind=ForKind.THREAD_BINDING, thread_tag="threadIdx.w"), [A]),
-          "loop 'i' has unknown thread tag 'threadIdx.w'")
+    fails(
+        root_func(loop.with_(kind=ForKind.THREAD_BINDING), [A]),
+        "loop 'i' is a thread_binding loop without a thread tag",
+    )
+    fails(
+        root_func(loop.with_(kind=ForKind.THREAD_BINDING, thread_tag="threadIdx.w"), [A]),
+        "loop 'i' has unknown thread tag 'threadIdx.w'",
+    )
 
 
 def test_every_problem_is_reported_once():

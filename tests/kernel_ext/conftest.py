@@ -1,9 +1,12 @@
 """Fixtures for the Jupyter layer: skipped as a whole without the jupyter extra."""
+
 import pytest
 
 for _module in ("IPython", "ipywidgets", "plotly", "anywidget", "graphviz"):
-    pytest.importorskip(_module, reason=f"the jupyter extra is not installed ({_module} is "
-                        f"missing: pip install -e \".[jupyter]\")")
+    pytest.importorskip(
+        _module,
+        reason=f'the jupyter extra is not installed ({_module} is missing: pip install -e ".[jupyter]")',
+    )
 
 import workbench as wb  # noqa: E402
 
@@ -39,6 +42,7 @@ def space(gmm):
 def ip():
     """An IPython shell with the extension loaded (no kernel: display goes nowhere)."""
     from IPython.core.interactiveshell import InteractiveShell
+
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "kernel_ext")
     yield shell

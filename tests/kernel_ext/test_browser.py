@@ -8,6 +8,7 @@ browser, and saves screenshots under ``tests/artifacts/`` (gitignored).
 Needs the jupyter extra, ``selenium``, and Debian's ``chromium`` and ``chromium-driver``
 (``apt-get install chromium chromium-driver``); skipped, saying which is missing, otherwise.
 """
+
 import json
 import os
 import pathlib
@@ -23,8 +24,9 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="the jupyter extra is not installed")
 pytest.importorskip("jupyterlab", reason="the jupyter extra is not installed")
-webdriver = pytest.importorskip("selenium.webdriver",
-                                reason="selenium is not installed (pip install selenium)")
+webdriver = pytest.importorskip(
+    "selenium.webdriver", reason="selenium is not installed (pip install selenium)"
+)
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
@@ -34,12 +36,13 @@ LESSON = "01_ir_and_loop_nests.ipynb"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 if CHROMIUM is None or CHROMEDRIVER is None:
-    pytest.skip("headless Chromium is not installed (apt-get install chromium chromium-driver)",
-                allow_module_level=True)
+    pytest.skip(
+        "headless Chromium is not installed (apt-get install chromium chromium-driver)",
+        allow_module_level=True,
+    )
 
 CELLS = [
-    "%load_ext kernel_ext\nimport workbench as wb\n"
-    "from kernel_ext import DecisionTree, PinPanel, TraceGraph",
+    "%load_ext kernel_ext\nimport workbench as wb\nfrom kernel_ext import DecisionTree, PinPanel, TraceGraph",
     "%%schedule GMM n=32 m=32 k=32\n"
     "b = sch.get_block('Z')\n"
     "_, i, j, k = sch.get_loops(b)\n"
@@ -65,26 +68,42 @@ def _free_port() -> int:
 def lab(tmp_path_factory):
     """A JupyterLab server on localhost serving a fresh notebook; yields (url, token)."""
     root = tmp_path_factory.mktemp("lab")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS],
-                                  metadata={"kernelspec": {"name": "python3",
-                                                           "display_name": "Python 3",
-                                                           "language": "python"}})
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(c) for c in CELLS],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
     nbformat.write(nb, root / "browser_test.ipynb")
-    for name in (LESSON, "checks.py"):       # a lesson of the course and its checks, side by side
+    for name in (LESSON, "checks.py"):  # a lesson of the course and its checks, side by side
         shutil.copy(TUTORIALS / name, root / name)
     port, token = _free_port(), secrets.token_hex(16)
     settings = root / ".lab-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     # no "get notified about Jupyter news?" toast over the screenshots
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".jupyter-config"),
-           "JUPYTERLAB_SETTINGS_DIR": str(root / ".lab-settings")}
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(root / ".jupyter-config"),
+        "JUPYTERLAB_SETTINGS_DIR": str(root / ".lab-settings"),
+    }
     log = open(root / "lab.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--allow-root",
-         "--LabApp.expose_app_in_browser=True", "--ServerApp.disable_check_xsrf=True"],
-        stdout=log, stderr=subprocess.STDOUT, env=env)
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            "--allow-root",
+            "--LabApp.expose_app_in_browser=True",
+            "--ServerApp.disable_check_xsrf=True",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -111,13 +130,18 @@ def lab(tmp_path_factory):
 def browser():
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1400,1000"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1400,1000",
+    ):
         opts.add_argument(arg)
     service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
     try:
         driver = webdriver.Chrome(options=opts, service=service)
-    except Exception as exc:   # a browser that cannot start here is an environment problem
+    except Exception as exc:  # a browser that cannot start here is an environment problem
         pytest.skip(f"headless Chromium could not start: {exc}")
     yield driver
     driver.quit()
@@ -125,14 +149,15 @@ def browser():
 
 def _wait(driver, css: str, timeout: float = 120):
     return WebDriverWait(driver, timeout).until(
-        lambda d: d.find_element(By.CSS_SELECTOR, css) if d.find_elements(By.CSS_SELECTOR, css)
-        else False)
+        lambda d: d.find_element(By.CSS_SELECTOR, css) if d.find_elements(By.CSS_SELECTOR, css) else False
+    )
 
 
 def _shot(driver, element, name: str) -> pathlib.Path:
     ARTIFACTS.mkdir(exist_ok=True)
-    driver.execute_script("(arguments[0].closest('.jp-Cell') || arguments[0])"
-                          ".scrollIntoView({block: 'start'});", element)
+    driver.execute_script(
+        "(arguments[0].closest('.jp-Cell') || arguments[0]).scrollIntoView({block: 'start'});", element
+    )
     time.sleep(0.5)
     path = ARTIFACTS / f"{name}.png"
     driver.save_screenshot(str(path))
@@ -141,11 +166,14 @@ def _shot(driver, element, name: str) -> pathlib.Path:
 
 def _open_and_run_all(browser, url: str, token: str, notebook: str) -> None:
     browser.get(f"{url}/lab/tree/{notebook}?token={token}&reset")
-    WebDriverWait(browser, 90).until(lambda d: d.execute_script(
-        "return !!(window.jupyterapp && window.jupyterapp.shell.currentWidget"
-        " && window.jupyterapp.shell.currentWidget.sessionContext"
-        " && window.jupyterapp.shell.currentWidget.sessionContext.session"
-        " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel)"))
+    WebDriverWait(browser, 90).until(
+        lambda d: d.execute_script(
+            "return !!(window.jupyterapp && window.jupyterapp.shell.currentWidget"
+            " && window.jupyterapp.shell.currentWidget.sessionContext"
+            " && window.jupyterapp.shell.currentWidget.sessionContext.session"
+            " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel)"
+        )
+    )
     time.sleep(2)
     browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells');")
 
@@ -157,19 +185,26 @@ def test_widgets_render_and_respond_in_jupyterlab(lab, browser):
     done = ".wb-decision-tree, .wb-decision-tree-fallback"
     errors = "[data-mime-type='application/vnd.jupyter.error']"
     WebDriverWait(browser, 400).until(
-        lambda d: d.find_elements(By.CSS_SELECTOR, done) or d.find_elements(By.CSS_SELECTOR, errors))
+        lambda d: d.find_elements(By.CSS_SELECTOR, done) or d.find_elements(By.CSS_SELECTOR, errors)
+    )
     failed = browser.find_elements(By.CSS_SELECTOR, errors)
     assert not failed, f"a cell failed in JupyterLab: {failed[0].text[-2000:]}"
     tree = browser.find_element(By.CSS_SELECTOR, done)
-    WebDriverWait(browser, 30).until(lambda d: d.execute_script(
-        "return window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status")
-        == "idle")
+    WebDriverWait(browser, 30).until(
+        lambda d: (
+            d.execute_script(
+                "return window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status"
+            )
+            == "idle"
+        )
+    )
 
     # 1. the stepper: a widget with a slider, buttons and the highlighted loop nest
     stepper = _wait(browser, ".wb-stepper")
     assert "T.parallel" in stepper.text
-    assert stepper.find_elements(By.CSS_SELECTOR, ".widget-slider, .jupyter-widget-slider, "
-                                                   "input[type=range], .noUi-target, .slider")
+    assert stepper.find_elements(
+        By.CSS_SELECTOR, ".widget-slider, .jupyter-widget-slider, input[type=range], .noUi-target, .slider"
+    )
     assert stepper.find_elements(By.CSS_SELECTOR, "[data-changed='1']")
     _shot(browser, stepper, "1_stepper_last_step")
     prev = next(b for b in stepper.find_elements(By.TAG_NAME, "button") if "prev" in b.text)
@@ -183,8 +218,11 @@ def test_widgets_render_and_respond_in_jupyterlab(lab, browser):
     selects = panel.find_elements(By.TAG_NAME, "select")
     assert len(selects) >= 4
     before = panel.text
-    tile_j = next(s for s, label in zip(selects, panel.find_elements(By.CSS_SELECTOR, "code"))
-                  if "loop j " in label.text)
+    tile_j = next(
+        s
+        for s, label in zip(selects, panel.find_elements(By.CSS_SELECTOR, "code"))
+        if "loop j " in label.text
+    )
     Select(tile_j).select_by_index(2)
     WebDriverWait(browser, 30).until(lambda d: "1 pinned" in panel.text)
     assert panel.text != before
@@ -212,8 +250,11 @@ def test_a_lesson_shows_its_exercise_feedback_in_jupyterlab(lab, browser):
     _open_and_run_all(browser, url, token, LESSON)
     errors = "[data-mime-type='application/vnd.jupyter.error']"
     WebDriverWait(browser, 300).until(
-        lambda d: len(d.find_elements(By.CSS_SELECTOR, ".wb-feedback")) >= 2
-        or d.find_elements(By.CSS_SELECTOR, errors))
+        lambda d: (
+            len(d.find_elements(By.CSS_SELECTOR, ".wb-feedback")) >= 2
+            or d.find_elements(By.CSS_SELECTOR, errors)
+        )
+    )
     failed = browser.find_elements(By.CSS_SELECTOR, errors)
     assert not failed, f"a cell of {LESSON} failed in JupyterLab: {failed[0].text[-2000:]}"
     first, second = browser.find_elements(By.CSS_SELECTOR, ".wb-feedback")[:2]
@@ -223,19 +264,22 @@ def test_a_lesson_shows_its_exercise_feedback_in_jupyterlab(lab, browser):
     _shot(browser, first, "7_lesson_exercise_feedback")
 
     # the student fixes exercise 2 in its cell and runs it again: the verdict turns green
-    fixed = ('A = wb.placeholder((32, 16), "float32", name="A")\n'
-             'j = wb.reduce_axis(16, name="j")\n'
-             'M = wb.compute((32,), lambda i: wb.max(A[i, j], axis=j), name="M")\n'
-             'func = wb.create_func([A, M], name="row_max")\n'
-             'check_exercise_2(func)')
+    fixed = (
+        'A = wb.placeholder((32, 16), "float32", name="A")\n'
+        'j = wb.reduce_axis(16, name="j")\n'
+        'M = wb.compute((32,), lambda i: wb.max(A[i, j], axis=j), name="M")\n'
+        'func = wb.create_func([A, M], name="row_max")\n'
+        "check_exercise_2(func)"
+    )
     browser.execute_script(
         "const nb = window.jupyterapp.shell.currentWidget.content;"
         "const i = nb.widgets.findIndex(c => c.model.sharedModel.getSource()"
         "                                     .includes('check_exercise_2('));"
         "nb.activeCellIndex = i;"
         "nb.widgets[i].model.sharedModel.setSource(arguments[0]);"
-        "window.jupyterapp.commands.execute('notebook:run-cell');", fixed)
-    ok = WebDriverWait(browser, 120).until(
-        lambda d: d.find_elements(By.CSS_SELECTOR, ".wb-feedback-ok"))[0]
+        "window.jupyterapp.commands.execute('notebook:run-cell');",
+        fixed,
+    )
+    ok = WebDriverWait(browser, 120).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".wb-feedback-ok"))[0]
     assert "Exercise 2" in ok.text and "M = A.max(axis=1)" in ok.text
     _shot(browser, ok, "8_lesson_exercise_fixed")

@@ -1,4 +1,5 @@
 """The convergence plot fed by tuner events: synthetic batches, then one real (tiny) tune."""
+
 import math
 
 import pytest
@@ -9,20 +10,23 @@ from workbench.tune.search import Candidate
 
 
 def _event(trials, latencies, predicted, best, task="GMM", load=None):
-    results = [MeasureResult("ok", [x]) if math.isfinite(x) else MeasureResult("run_error", [], "boom")
-               for x in latencies]
+    results = [
+        MeasureResult("ok", [x]) if math.isfinite(x) else MeasureResult("run_error", [], "boom")
+        for x in latencies
+    ]
     cands = [Candidate(sch=None, predicted=p) for p in predicted]
-    return BatchEvent(task, 0, 1, cands, results, best, None, trials, trials, 8, 1.0, 0.1, 0.9,
-                      load=load, cores=2)
+    return BatchEvent(
+        task, 0, 1, cands, results, best, None, trials, trials, 8, 1.0, 0.1, 0.9, load=load, cores=2
+    )
 
 
 def test_batches_extend_candidates_best_curve_and_predictions():
     plot = ConvergencePlot("test")
     plot.on_batch(_event(3, [3e-3, 1e-3, math.inf], [None, None, None], 1e-3))
     cand, best, pred = plot.figure.data
-    assert list(cand.x) == [1, 2] and list(cand.y) == pytest.approx([3.0, 1.0])   # ms
+    assert list(cand.x) == [1, 2] and list(cand.y) == pytest.approx([3.0, 1.0])  # ms
     assert list(best.x) == [1, 2, 3] and list(best.y) == pytest.approx([3.0, 1.0, 1.0])
-    assert list(pred.x) == []                               # no prediction yet
+    assert list(pred.x) == []  # no prediction yet
     plot.on_batch(_event(5, [2e-3, 0.5e-3], [0.2, 0.9], 0.5e-3))
     cand, best, pred = plot.figure.data
     assert list(cand.x) == [1, 2, 4, 5]
@@ -47,8 +51,9 @@ def test_each_task_gets_its_own_traces_and_static_table():
 def test_a_busy_machine_is_shown():
     """An (injected) load average above the CPUs: the status says so, and the summary warns."""
     from workbench.tune import TuneSummary
+
     plot = ConvergencePlot("load")
-    plot.on_batch(_event(1, [1e-3], [None], 1e-3, load=1.5))      # 1.5 on 2 CPUs: fine
+    plot.on_batch(_event(1, [1e-3], [None], 1e-3, load=1.5))  # 1.5 on 2 CPUs: fine
     assert "busy" not in plot.status.value
     plot.on_batch(_event(2, [2e-3], [None], 1e-3, load=3.7))
     assert "machine busy" in plot.status.value and "3.7" in plot.status.value
@@ -60,15 +65,15 @@ def test_a_busy_machine_is_shown():
 def test_a_real_tune_feeds_the_plot(gmm, ip):
     """The tuner's own events drive the figure; the database is shown as a table."""
     from kernel_ext.widgets.convergence import tune_with_plot
+
     plot = ConvergencePlot("real")
-    db = tune_with_plot(gmm, trials=4, plot=plot, num_trials_per_iter=2, workers=1,
-                        baseline=False)
+    db = tune_with_plot(gmm, trials=4, plot=plot, num_trials_per_iter=2, workers=1, baseline=False)
     s = plot.series[gmm.name]
     assert s.trials == [1, 2, 3, 4]
     assert len(db.records(gmm, "llvm")) == 4
     assert plot.summary is not None and plot.summary.tasks[0].trials == 4
     assert "done" in plot.status.value
     finite = [x for x in s.best if math.isfinite(x)]
-    assert finite and finite == sorted(finite, reverse=True)   # the best only improves
+    assert finite and finite == sorted(finite, reverse=True)  # the best only improves
     data, _ = ip.display_formatter.format(db)
     assert "batch_matmul_nkkm" in data["text/html"] and "<td>4</td>" in data["text/html"]

@@ -1,4 +1,5 @@
 """``%load_ext kernel_ext``, ``%%schedule`` and ``%tune`` in a real IPython shell (no kernel)."""
+
 import pytest
 
 import workbench as wb
@@ -30,7 +31,7 @@ def test_schedule_magic_binds_sch_and_returns_the_stepper(ip):
     sch = ip.user_ns["sch"]
     assert isinstance(sch, wb.Schedule) and len(sch.trace) == 4
     assert stepper.n_steps == 5 and stepper.error is None
-    assert "T.grid(1, 4, 16, 4, 8)" in str(sch.func)      # b, i_0, j, i_1, k after the reorder
+    assert "T.grid(1, 4, 16, 4, 8)" in str(sch.func)  # b, i_0, j, i_1, k after the reorder
     assert "i_0" in stepper.loop_nest.value
 
 
@@ -47,7 +48,7 @@ def test_schedule_error_is_the_last_step_and_earlier_steps_stay(ip):
     assert stepper.failed_source == "sch.split(i, factors=[None, 2])   # i was split away above"
     assert stepper.n_steps == 6 and stepper.step == 5
     assert "ScheduleError at step 5" in stepper.instruction.value
-    assert len(ip.user_ns["sch"].trace) == 4               # the schedule kept its 4 steps
+    assert len(ip.user_ns["sch"].trace) == 4  # the schedule kept its 4 steps
 
 
 def test_other_errors_propagate_with_a_traceback(ip):
@@ -77,13 +78,14 @@ def test_rich_display_is_registered_as_html(ip, space, gmm):
 
 
 def test_tune_magic_interrupted_shows_the_message(ip, tmp_path, capsys):
-    """"Interrupt kernel" (SIGINT) during ``%tune``: the message, no traceback, the records kept
+    """ "Interrupt kernel" (SIGINT) during ``%tune``: the message, no traceback, the records kept
     and the database returned."""
     import os
     import signal
     import sqlite3
     import threading
     import time
+
     path = str(tmp_path / "t.sqlite")
 
     def interrupt_after_a_batch():
@@ -96,11 +98,11 @@ def test_tune_magic_interrupted_shows_the_message(ip, tmp_path, capsys):
                 pass
             time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGINT)
+
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a kernel
     try:
         threading.Thread(target=interrupt_after_a_batch, daemon=True).start()
-        db = ip.run_line_magic("tune", f"GMM n=16 m=16 k=16 --trials 400 --per-batch 2 "
-                                       f"--database {path}")
+        db = ip.run_line_magic("tune", f"GMM n=16 m=16 k=16 --trials 400 --per-batch 2 --database {path}")
     finally:
         signal.signal(signal.SIGINT, previous)
     out = capsys.readouterr().out

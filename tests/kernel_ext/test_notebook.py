@@ -1,4 +1,5 @@
 """Executes notebooks/01_explore_matmul.ipynb through nbclient with a tiny tuning budget."""
+
 import pathlib
 
 import pytest
@@ -27,11 +28,12 @@ def _cell(nb, needle: str):
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
     mp = pytest.MonkeyPatch()
-    mp.setenv("WB_NOTEBOOK_TRIALS", "4")          # the kernel inherits the environment
+    mp.setenv("WB_NOTEBOOK_TRIALS", "4")  # the kernel inherits the environment
     nb = nbformat.read(NOTEBOOK, as_version=4)
     workdir = tmp_path_factory.mktemp("notebook")
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                                     resources={"metadata": {"path": str(workdir)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
+    )
     try:
         client.execute()
     finally:
@@ -40,8 +42,9 @@ def executed(tmp_path_factory):
 
 
 def test_every_cell_runs_without_error(executed):
-    errors = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs
-              if o.output_type == "error"]
+    errors = [
+        o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"
+    ]
     assert not errors, errors[0]["evalue"] if errors else ""
 
 

@@ -1,4 +1,5 @@
 """The pin/free panel, driven headlessly through its dropdowns and buttons."""
+
 import pytest
 
 import workbench as wb
@@ -17,7 +18,7 @@ def test_one_control_per_sampling_instruction_with_valid_choices(space):
     first = _tile_steps(panel)[0]
     labels = [label for label, _v in panel.controls[first].options]
     assert labels[0].startswith("free (now ")
-    assert labels[1:] == ["[2, 8]", "[4, 4]", "[8, 2]", "[16, 1]"]     # innermost <= 8
+    assert labels[1:] == ["[2, 8]", "[4, 4]", "[8, 2]", "[16, 1]"]  # innermost <= 8
     assert all(v == FREE for v in (c.value for c in panel.controls.values()))
 
 
@@ -26,11 +27,11 @@ def test_picking_a_value_pins_it_and_rerenders_the_loop_nest(space):
     first = _tile_steps(panel)[0]
     options = dict(panel.controls[first].options)
     target = "[4, 4]" if panel.trace[first].decision != [4, 4] else "[2, 8]"
-    panel.controls[first].value = options[target]           # what a click on the dropdown does
+    panel.controls[first].value = options[target]  # what a click on the dropdown does
     assert panel.trace[first].pinned and str(panel.trace[first].decision) == target
     outer = eval(target)[0]
     assert f"T.grid(1, {outer}," in str(panel.sch.func)
-    assert 'data-changed="1"' in panel.loop_nest.value      # the changed loop line is marked
+    assert 'data-changed="1"' in panel.loop_nest.value  # the changed loop line is marked
     assert panel.pinned == {first: eval(target)}
     assert "1 pinned" in panel.status.value
 
@@ -38,7 +39,7 @@ def test_picking_a_value_pins_it_and_rerenders_the_loop_nest(space):
 def test_pinning_an_outer_tile_redraws_a_dependent_free_tile(space):
     panel = PinPanel(space)
     first, second = _tile_steps(panel)
-    panel.pin(first, [16, 1])                 # the inner loop now has extent 1
+    panel.pin(first, [16, 1])  # the inner loop now has extent 1
     assert panel.trace[second].decision == [1, 1]
     assert [c.label for c in panel.choices[second]] == ["[1, 1]"]
     panel.pin(first, [2, 8])
@@ -49,7 +50,7 @@ def test_free_and_free_all_unpin(space):
     panel = PinPanel(space)
     cat = next(k for k in panel.sampling if panel.trace[k].kind.name == "sample_categorical")
     name = panel.trace.rv_names()[panel.trace[cat].outputs[0]]
-    panel.pin(name, 2)                        # by the name of its output, as in the trace
+    panel.pin(name, 2)  # by the name of its output, as in the trace
     assert panel.trace[cat].pinned and panel.controls[cat].value == 2
     panel.controls[cat].value = FREE
     assert not panel.trace[cat].pinned
@@ -77,8 +78,7 @@ def test_space_is_the_pinned_trace_and_replays(space, gmm):
     panel.pin(first, [8, 2])
     constrained = panel.space()
     assert constrained[first].pinned and constrained[first].decision == [8, 2]
-    rebuilt = replay_with_pins(wb.Trace.from_json(constrained.as_json()), gmm, seed=3,
-                               resample_all=True)
+    rebuilt = replay_with_pins(wb.Trace.from_json(constrained.as_json()), gmm, seed=3, resample_all=True)
     assert rebuilt.trace[first].decision == [8, 2]
 
 
@@ -106,23 +106,27 @@ def test_static_fallback_lists_every_decision(space):
 
 
 def test_a_trace_alone_is_enough_when_it_knows_its_function(space, gmm):
-    panel = PinPanel(space.trace)                    # a schedule's trace knows its function
+    panel = PinPanel(space.trace)  # a schedule's trace knows its function
     assert panel.func is gmm and panel.sampling == PinPanel(space).sampling
     assert str(panel.sch.func) == str(space.func)
     assert panel.steps("SampleCategorical") == panel.steps("sample_categorical") != []
     read_back = wb.Trace.from_json(space.trace.as_json())
-    with pytest.raises(TypeError, match=r"does not know the function.*"
-                                        r"PinPanel\(trace, func=func\).*PinPanel\(sch\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"does not know the function.*"
+        r"PinPanel\(trace, func=func\).*PinPanel\(sch\)",
+    ):
         PinPanel(read_back)
     assert str(PinPanel(read_back, func=gmm).sch.func) == str(space.func)
 
 
 def test_a_database_record_brings_its_function(space, gmm):
     from workbench.tune import Record
+
     record = Record.of(gmm, "llvm", space.trace, [1e-4])
     panel = PinPanel(record)
     assert panel.func is gmm and str(panel.sch.func) == str(space.func)
-    bare = Record(record.trace_json, [1e-4])         # read without its function
+    bare = Record(record.trace_json, [1e-4])  # read without its function
     with pytest.raises(TypeError, match=r"PinPanel\(record, func=func\)"):
         PinPanel(bare)
     assert PinPanel(bare, func=gmm).sampling == panel.sampling

@@ -1,4 +1,5 @@
 """The loop-nest stepper, driven headlessly: slider values and button handlers."""
+
 import re
 
 import pytest
@@ -11,6 +12,7 @@ from kernel_ext.highlight import changed_lines
 def _text(fragment: str) -> str:
     """The visible text of an HTML fragment."""
     import html
+
     return html.unescape(re.sub(r"<[^>]+>", "", fragment))
 
 
@@ -18,7 +20,7 @@ def test_starts_at_the_last_step_and_moves_with_the_slider(space):
     stepper = LoopNestStepper(space)
     last = len(space.history) - 1
     assert stepper.step == last and stepper.slider.max == last
-    assert "i_0" in _text(stepper.loop_nest.value)        # the split loops are there
+    assert "i_0" in _text(stepper.loop_nest.value)  # the split loops are there
     stepper.slider.value = 0
     shown = _text(stepper.loop_nest.value)
     assert "i_0" not in shown and "for b, i, j, k in T.grid(1, 16, 16, 16)" in shown
@@ -42,8 +44,9 @@ def test_buttons_step_and_stop_at_the_ends(space):
 
 def test_the_split_step_marks_exactly_the_changed_lines(space):
     stepper = LoopNestStepper(space)
-    split_step = next(k for k, (inst, _f) in enumerate(space.history)
-                      if inst is not None and inst.kind.name == "split")
+    split_step = next(
+        k for k, (inst, _f) in enumerate(space.history) if inst is not None and inst.kind.name == "split"
+    )
     stepper.step = split_step
     html_ = stepper.loop_nest.value
     before, after = str(space.history[split_step - 1][1]), str(space.history[split_step][1])
@@ -58,7 +61,7 @@ def test_the_split_step_marks_exactly_the_changed_lines(space):
 
 def test_query_steps_change_nothing(space):
     stepper = LoopNestStepper(space)
-    stepper.step = 1                      # get_block
+    stepper.step = 1  # get_block
     assert 'data-changed="1"' not in stepper.loop_nest.value
     assert "only looks at the loop nest" in stepper.describe(1)
 
@@ -68,14 +71,14 @@ def test_failed_step_shows_the_error_after_the_kept_steps(gmm):
     _b, i, _j, _k = sch.get_loops(sch.get_block("Z"))
     sch.split(i, factors=[None, 4])
     with pytest.raises(wb.ScheduleError) as info:
-        sch.split(i, factors=[None, 2])   # i no longer exists
+        sch.split(i, factors=[None, 2])  # i no longer exists
     stepper = LoopNestStepper(sch, error=info.value, failed_source="sch.split(i, factors=[None, 2])")
     assert stepper.n_steps == len(sch.history) + 1
     assert stepper.step == stepper.n_steps - 1
     shown = _text(stepper.instruction.value)
     assert "ScheduleError at step 4" in shown and "no longer exists" in shown
     assert "sch.split(i, factors=[None, 2])" in shown
-    assert _text(stepper.loop_nest.value).count("i_0") > 0     # the kept split
+    assert _text(stepper.loop_nest.value).count("i_0") > 0  # the kept split
     stepper.step = 2
     assert "no longer exists" not in _text(stepper.instruction.value)
 

@@ -1,4 +1,5 @@
 """Trace graphs and decision trees: graph structure, and both renderings (SVG and no-dot)."""
+
 import math
 
 import pytest
@@ -16,9 +17,9 @@ def test_edges_follow_random_variables(space):
     kinds = [inst.kind.name for inst in space.trace]
     tile = kinds.index("sample_perfect_tile")
     split = kinds.index("split")
-    assert edges[(tile, split)] == ["v5", "v6"]          # the tile sizes flow into the split
-    assert (0, 1) in edges and edges[(0, 1)] == ["b0"]    # get_block -> get_loops
-    assert len(graph.digraph.body) > len(space.trace)     # nodes and edges
+    assert edges[(tile, split)] == ["v5", "v6"]  # the tile sizes flow into the split
+    assert (0, 1) in edges and edges[(0, 1)] == ["b0"]  # get_block -> get_loops
+    assert len(graph.digraph.body) > len(space.trace)  # nodes and edges
 
 
 def test_sampling_nodes_list_candidates_with_the_choice_highlighted(space):
@@ -26,7 +27,7 @@ def test_sampling_nodes_list_candidates_with_the_choice_highlighted(space):
     k = next(k for k, inst in enumerate(space.trace) if inst.kind.name == "sample_categorical")
     label = graph._sampling_label(k)
     chosen = space.trace[k].args["candidates"][space.trace[k].decision]
-    assert label.count("<TD") == 5               # the call, what it decides, three candidates
+    assert label.count("<TD") == 5  # the call, what it decides, three candidates
     assert f"<B>{chosen}  (p=" in label
     tile = next(k for k, inst in enumerate(space.trace) if inst.kind.name == "sample_perfect_tile")
     assert f"<B>{space.trace[tile].decision}</B>" in graph._sampling_label(tile)
@@ -36,7 +37,7 @@ def test_trace_with_func_is_replayed_for_candidates(space, gmm):
     read_back = wb.Trace.from_json(space.trace.as_json())
     graph = TraceGraph(read_back, func=gmm)
     assert all(graph.choices.values())
-    assert all(TraceGraph(space.trace).choices.values())   # a schedule's trace knows its func
+    assert all(TraceGraph(space.trace).choices.values())  # a schedule's trace knows its func
     bare = TraceGraph(read_back)
     assert all(c == [] for c in bare.choices.values())
     assert "decision" in bare.text()
@@ -54,20 +55,20 @@ def test_renders_svg_with_dot_and_a_table_without(space, monkeypatch):
 
 def test_decision_tree_groups_shared_prefixes_and_colours_leaves(gmm, monkeypatch):
     items = [(tiled(gmm, seed).trace, 1e-4 * (1 + seed % 3)) for seed in range(8)]
-    items.append((tiled(gmm, 0).trace, None))             # a failed measurement
+    items.append((tiled(gmm, 0).trace, None))  # a failed measurement
     tree = DecisionTree(items)
     assert tree.leaves == 9
     assert tree.root.count() == 9
     first = {label for label in tree.root.children}
-    assert all(label.startswith("tile i = [") for label in first)   # the traces know gmm
-    assert len(first) <= 4                                 # 16 = 2 * 8, 4 * 4, 8 * 2, 16 * 1
+    assert all(label.startswith("tile i = [") for label in first)  # the traces know gmm
+    assert len(first) <= 4  # 16 = 2 * 8, 4 * 4, 8 * 2, 16 * 1
     text = tree.text()
     assert "100 µs" in text and "300 µs" in text
     assert tree.root.best() == pytest.approx(1e-4)
     monkeypatch.setattr(trace_graph, "dot_available", lambda: False)
     fallback = tree._repr_html_()
     assert "wb-decision-tree-fallback" in fallback
-    assert decision_tree.latency_color(1e-4, 1e-4, 3e-4) in fallback   # best is green
+    assert decision_tree.latency_color(1e-4, 1e-4, 3e-4) in fallback  # best is green
     assert decision_tree.latency_color(math.inf, 1, 2) == "#bdbdbd"
 
 
@@ -82,7 +83,7 @@ def test_levels_are_named_after_loops_and_constant_levels_are_set_aside(gmm):
     variants = [base.with_decision(tile_i, d) for d in ([2, 8], [4, 4], [8, 2])]
     tree = DecisionTree([(t, 1e-4 * (n + 1)) for n, t in enumerate(variants)], func=gmm)
     assert sorted(tree.root.children) == ["tile i = [2, 8]", "tile i = [4, 4]", "tile i = [8, 2]"]
-    (fixed,) = tree.fixed.values()              # the other two decisions agree everywhere
+    (fixed,) = tree.fixed.values()  # the other two decisions agree everywhere
     assert [name for name, _v in fixed] == ["tile i_1", "unroll_explicit"]
     assert "the same in every program: tile i_1 = " in tree.text()
 
@@ -90,9 +91,10 @@ def test_levels_are_named_after_loops_and_constant_levels_are_set_aside(gmm):
 def test_decision_tree_takes_a_trace_a_schedule_a_record_or_lists_of_them(space, gmm):
     """``DecisionTree(trace)`` used to iterate the trace's instructions as records."""
     from workbench.tune import Record
+
     one = DecisionTree(space.trace)
     assert one.leaves == 1 and math.isnan(one.latencies[0])
-    (fixed,) = one.fixed.values()               # a single program: every decision is fixed
+    (fixed,) = one.fixed.values()  # a single program: every decision is fixed
     assert [name for name, _v in fixed] == ["tile i", "tile i_1", "unroll_explicit"]
     assert "not measured" in one.text() and "leaf colour" not in one._repr_html_()
     assert DecisionTree(space).fixed == one.fixed
@@ -103,7 +105,7 @@ def test_decision_tree_takes_a_trace_a_schedule_a_record_or_lists_of_them(space,
     for tree in (DecisionTree(record), DecisionTree([record]), DecisionTree((space.trace, 2e-4))):
         assert tree.leaves == 1 and tree.latencies == [pytest.approx(2e-4)]
         assert "200 µs" in tree.text()
-    read_back = DecisionTree(wb.Trace.from_json(space.trace.as_json()))   # no function known
+    read_back = DecisionTree(wb.Trace.from_json(space.trace.as_json()))  # no function known
     (fixed,) = read_back.fixed.values()
     assert fixed[0][0] == "v5, v6"
     with pytest.raises(TypeError, match=r"an instruction \(get_block\): pass the trace itself"):

@@ -1,18 +1,19 @@
 """``%%tvmscript``: a cell of TVMScript becomes a function of the notebook, never executed."""
+
 import workbench as wb
 
-CELL = '''
+CELL = """
 @T.prim_func
 def scale(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
     for i in range(8):
         with T.block("B"):
             vi = T.axis.spatial(8, i)
             B[vi] = A[vi] * 2.0
-'''
+"""
 
 
 def test_cell_binds_the_function_under_its_name(ip):
-    ip.user_ns.pop("scale", None)      # the shell is shared by the tests
+    ip.user_ns.pop("scale", None)  # the shell is shared by the tests
     func = ip.run_cell_magic("tvmscript", "", CELL)
     assert isinstance(func, wb.PrimFunc) and ip.user_ns["scale"] is func
     wb.assert_structural_equal(func, wb.parse(CELL))

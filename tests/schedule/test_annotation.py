@@ -1,4 +1,5 @@
 """annotate / unannotate / add_unit_loop: effects, numeric equality, round-trip, rules."""
+
 import pytest
 
 from workbench.errors import ScheduleError
@@ -51,11 +52,15 @@ def test_unit_loop_can_be_parallel():
 
 # -- rules --------------------------------------------------------------------------------
 
+
 def test_unannotate_missing_key_names_block():
     sch = Schedule(elementwise_func())
     sch.annotate("B", "a", 1)
-    with pytest.raises(ScheduleError, match=r"unannotate \(argument 'ann_key'\): block 'B' has no "
-                                            r"annotation 'b' \(it has: 'a'\)"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"unannotate \(argument 'ann_key'\): block 'B' has no "
+        r"annotation 'b' \(it has: 'a'\)",
+    ):
         sch.unannotate("B", "b")
 
 
@@ -86,6 +91,9 @@ def test_add_unit_loop_above_root():
 
 def test_annotate_unknown_block_name():
     sch = Schedule(elementwise_func())
-    with pytest.raises(ScheduleError, match=r"get_block \(argument 'name'\): no block named 'D' in "
-                                            r"elementwise; blocks: root, B, C"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"get_block \(argument 'name'\): no block named 'D' in "
+        r"elementwise; blocks: root, B, C",
+    ):
         sch.annotate("D", "k", 1)

@@ -6,12 +6,13 @@ test_compute_inline.py (inline_elementwise), test_for_kind.py / test_reorder.py 
 test_reduction.py (decompose_reduction). ``T.reads`` / ``T.writes`` are left out where they are
 what the body implies: the parser infers them (by the IR's own rule).
 """
+
 import numpy as np
 
 import workbench as wb
 from workbench.testing import check_elementwise, check_trace_roundtrip
 
-ELEMENTWISE = '''
+ELEMENTWISE = """
 @T.prim_func
 def elementwise(A: T.Buffer((4, 8), "float32"), C: T.Buffer((4, 8), "float32")):
     B = T.alloc_buffer((4, 8), "float32")
@@ -23,9 +24,9 @@ def elementwise(A: T.Buffer((4, 8), "float32"), C: T.Buffer((4, 8), "float32")):
         with T.block("C"):
             vi, vj = T.axis.remap("SS", [i, j])
             C[vi, vj] = B[vi, vj] + T.float32(1)
-'''
+"""
 
-MATMUL = '''
+MATMUL = """
 @T.prim_func
 def matmul(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
            C: T.Buffer((16, 16), "float32")):
@@ -35,7 +36,7 @@ def matmul(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
             with T.init():
                 C[vi, vj] = T.float32(0)
             C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-'''
+"""
 
 
 def check(sch: wb.Schedule, expected: str) -> None:
@@ -47,7 +48,9 @@ def test_imperfect_split():
     sch = wb.Schedule(wb.parse(ELEMENTWISE))
     i, _ = sch.get_loops("B")
     sch.split(i, factors=[None, 3])
-    check(sch, '''
+    check(
+        sch,
+        """
 @T.prim_func
 def elementwise(A: T.Buffer((4, 8), "float32"), C: T.Buffer((4, 8), "float32")):
     B = T.alloc_buffer((4, 8), "float32")
@@ -61,14 +64,17 @@ def elementwise(A: T.Buffer((4, 8), "float32"), C: T.Buffer((4, 8), "float32")):
         with T.block("C"):
             vi, vj = T.axis.remap("SS", [i, j])
             C[vi, vj] = B[vi, vj] + T.float32(1)
-''')
+""",
+    )
     check_elementwise(sch)
 
 
 def test_fuse():
     sch = wb.Schedule(wb.parse(ELEMENTWISE))
     sch.fuse(*sch.get_loops("B"))
-    check(sch, '''
+    check(
+        sch,
+        """
 @T.prim_func
 def elementwise(A: T.Buffer((4, 8), "float32"), C: T.Buffer((4, 8), "float32")):
     B = T.alloc_buffer((4, 8), "float32")
@@ -81,21 +87,25 @@ def elementwise(A: T.Buffer((4, 8), "float32"), C: T.Buffer((4, 8), "float32")):
         with T.block("C"):
             vi, vj = T.axis.remap("SS", [i, j])
             C[vi, vj] = B[vi, vj] + T.float32(1)
-''')
+""",
+    )
     check_elementwise(sch)
 
 
 def test_compute_inline():
     sch = wb.Schedule(wb.parse(ELEMENTWISE))
     sch.compute_inline(sch.get_block("B"))
-    check(sch, '''
+    check(
+        sch,
+        """
 @T.prim_func
 def elementwise(A: T.Buffer((4, 8), "float32"), C: T.Buffer((4, 8), "float32")):
     for i, j in T.grid(4, 8):
         with T.block("C"):
             vi, vj = T.axis.remap("SS", [i, j])
             C[vi, vj] = A[vi, vj] * T.float32(2) + T.float32(1)
-''')
+""",
+    )
     check_elementwise(sch)
 
 
@@ -105,7 +115,9 @@ def test_reorder_parallel_vectorize():
     sch.reorder(j, i)
     sch.parallel(j)
     sch.vectorize(i)
-    check(sch, '''
+    check(
+        sch,
+        """
 @T.prim_func
 def elementwise(A: T.Buffer((4, 8), "float32"), C: T.Buffer((4, 8), "float32")):
     B = T.alloc_buffer((4, 8), "float32")
@@ -118,7 +130,8 @@ def elementwise(A: T.Buffer((4, 8), "float32"), C: T.Buffer((4, 8), "float32")):
             with T.block("C"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 C[vi, vj] = B[vi, vj] + T.float32(1)
-''')
+""",
+    )
     check_elementwise(sch)
 
 
@@ -126,7 +139,9 @@ def test_decompose_reduction():
     sch = wb.Schedule(wb.parse(MATMUL))
     _, _, k = sch.get_loops("C")
     sch.decompose_reduction(sch.get_block("C"), k)
-    check(sch, '''
+    check(
+        sch,
+        """
 @T.prim_func
 def matmul(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
            C: T.Buffer((16, 16), "float32")):
@@ -138,7 +153,8 @@ def matmul(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
             with T.block("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-''')
+""",
+    )
     a, b = np.random.default_rng(0).uniform(-1, 1, size=(2, 16, 16)).astype("float32")
     c = np.full((16, 16), np.nan, "float32")
     wb.build(sch.func, target="python")(a, b, c)
@@ -163,9 +179,13 @@ def test_the_docs_primitive_and_its_before_after_test_run():
     import re
     from pathlib import Path
     from workbench.schedule import unregister
+
     doc = (Path(__file__).parents[2] / "docs" / "extending.md").read_text()
-    script, = [b for b in re.findall(r"```python\n(.*?)```", doc, re.S)
-               if b.startswith("# a primitive and its before/after test")]
+    (script,) = [
+        b
+        for b in re.findall(r"```python\n(.*?)```", doc, re.S)
+        if b.startswith("# a primitive and its before/after test")
+    ]
     try:
         namespace: dict = {}
         exec(compile(script, "docs/extending.md", "exec"), namespace)

@@ -6,6 +6,7 @@ the schedule untouched, and a location drawn by ``sample_compute_location`` must
 accepted by ``compute_at``. Primitives of families that are registered (cache, reduction) join
 the mix when present.
 """
+
 import random
 
 import pytest
@@ -15,12 +16,14 @@ from workbench.errors import ScheduleError
 from workbench.schedule import REGISTRY, Schedule
 from workbench.testing import check_numeric, check_trace_roundtrip
 
-SHAPES = {"GMM": dict(b=1, n=6, m=6, k=4),
-          "CBR": dict(n=1, h=5, w=5, ci=2, co=3, kernel=3, stride=1, padding=1),
-          "SFM": dict(m=4, n=6)}
-SEQUENCES = 40           # per workload
-LLVM_EVERY = 4           # build every n-th sequence with llvm too
-MAX_LOOPS = 8            # the python target nests one Python block per loop
+SHAPES = {
+    "GMM": dict(b=1, n=6, m=6, k=4),
+    "CBR": dict(n=1, h=5, w=5, ci=2, co=3, kernel=3, stride=1, padding=1),
+    "SFM": dict(m=4, n=6),
+}
+SEQUENCES = 40  # per workload
+LLVM_EVERY = 4  # build every n-th sequence with llvm too
+MAX_LOOPS = 8  # the python target nests one Python block per loop
 
 
 def _loop_step(sch, rng, block, loops):
@@ -31,7 +34,7 @@ def _loop_step(sch, rng, block, loops):
         return lambda: sch.split(loop, factors)
     if op == "fuse":
         start = rng.randrange(len(loops))
-        return lambda: sch.fuse(*loops[start:start + 2])
+        return lambda: sch.fuse(*loops[start : start + 2])
     if op in ("parallel", "vectorize", "unroll"):
         return lambda: getattr(sch, op)(loop)
     chosen = rng.sample(loops, min(len(loops), 2))
@@ -39,10 +42,8 @@ def _loop_step(sch, rng, block, loops):
 
 
 def _block_step(sch, rng, block, blocks):
-    ops = ["compute_at", "reverse_compute_at", "compute_inline", "reverse_compute_inline",
-           "sample_location"]
-    ops += [op for op in ("cache_read", "cache_write", "rfactor", "decompose_reduction")
-            if op in REGISTRY]
+    ops = ["compute_at", "reverse_compute_at", "compute_inline", "reverse_compute_inline", "sample_location"]
+    ops += [op for op in ("cache_read", "cache_write", "rfactor", "decompose_reduction") if op in REGISTRY]
     op = rng.choice(ops)
     if op in ("compute_at", "reverse_compute_at"):
         related = sch.get_consumers(block) if op == "compute_at" else sch.get_producers(block)
@@ -55,6 +56,7 @@ def _block_step(sch, rng, block, blocks):
     if op in ("compute_inline", "reverse_compute_inline"):
         return lambda: getattr(sch, op)(block)
     if op == "sample_location":
+
         def sampled():
             loc = sch.sample_compute_location(block)
             try:
@@ -62,6 +64,7 @@ def _block_step(sch, rng, block, blocks):
             except ScheduleError as err:
                 raise AssertionError(f"a sampled location was rejected: {err}") from err
             return "sampled"
+
         return sampled
     node = sch.get(block)
     if op in ("cache_read", "cache_write"):
@@ -109,7 +112,13 @@ def test_random_block_schedules(name):
                 continue
             applied += 1
             block_steps += result == "sampled" or sch.trace[-1].kind.name not in (
-                "split", "fuse", "reorder", "parallel", "vectorize", "unroll")
+                "split",
+                "fuse",
+                "reorder",
+                "parallel",
+                "vectorize",
+                "unroll",
+            )
         check_numeric(sch, name, **SHAPES[name])
         if seed % LLVM_EVERY == 0:
             check_numeric(sch, name, target="llvm", **SHAPES[name])

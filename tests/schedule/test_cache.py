@@ -1,5 +1,6 @@
 """cache_read, cache_write, reindex: numeric equality (python and llvm), trace round-trips,
 where the copy stage goes, and every rule."""
+
 import pytest
 
 from workbench import workloads
@@ -22,8 +23,9 @@ def top_level_blocks(sch):
     """Names of the blocks of root's body statements, in order (first block of each)."""
     body = sch.func.root.body
     stmts = body.seq if isinstance(body, SeqStmt) else (body,)
-    return [sch.index.realizes_under(s)[0].block.name if not hasattr(s, "block") else s.block.name
-            for s in stmts]
+    return [
+        sch.index.realizes_under(s)[0].block.name if not hasattr(s, "block") else s.block.name for s in stmts
+    ]
 
 
 def reads_of(sch, name):
@@ -34,12 +36,15 @@ def reads_of(sch, name):
 # cache_read
 
 
-@pytest.mark.parametrize("name, block, index, scope", [
-    ("GMM", "Z", 0, "shared"),                  # a function input
-    ("C2D", "conv2d_nhwc", 0, "local"),         # an intermediate with a producer
-    ("SFM", "T_softmax_expsum", 0, "local"),    # an intermediate read by two blocks
-    ("CBR", "bias_add", 0, "shared"),
-])
+@pytest.mark.parametrize(
+    "name, block, index, scope",
+    [
+        ("GMM", "Z", 0, "shared"),  # a function input
+        ("C2D", "conv2d_nhwc", 0, "local"),  # an intermediate with a producer
+        ("SFM", "T_softmax_expsum", 0, "local"),  # an intermediate read by two blocks
+        ("CBR", "bias_add", 0, "shared"),
+    ],
+)
 def test_cache_read_workloads(name, block, index, scope):
     sch = small_schedule(name)
     buf = sch.get(sch.get_block(block)).reads[index].buffer
@@ -54,10 +59,9 @@ def test_cache_read_workloads(name, block, index, scope):
 def test_cache_read_placement():
     """An input's copy goes first; an intermediate's right after its producer."""
     sch = small_schedule("C2D")
-    sch.cache_read("conv2d_nhwc", 1, "local")        # weight: a parameter
-    sch.cache_read("conv2d_nhwc", 0, "shared")       # PadInput: produced by PadInput
-    assert top_level_blocks(sch) == ["weight_local", "PadInput", "PadInput_shared",
-                                     "conv2d_nhwc"]
+    sch.cache_read("conv2d_nhwc", 1, "local")  # weight: a parameter
+    sch.cache_read("conv2d_nhwc", 0, "shared")  # PadInput: produced by PadInput
+    assert top_level_blocks(sch) == ["weight_local", "PadInput", "PadInput_shared", "conv2d_nhwc"]
     check_both(sch, "C2D")
 
 
@@ -78,9 +82,9 @@ def test_cache_read_all_consumers_or_given_ones():
 def test_cache_read_twice_gets_fresh_names():
     sch = small_schedule("GMM")
     first = sch.cache_read("Z", 0, "local")
-    second = sch.cache_read("Z", 0, "local")     # now caches X_local
+    second = sch.cache_read("Z", 0, "local")  # now caches X_local
     assert sch.get(first).name == "X_local" and sch.get(second).name == "X_local_local"
-    third = sch.cache_read(first, 0, "local")    # X again, read by the first copy
+    third = sch.cache_read(first, 0, "local")  # X again, read by the first copy
     assert sch.get(third).name == "X_local_1"
     check_both(sch, "GMM")
 
@@ -121,16 +125,22 @@ def test_gmm_tiled_with_shared_local_caches():
 # cache_write
 
 
-@pytest.mark.parametrize("name, block", [
-    ("GMM", "Z"), ("C2D", "conv2d_nhwc"), ("SFM", "T_softmax_maxelem"), ("CBR", "Conv2dOutput"),
-])
+@pytest.mark.parametrize(
+    "name, block",
+    [
+        ("GMM", "Z"),
+        ("C2D", "conv2d_nhwc"),
+        ("SFM", "T_softmax_maxelem"),
+        ("CBR", "Conv2dOutput"),
+    ],
+)
 def test_cache_write_workloads(name, block):
     sch = small_schedule(name)
     buf = sch.get(sch.get_block(block)).writes[0].buffer
     back = sch.cache_write(block, 0, "local")
     node = sch.get(sch.get_block(block))
     assert node.writes[0].buffer.name == f"{buf.name}_local"
-    if node.init is not None:      # a reduction's init moved with it
+    if node.init is not None:  # a reduction's init moved with it
         assert node.init.buffer.name == f"{buf.name}_local"
     assert sch.get(back).writes[0].buffer is buf
     names = top_level_blocks(sch)
@@ -140,11 +150,11 @@ def test_cache_write_workloads(name, block):
 
 def test_cache_write_with_direct_consumers():
     sch = small_schedule("CBR")
-    bias_add = sch.get_block("bias_add")        # a BlockRV: recorded as a variable
+    bias_add = sch.get_block("bias_add")  # a BlockRV: recorded as a variable
     sch.cache_write("Conv2dOutput", 0, "local", consumer_blocks=[bias_add])
     assert "consumer_blocks=[b0]" in str(sch.trace)
     assert reads_of(sch, "bias_add")[0] == "Conv2dOutput_local"
-    assert top_level_blocks(sch)[-1] == "Conv2dOutput_local"   # nobody else reads it
+    assert top_level_blocks(sch)[-1] == "Conv2dOutput_local"  # nobody else reads it
     check_both(sch, "CBR")
 
 
@@ -159,18 +169,23 @@ def test_cache_write_then_read_the_cache():
 # reindex
 
 
-@pytest.mark.parametrize("name, block, buffer", [
-    ("GMM", "Z", ("read", 0)), ("GMM", "Z", ("write", 0)),
-    ("C2D", "conv2d_nhwc", ("read", 1)), ("SFM", "T_softmax_norm", "T_softmax_exp"),
-    ("CBR", "bias_add", ("write", 0)),
-])
+@pytest.mark.parametrize(
+    "name, block, buffer",
+    [
+        ("GMM", "Z", ("read", 0)),
+        ("GMM", "Z", ("write", 0)),
+        ("C2D", "conv2d_nhwc", ("read", 1)),
+        ("SFM", "T_softmax_norm", "T_softmax_exp"),
+        ("CBR", "bias_add", ("write", 0)),
+    ],
+)
 def test_reindex_workloads(name, block, buffer):
     sch = small_schedule(name)
     node = sch.get(sch.get_block(block))
     copy = sch.reindex(block, buffer)
     new = sch.get(sch.get_block(block))
     kind = buffer[0] if isinstance(buffer, tuple) else "read"
-    region = (new.reads if kind == "read" else new.writes)
+    region = new.reads if kind == "read" else new.writes
     reindexed = [r for r in region if r.buffer.name.endswith("_reindex")]
     assert len(reindexed) == 1
     # indexed by the block's own iterators
@@ -183,9 +198,9 @@ def test_reindex_workloads(name, block, buffer):
 
 def test_reindex_buffer_shape_follows_used_iterators():
     sch = small_schedule("C2D")
-    sch.reindex("conv2d_nhwc", ("read", 0))    # PadInput[vn, vh*2 + vrh, vw*2 + vrw, vrc]
+    sch.reindex("conv2d_nhwc", ("read", 0))  # PadInput[vn, vh*2 + vrh, vw*2 + vrw, vrc]
     buf = [b for b in sch.func.root.alloc_buffers if b.name == "PadInput_reindex"][0]
-    assert buf.shape == (1, 4, 4, 3, 3, 3)     # vn, vh, vw, vrh, vrw, vrc
+    assert buf.shape == (1, 4, 4, 3, 3, 3)  # vn, vh, vw, vrh, vrw, vrc
     check_both(sch, "C2D")
 
 
@@ -200,24 +215,27 @@ def padded_twice():
     return sch
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda s: s.cache_read("Z", 2, "local"), "not an index"),
-    (lambda s: s.cache_read("Z", 1, "texture"), "unknown storage scope"),
-    (lambda s: s.cache_read("Z", 1, "local", consumer_blocks=["root"]), "not a block of the same"),
-    (lambda s: s.cache_read("Z", 1, "local", consumer_blocks="Z"), "list of blocks"),
-    (lambda s: s.cache_write("Z", 1, "local"), "not an index"),
-    (lambda s: s.cache_write("Z", 0, "registers"), "unknown storage scope"),
-    (lambda s: s.cache_write("Z", 0, "local", consumer_blocks=["Z"]), "not a block of the same"),
-    (lambda s: s.reindex("Z", ("read", 7)), "not an index"),
-    (lambda s: s.reindex("Z", ("both", 0)), "expected"),
-    (lambda s: s.reindex("Z", "W"), "no buffer named"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda s: s.cache_read("Z", 2, "local"), "not an index"),
+        (lambda s: s.cache_read("Z", 1, "texture"), "unknown storage scope"),
+        (lambda s: s.cache_read("Z", 1, "local", consumer_blocks=["root"]), "not a block of the same"),
+        (lambda s: s.cache_read("Z", 1, "local", consumer_blocks="Z"), "list of blocks"),
+        (lambda s: s.cache_write("Z", 1, "local"), "not an index"),
+        (lambda s: s.cache_write("Z", 0, "registers"), "unknown storage scope"),
+        (lambda s: s.cache_write("Z", 0, "local", consumer_blocks=["Z"]), "not a block of the same"),
+        (lambda s: s.reindex("Z", ("read", 7)), "not an index"),
+        (lambda s: s.reindex("Z", ("both", 0)), "expected"),
+        (lambda s: s.reindex("Z", "W"), "no buffer named"),
+    ],
+)
 def test_rules_on_gmm(call, match):
     sch = small_schedule("GMM")
     before = sch.func
     with pytest.raises(ScheduleError, match=match):
         call(sch)
-    assert sch.func is before and len(sch.trace) == 0     # nothing half-applied
+    assert sch.func is before and len(sch.trace) == 0  # nothing half-applied
 
 
 def test_cache_read_of_a_buffer_the_block_updates_in_place():

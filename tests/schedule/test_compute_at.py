@@ -1,5 +1,6 @@
 """compute_at, reverse_compute_at and sample_compute_location: numeric equality (python and
 llvm), trace round-trip, the regions they infer, and every rule they enforce."""
+
 import numpy as np
 import pytest
 
@@ -14,8 +15,13 @@ from workbench.schedule import Schedule
 from workbench.schedule.primitives import reduction
 from workbench.schedule.primitives.compute_location import compute_location_candidates
 from workbench.schedule.state import index, replace
-from workbench.testing import (check_numeric, check_trace_roundtrip, elementwise_func, opaque_func,
-                               small_schedule)
+from workbench.testing import (
+    check_numeric,
+    check_trace_roundtrip,
+    elementwise_func,
+    opaque_func,
+    small_schedule,
+)
 
 
 def check(sch, name):
@@ -64,9 +70,15 @@ def tiled(sch, block, i_factor=5, j_factor=4):
 
 # -- compute_at on the workloads ------------------------------------------------------------
 
-@pytest.mark.parametrize("name,pad,conv", [("C2D", "PadInput", "conv2d_nhwc"),
-                                           ("T2D", "PadInput", "conv2d_transpose_nhwc"),
-                                           ("CBR", "PaddedInput", "Conv2dOutput")])
+
+@pytest.mark.parametrize(
+    "name,pad,conv",
+    [
+        ("C2D", "PadInput", "conv2d_nhwc"),
+        ("T2D", "PadInput", "conv2d_transpose_nhwc"),
+        ("CBR", "PaddedInput", "Conv2dOutput"),
+    ],
+)
 @pytest.mark.parametrize("depth", [1, 2, 3, 4, 6])
 def test_padding_at_every_conv_loop(name, pad, conv, depth):
     sch = small_schedule(name)
@@ -81,7 +93,7 @@ def test_padding_region_is_the_window():
     sch = small_schedule("C2D")
     n, h, w, *_ = sch.get_loops("conv2d_nhwc")
     sch.compute_at(sch.get_block("PadInput"), h)
-    assert extents(sch, "PadInput") == [1, 4, 3, 9, 3]       # n, h, then rows, cols, channels
+    assert extents(sch, "PadInput") == [1, 4, 3, 9, 3]  # n, h, then rows, cols, channels
     realize = sch.index.realizes["PadInput"]
     assert str(realize.iter_values[1]) == "h * 2 + i1"
     assert is_const(realize.predicate, 1)
@@ -96,9 +108,13 @@ def test_softmax_stages_under_one_row_loop():
     for name in ("T_softmax_expsum", "T_softmax_exp", "T_softmax_maxelem"):
         sch.compute_at(sch.get_block(name), i0)
     root = sch.get(sch.get_block("root"))
-    assert isinstance(root.body, type(sch.get(i0)))        # one loop holds everything
+    assert isinstance(root.body, type(sch.get(i0)))  # one loop holds everything
     assert [r.block.name for r in sch.index.child_realizes(sch.get(i0))] == [
-        "T_softmax_maxelem", "T_softmax_exp", "T_softmax_expsum", "T_softmax_norm"]
+        "T_softmax_maxelem",
+        "T_softmax_exp",
+        "T_softmax_expsum",
+        "T_softmax_norm",
+    ]
     assert [extents(sch, n)[1:] for n in ("T_softmax_maxelem", "T_softmax_exp")] == [[16], [16]]
     check(sch, "SFM")
 
@@ -147,9 +163,12 @@ def test_index_places_the_block():
     names = [r.block.name for r in sch.index.child_realizes(sch.get(i0))]
     assert names[0] == "T_softmax_maxelem"
     check(sch, "SFM")
-    with pytest.raises(ScheduleError, match=r"compute_at \(argument 'index'\): index 3 is not a "
-                                            r"valid insertion point under loop 'i0': expected "
-                                            r"-1, -2 or one of \[0\]"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"compute_at \(argument 'index'\): index 3 is not a "
+        r"valid insertion point under loop 'i0': expected "
+        r"-1, -2 or one of \[0\]",
+    ):
         sch2 = small_schedule("SFM")
         l0 = sch2.get_loops("T_softmax_norm")[0]
         sch2.compute_at(sch2.get_block("T_softmax_expsum"), l0)
@@ -164,6 +183,7 @@ def test_index_minus_two_is_first_place():
 
 
 # -- reverse_compute_at ----------------------------------------------------------------------
+
 
 def test_reverse_compute_at_epilogue_under_gmm_tile():
     sch = Schedule(gmm_relu())
@@ -210,11 +230,14 @@ def test_mixed_compute_at_and_reverse_compute_at():
     sch.compute_at(sch.get_block("PaddedInput"), sch.get_loops("Conv2dOutput")[1])
     sch.reverse_compute_at(sch.get_block("bias_add"), sch.get_loops("Conv2dOutput")[3])
     sch.reverse_compute_at(sch.get_block("bn_mul"), sch.get_loops("bias_add")[2])
-    with pytest.raises(ScheduleError, match=r"loop 'i1' \(l\d+\) no longer exists: step \d+ "
-                                            r"removed it: `sch.compute_at"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"loop 'i1' \(l\d+\) no longer exists: step \d+ "
+        r"removed it: `sch.compute_at",
+    ):
         sch.get(old)
     assert sch.get(sch.get_loops("bn_mul")[:3]) == sch.get(sch.get_loops("Conv2dOutput")[:3])
-    assert extents(sch, "bn_mul") == [1, 4, 4, 4]        # its own channel loop under xx
+    assert extents(sch, "bn_mul") == [1, 4, 4, 4]  # its own channel loop under xx
     check(sch, "CBR")
 
 
@@ -253,15 +276,17 @@ def test_compute_at_refuses_tied_reduce_iterators(monkeypatch):
     monkeypatch.setattr(reduction, "_split_loops", lambda block, realize, rf_var, loops: {rf_var})
     sch, rf = nrm_rfactor()
     assert [iv.var.name for iv in sch.get(rf).iter_vars][2:] == ["vi", "vi_j_fused_0"]
-    with pytest.raises(ScheduleError, match=r"compute_at \(argument 'block'\): reduction block "
-                                            r"'C_rf' cannot be rebuilt with one loop per iterator: "
-                                            r"loop 'i_j_fused_0' feeds \['vi', 'vi_j_fused_0'\] "
-                                            r"through slices that overlap"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"compute_at \(argument 'block'\): reduction block "
+        r"'C_rf' cannot be rebuilt with one loop per iterator: "
+        r"loop 'i_j_fused_0' feeds \['vi', 'vi_j_fused_0'\] "
+        r"through slices that overlap",
+    ):
         sch.compute_at(rf, sch.get_loops("C")[0])
 
 
-@pytest.mark.parametrize("how", ["fused_split3", "imperfect", "fused_imperfect",
-                                 "fused_imperfect3"])
+@pytest.mark.parametrize("how", ["fused_split3", "imperfect", "fused_imperfect", "fused_imperfect3"])
 def test_compute_at_reduction_with_split_and_fused_reduce_loops(how):
     """The reduce bindings split and fuse produce (slices of loops, of fused sums, clipped by
     the predicate) are recognised as visiting their domains exactly once."""
@@ -270,8 +295,11 @@ def test_compute_at_reduction_with_split_and_fused_reduce_loops(how):
     if how == "imperfect":
         sch.split(j, [None, 3])
     else:
-        factors = {"fused_split3": [4, 16, 2], "fused_imperfect": [None, 3],
-                   "fused_imperfect3": [None, 5, 3]}[how]
+        factors = {
+            "fused_split3": [4, 16, 2],
+            "fused_imperfect": [None, 3],
+            "fused_imperfect3": [None, 5, 3],
+        }[how]
         sch.split(sch.fuse(i, j), factors)
     sch.compute_at(sch.get_block("C"), sch.get_loops("D")[0])
     assert extents(sch, "C") == [2, 8, 16]
@@ -288,50 +316,77 @@ def rebound_nrm(split_j=True, **changes):
     return Schedule(replace(sch.func, realize, realize.with_(**changes)))
 
 
-@pytest.mark.parametrize("changes,message", [
-    ({"predicate": lambda loops, r: loops[2].loop_var * 3 + loops[3].loop_var < 12},
-     r"vj = j_0 \* 3 \+ j_1 spans past its domain and the predicate does not clip it to 16"),
-    ({"predicate": lambda loops, r: r.predicate & (loops[3].loop_var < 2)},
-     r"the predicate j_1 < 2 restricts the reduce loops"),
-    ({"iter_values": lambda loops, r: (r.iter_values[0], loops[0].loop_var, r.iter_values[2])},
-     r"loop 'b' feeds spatial iterators and reduce iterator 'vi'"),
-    ({"iter_values": lambda loops, r: r.iter_values[:2] + (loops[2].loop_var * 3,)},
-     r"vj = j_0 \* 3 is not a mixed-radix number of loop slices"),
-])
+@pytest.mark.parametrize(
+    "changes,message",
+    [
+        (
+            {"predicate": lambda loops, r: loops[2].loop_var * 3 + loops[3].loop_var < 12},
+            r"vj = j_0 \* 3 \+ j_1 spans past its domain and the predicate does not clip it to 16",
+        ),
+        (
+            {"predicate": lambda loops, r: r.predicate & (loops[3].loop_var < 2)},
+            r"the predicate j_1 < 2 restricts the reduce loops",
+        ),
+        (
+            {"iter_values": lambda loops, r: (r.iter_values[0], loops[0].loop_var, r.iter_values[2])},
+            r"loop 'b' feeds spatial iterators and reduce iterator 'vi'",
+        ),
+        (
+            {"iter_values": lambda loops, r: r.iter_values[:2] + (loops[2].loop_var * 3,)},
+            r"vj = j_0 \* 3 is not a mixed-radix number of loop slices",
+        ),
+    ],
+)
 def test_compute_at_refuses_reduction_not_visiting_its_domain_once(changes, message):
     sch = rebound_nrm(**changes)
-    with pytest.raises(ScheduleError, match=r"reduction block 'C' cannot be rebuilt with one "
-                                            r"loop per iterator: " + message):
+    with pytest.raises(
+        ScheduleError,
+        match=r"reduction block 'C' cannot be rebuilt with one "
+        r"loop per iterator: " + message,
+    ):
         sch.compute_at(sch.get_block("C"), sch.get_loops("D")[0])
 
 
 # -- rules -----------------------------------------------------------------------------------
 
+
 def test_compute_at_refuses_output_block():
     sch = Schedule(gmm_relu())
-    with pytest.raises(ScheduleError, match=r"compute_at \(argument 'block'\): block 'R' is an "
-                                            r"output block: it writes the function parameter\(s\) \['R'\]"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"compute_at \(argument 'block'\): block 'R' is an "
+        r"output block: it writes the function parameter\(s\) \['R'\]",
+    ):
         sch.compute_at(sch.get_block("R"), sch.get_loops("Z")[1])
 
 
 def test_compute_at_refuses_own_loop():
     sch = small_schedule("C2D")
-    with pytest.raises(ScheduleError, match=r"compute_at \(argument 'loop'\): loop 'i1' encloses "
-                                            r"block 'PadInput'"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"compute_at \(argument 'loop'\): loop 'i1' encloses "
+        r"block 'PadInput'",
+    ):
         sch.compute_at(sch.get_block("PadInput"), sch.get_loops("PadInput")[1])
 
 
 def test_compute_at_needs_all_consumers_under_loop():
     sch = small_schedule("SFM")
-    with pytest.raises(ScheduleError, match=r"compute_at \(argument 'loop'\): the consumers "
-                                            r"\['T_softmax_expsum'\] of block 'T_softmax_exp' are not under loop"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"compute_at \(argument 'loop'\): the consumers "
+        r"\['T_softmax_expsum'\] of block 'T_softmax_exp' are not under loop",
+    ):
         sch.compute_at(sch.get_block("T_softmax_exp"), sch.get_loops("T_softmax_norm")[0])
 
 
 def test_reverse_compute_at_needs_all_producers_under_loop():
     sch = small_schedule("CBR")
-    with pytest.raises(ScheduleError, match=r"reverse_compute_at \(argument 'loop'\): the producers "
-                                            r"\['Conv2dOutput'\] of block 'bias_add' are not under"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"reverse_compute_at \(argument 'loop'\): the producers "
+        r"\['Conv2dOutput'\] of block 'bias_add' are not under",
+    ):
         sch.reverse_compute_at(sch.get_block("bias_add"), sch.get_loops("PaddedInput")[1])
 
 
@@ -339,33 +394,45 @@ def test_reverse_compute_at_refuses_moving_past_a_consumer():
     """The padding has no producer block, but its consumer (the conv) precedes bias_add's
     loops: moved there, the padding would be computed after it is read."""
     sch = small_schedule("CBR")
-    with pytest.raises(ScheduleError, match=r"reverse_compute_at \(argument 'loop'\): block "
-                                            r"'Conv2dOutput', a consumer of block 'PaddedInput', "
-                                            r"comes before loop 'j': the block would move after"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"reverse_compute_at \(argument 'loop'\): block "
+        r"'Conv2dOutput', a consumer of block 'PaddedInput', "
+        r"comes before loop 'j': the block would move after",
+    ):
         sch.reverse_compute_at(sch.get_block("PaddedInput"), sch.get_loops("bias_add")[1])
 
 
 def test_compute_at_refuses_opaque_block():
     sch = Schedule(opaque_func())
-    with pytest.raises(ScheduleError, match=r"compute_at \(argument 'block'\): block 'B' is neither "
-                                            r"a complete nor a reduction block: as a complete block "
-                                            r"it has non-spatial iterators"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"compute_at \(argument 'block'\): block 'B' is neither "
+        r"a complete nor a reduction block: as a complete block "
+        r"it has non-spatial iterators",
+    ):
         sch.compute_at(sch.get_block("B"), sch.get_loops("C")[0])
 
 
 def test_reverse_compute_at_refuses_split_reduction():
     """expsum under exp's column loop would run each row's sum piecewise."""
     sch = small_schedule("SFM")
-    with pytest.raises(ScheduleError, match=r"reduction block 'T_softmax_expsum' would have its "
-                                            r"reduce iterator 'vk' split"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"reduction block 'T_softmax_expsum' would have its "
+        r"reduce iterator 'vk' split",
+    ):
         sch.reverse_compute_at(sch.get_block("T_softmax_expsum"), sch.get_loops("T_softmax_exp")[1])
 
 
 def test_reverse_compute_at_refuses_unsolvable_index():
     """The conv reads its padded input at ``vh * 2 + vrh``: no iterator range can be solved."""
     sch = small_schedule("C2D")
-    with pytest.raises(ScheduleError, match=r"cannot infer the iteration range of block "
-                                            r"'conv2d_nhwc': it accesses PadInput at vh \* 2 \+ vrh"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"cannot infer the iteration range of block "
+        r"'conv2d_nhwc': it accesses PadInput at vh \* 2 \+ vrh",
+    ):
         sch.reverse_compute_at(sch.get_block("conv2d_nhwc"), sch.get_loops("PadInput")[1])
 
 
@@ -386,8 +453,11 @@ def test_compute_at_refuses_loop_of_another_scope():
     body = seq(idx.loops_above(idx.realizes["B"])[0], wrap)
     func = func.with_body(func.body.with_(block=func.root.with_(body=body)))
     sch = Schedule(func)
-    with pytest.raises(ScheduleError, match=r"compute_at \(argument 'loop'\): loop 'i' is not in "
-                                            r"the block scope of block 'B' \(scope 'root'\)"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"compute_at \(argument 'loop'\): loop 'i' is not in "
+        r"the block scope of block 'B' \(scope 'root'\)",
+    ):
         sch.compute_at(sch.get_block("B"), sch.get_loops("C")[0])
 
 
@@ -402,6 +472,7 @@ def test_failed_compute_at_leaves_schedule_unchanged():
 
 # -- sample_compute_location -----------------------------------------------------------------
 
+
 def test_candidates_follow_tvm_rules():
     sch = small_schedule("CBR")
     func = sch.func
@@ -409,9 +480,9 @@ def test_candidates_follow_tvm_rules():
     def cands(name):
         return compute_location_candidates(func, index(func).block(name))[0]
 
-    assert cands("PaddedInput") == [-2, -1, 1, 2, 3]   # nn is a unit loop; stop at reduce ry
-    assert cands("Conv2dOutput") == [-1, 1, 2, 3]      # a reduction does not inline
-    assert cands("compute") == [-1]                    # no consumer, output block
+    assert cands("PaddedInput") == [-2, -1, 1, 2, 3]  # nn is a unit loop; stop at reduce ry
+    assert cands("Conv2dOutput") == [-1, 1, 2, 3]  # a reduction does not inline
+    assert cands("compute") == [-1]  # no consumer, output block
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -444,8 +515,11 @@ def test_location_marks_root_and_inline():
     assert sch.func is before
     inline = sch.sample_compute_location(pad, decision=-2)
     assert sch.get(inline) == "inline"
-    with pytest.raises(ScheduleError, match=r"split \(argument 'loop'\): this LoopRV is the "
-                                            r"compute location 'inline'"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"split \(argument 'loop'\): this LoopRV is the "
+        r"compute location 'inline'",
+    ):
         sch.split(inline, [2, None])
     sch.compute_at(pad, inline)
     assert [b.name for b in sch.func.blocks()] == ["root", "conv2d_nhwc"]
@@ -459,7 +533,7 @@ def test_stale_decision_falls_back_to_earlier_candidate():
     sch.sample_compute_location(pad, decision=6)
     assert sch.trace[-1].decision == 3
     sch.sample_compute_location(sch.get_block("conv2d_nhwc"), decision=-2)
-    assert sch.trace[-1].decision == -1       # a reduction cannot be inlined: root
+    assert sch.trace[-1].decision == -1  # a reduction cannot be inlined: root
 
 
 @pytest.mark.parametrize("bad", [-3, 1.5, "root", True])

@@ -1,5 +1,6 @@
 """compute_inline and reverse_compute_inline: numeric equality (python and llvm), trace
 round-trip, the IR they leave, and every rule they enforce."""
+
 import pytest
 
 from workbench import workloads
@@ -12,8 +13,13 @@ from workbench.ir.stmt import BufferStore
 from workbench.ir.verify import verify
 from workbench.schedule import Schedule
 from workbench.schedule.state import index, replace
-from workbench.testing import (check_elementwise, check_numeric, check_trace_roundtrip,
-                               elementwise_func, small_schedule)
+from workbench.testing import (
+    check_elementwise,
+    check_numeric,
+    check_trace_roundtrip,
+    elementwise_func,
+    small_schedule,
+)
 
 
 def check(sch, name):
@@ -38,9 +44,15 @@ def reads(sch, block):
 
 # -- compute_inline -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,pad,conv", [("C2D", "PadInput", "conv2d_nhwc"),
-                                           ("T2D", "PadInput", "conv2d_transpose_nhwc"),
-                                           ("CBR", "PaddedInput", "Conv2dOutput")])
+
+@pytest.mark.parametrize(
+    "name,pad,conv",
+    [
+        ("C2D", "PadInput", "conv2d_nhwc"),
+        ("T2D", "PadInput", "conv2d_transpose_nhwc"),
+        ("CBR", "PaddedInput", "Conv2dOutput"),
+    ],
+)
 def test_inline_padding(name, pad, conv):
     sch = small_schedule(name)
     sch.compute_inline(sch.get_block(pad))
@@ -90,6 +102,7 @@ def test_inline_elementwise():
 
 # -- reverse_compute_inline ------------------------------------------------------------------
 
+
 def test_reverse_inline_cbr_epilogue_chain():
     sch = small_schedule("CBR")
     for name in ("compute", "bn_add", "bn_mul"):
@@ -131,6 +144,7 @@ def test_reverse_inline_transposed_read():
     verify(sch.func)
     import numpy as np
     from workbench.codegen import build
+
     a = np.arange(24, dtype="float32").reshape(4, 6)
     for target in ("python", "llvm"):
         out = np.zeros((6, 4), "float32")
@@ -141,18 +155,25 @@ def test_reverse_inline_transposed_read():
 
 # -- rules: compute_inline -------------------------------------------------------------------
 
+
 def test_inline_refuses_reduction():
     sch = small_schedule("CBR")
-    with pytest.raises(ScheduleError, match=r"compute_inline \(argument 'block'\): block "
-                                            r"'Conv2dOutput' is not a complete block: it has "
-                                            r"non-spatial iterators \['vry', 'vrx', 'vrc'\]"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"compute_inline \(argument 'block'\): block "
+        r"'Conv2dOutput' is not a complete block: it has "
+        r"non-spatial iterators \['vry', 'vrx', 'vrc'\]",
+    ):
         sch.compute_inline(sch.get_block("Conv2dOutput"))
 
 
 def test_inline_refuses_output_block():
     sch = small_schedule("CBR")
-    with pytest.raises(ScheduleError, match=r"compute_inline \(argument 'block'\): block 'compute' "
-                                            r"is an output block"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"compute_inline \(argument 'block'\): block 'compute' "
+        r"is an output block",
+    ):
         sch.compute_inline(sch.get_block("compute"))
 
 
@@ -166,27 +187,33 @@ def _with_store(func, name, make):
 
 
 def test_inline_refuses_nontrivial_store_index():
-    func = _with_store(elementwise_func(), "B",
-                       lambda s, v: BufferStore(s.buffer, s.value, (v[0], v[1] * 0 + IntImm(0))))
+    func = _with_store(
+        elementwise_func(), "B", lambda s, v: BufferStore(s.buffer, s.value, (v[0], v[1] * 0 + IntImm(0)))
+    )
     sch = Schedule(func)
     with pytest.raises(ScheduleError, match=r"compute_inline.*block 'B' stores B at index 1 = "):
         sch.compute_inline(sch.get_block("B"))
 
 
 def test_inline_refuses_repeated_store_index():
-    func = _with_store(elementwise_func((4, 4)), "B",
-                       lambda s, v: BufferStore(s.buffer, s.value, (v[0], v[0])))
+    func = _with_store(
+        elementwise_func((4, 4)), "B", lambda s, v: BufferStore(s.buffer, s.value, (v[0], v[0]))
+    )
     sch = Schedule(func)
     with pytest.raises(ScheduleError, match=r"each index must be a distinct iterator"):
         sch.compute_inline(sch.get_block("B"))
 
 
 def test_inline_refuses_block_reading_its_output():
-    func = _with_store(elementwise_func(), "B",
-                       lambda s, v: BufferStore(s.buffer, s.buffer[v[0], v[1]] * 2.0, s.indices))
+    func = _with_store(
+        elementwise_func(), "B", lambda s, v: BufferStore(s.buffer, s.buffer[v[0], v[1]] * 2.0, s.indices)
+    )
     sch = Schedule(func)
-    with pytest.raises(ScheduleError, match=r"block 'B' is not a complete block: it reads the "
-                                            r"buffers \['B'\] it writes"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"block 'B' is not a complete block: it reads the "
+        r"buffers \['B'\] it writes",
+    ):
         sch.compute_inline(sch.get_block("B"))
 
 
@@ -198,10 +225,14 @@ def test_inline_refuses_root():
 
 # -- rules: reverse_compute_inline -----------------------------------------------------------
 
+
 def test_reverse_inline_refuses_two_producers():
     sch = small_schedule("SFM")
-    with pytest.raises(ScheduleError, match=r"reverse_compute_inline \(argument 'block'\): block "
-                                            r"'T_softmax_norm' has 2 producer blocks"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"reverse_compute_inline \(argument 'block'\): block "
+        r"'T_softmax_norm' has 2 producer blocks",
+    ):
         sch.reverse_compute_inline(sch.get_block("T_softmax_norm"))
 
 
@@ -241,8 +272,11 @@ def test_reverse_inline_refuses_diagonal_read():
     B = dsl.compute((4, 4), lambda i, j: A[i, j] * 2.0, name="B")
     C = dsl.compute((4,), lambda i: B[i, i], name="C")
     sch = Schedule(dsl.create_func([A, C], name="diagonal"))
-    with pytest.raises(ScheduleError, match=r"reads B at index 1 = vi; each index must be a "
-                                            r"distinct iterator"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"reads B at index 1 = vi; each index must be a "
+        r"distinct iterator",
+    ):
         sch.reverse_compute_inline(sch.get_block("C"))
 
 
@@ -251,8 +285,11 @@ def test_reverse_inline_refuses_partial_read():
     B = dsl.compute((4, 8), lambda i, j: A[i, j] * 2.0, name="B")
     C = dsl.compute((2, 8), lambda i, j: B[i, j], name="C")
     sch = Schedule(dsl.create_func([A, C], name="slice"))
-    with pytest.raises(ScheduleError, match=r"iterator 'vi' of block 'C' ranges over Range\(0, 2\), "
-                                            r"not the whole extent 4 of B in dimension 0"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"iterator 'vi' of block 'C' ranges over Range\(0, 2\), "
+        r"not the whole extent 4 of B in dimension 0",
+    ):
         sch.reverse_compute_inline(sch.get_block("C"))
 
 

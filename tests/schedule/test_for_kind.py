@@ -1,11 +1,18 @@
 """parallel / vectorize / unroll / bind: numeric equality, round-trip, and their rules."""
+
 import pytest
 
 from workbench.errors import ScheduleError
 from workbench.ir.stmt import REDUCE, ForKind
 from workbench.schedule import Schedule
-from workbench.testing import (check_elementwise, check_small, elementwise_func, opaque_func,
-                               small_schedule, triangular_func)
+from workbench.testing import (
+    check_elementwise,
+    check_small,
+    elementwise_func,
+    opaque_func,
+    small_schedule,
+    triangular_func,
+)
 
 WORKLOADS = ["GMM", "C2D", "SFM"]
 
@@ -47,7 +54,7 @@ def test_bind_gpu_style(name):
         sch.bind(bx, "blockIdx.x")
         sch.bind(tx, "threadIdx.x")
         if reduce:
-            sch.bind(reduce[-1], "threadIdx.y")   # cross-thread reduction is allowed
+            sch.bind(reduce[-1], "threadIdx.y")  # cross-thread reduction is allowed
     check_small(sch, name)
 
 
@@ -60,8 +67,11 @@ def test_kinds_in_ir():
     sch.bind(i2, "blockIdx.x")
     sch.unroll(j2)
     assert [(l.kind, l.thread_tag) for l in sch.get([i, j, i2, j2])] == [
-        (ForKind.PARALLEL, None), (ForKind.VECTORIZED, None),
-        (ForKind.THREAD_BINDING, "blockIdx.x"), (ForKind.UNROLLED, None)]
+        (ForKind.PARALLEL, None),
+        (ForKind.VECTORIZED, None),
+        (ForKind.THREAD_BINDING, "blockIdx.x"),
+        (ForKind.UNROLLED, None),
+    ]
     check_elementwise(sch)
 
 
@@ -73,12 +83,16 @@ def test_unroll_reduce_loop_is_fine():
 
 # -- rules --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("primitive", ["parallel", "vectorize"])
 def test_reduce_iterator_refused(primitive):
     sch = small_schedule("GMM")
     k = sch.get_loops("Z")[3]
-    with pytest.raises(ScheduleError, match=rf"{primitive} \(argument 'loop'\): loop 'k' feeds reduce "
-                                            rf"iterator 'vk' of block 'Z'.*only feed spatial"):
+    with pytest.raises(
+        ScheduleError,
+        match=rf"{primitive} \(argument 'loop'\): loop 'k' feeds reduce "
+        rf"iterator 'vk' of block 'Z'.*only feed spatial",
+    ):
         getattr(sch, primitive)(k)
 
 
@@ -93,17 +107,23 @@ def test_fused_spatial_reduce_loop_refused():
 def test_bind_reduce_to_block_axis_refused():
     sch = small_schedule("GMM")
     k = sch.get_loops("Z")[3]
-    with pytest.raises(ScheduleError, match=r"bind \(argument 'loop'\): loop 'k' feeds reduce iterator "
-                                            r"'vk' of block 'Z'.*only feed spatial iterators"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"bind \(argument 'loop'\): loop 'k' feeds reduce iterator "
+        r"'vk' of block 'Z'.*only feed spatial iterators",
+    ):
         sch.bind(k, "blockIdx.x")
-    sch.bind(k, "threadIdx.x")   # a cross-thread reduction is fine
+    sch.bind(k, "threadIdx.x")  # a cross-thread reduction is fine
     check_small(sch, "GMM")
 
 
 def test_bind_unknown_axis():
     sch = small_schedule("GMM")
-    with pytest.raises(ScheduleError, match=r"bind \(argument 'thread_axis'\): unknown thread axis "
-                                            r"'threadIdx.w'"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"bind \(argument 'thread_axis'\): unknown thread axis "
+        r"'threadIdx.w'",
+    ):
         sch.bind(sch.get_loops("Z")[1], "threadIdx.w")
 
 
@@ -115,8 +135,11 @@ def test_opaque_iterator_refused_or_not(primitive):
         sch.unroll(i)
         check_elementwise(sch)
     else:
-        with pytest.raises(ScheduleError, match=rf"{primitive}.*loop 'i' feeds opaque iterator 'vi' "
-                                                rf"of block 'B'"):
+        with pytest.raises(
+            ScheduleError,
+            match=rf"{primitive}.*loop 'i' feeds opaque iterator 'vi' "
+            rf"of block 'B'",
+        ):
             getattr(sch, primitive)(i)
 
 
@@ -128,8 +151,11 @@ def test_already_non_serial(primitive):
         sch.parallel(j)
     else:
         sch.unroll(j)
-    with pytest.raises(ScheduleError, match=rf"{primitive} \(argument 'loop'\): loop 'j' is already "
-                                            rf"(unrolled|parallel); {primitive} applies to serial loops"):
+    with pytest.raises(
+        ScheduleError,
+        match=rf"{primitive} \(argument 'loop'\): loop 'j' is already "
+        rf"(unrolled|parallel); {primitive} applies to serial loops",
+    ):
         getattr(sch, primitive)(j)
 
 

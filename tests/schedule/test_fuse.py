@@ -1,11 +1,17 @@
 """fuse: numeric equality, trace round-trip, the IR it produces, and its rules."""
+
 import pytest
 
 from workbench.errors import ScheduleError
 from workbench.ir.stmt import ForKind
 from workbench.schedule import Schedule
-from workbench.testing import (check_elementwise, check_small, elementwise_func, shared_loop_func,
-                               small_schedule)
+from workbench.testing import (
+    check_elementwise,
+    check_small,
+    elementwise_func,
+    shared_loop_func,
+    small_schedule,
+)
 
 WORKLOADS = ["GMM", "C2D", "SFM"]
 
@@ -59,8 +65,7 @@ def test_fuse_single_loop_renames():
     check_elementwise(sch)
 
 
-@pytest.mark.parametrize("kinds", [("parallel", "parallel"), ("parallel", "unroll"),
-                                   ("unroll", "vectorize")])
+@pytest.mark.parametrize("kinds", [("parallel", "parallel"), ("parallel", "unroll"), ("unroll", "vectorize")])
 def test_fuse_accepts_any_loop_kind_and_gives_a_serial_loop(kinds):
     """As TVM's fuse: loops of any kind fuse; the fused loop is serial (kinds are reset)."""
     sch = small_schedule("GMM")
@@ -89,19 +94,26 @@ def test_fuse_of_a_parallel_loop_then_parallel_again():
 
 # -- rules --------------------------------------------------------------------------------
 
+
 def test_fuse_inner_to_outer():
     sch = Schedule(elementwise_func())
     i, j = sch.get_loops("B")
-    with pytest.raises(ScheduleError, match=r"fuse \(argument 'loops'\): loops must be given outer "
-                                            r"to inner, but loop 'i' encloses loop 'j'"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"fuse \(argument 'loops'\): loops must be given outer "
+        r"to inner, but loop 'i' encloses loop 'j'",
+    ):
         sch.fuse(j, i)
 
 
 def test_fuse_not_only_child():
     sch = Schedule(shared_loop_func())
     i, j = sch.get_loops("B")
-    with pytest.raises(ScheduleError, match=r"fuse.*loop 'j' is not the only statement in the body "
-                                            r"of loop 'i'"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"fuse.*loop 'j' is not the only statement in the body "
+        r"of loop 'i'",
+    ):
         sch.fuse(i, j)
 
 
@@ -138,8 +150,11 @@ def test_fuse_refuses_annotated_loop():
     sch = Schedule(elementwise_func())
     i, j = sch.get_loops("B")
     sch.annotate(j, "pragma_auto_unroll_max_step", 16)
-    with pytest.raises(ScheduleError, match=r"fuse.*loop 'j' has annotations "
-                                            r"\['pragma_auto_unroll_max_step'\]"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"fuse.*loop 'j' has annotations "
+        r"\['pragma_auto_unroll_max_step'\]",
+    ):
         sch.fuse(i, j)
 
 

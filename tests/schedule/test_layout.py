@@ -1,5 +1,6 @@
 """set_scope, storage_align, transform_layout, transform_block_layout, decompose_padding and
 index maps: numeric equality (python and llvm), trace round-trips, the IR, every rule."""
+
 import json
 
 import pytest
@@ -36,17 +37,20 @@ def failing(sch, call, match):
 # index maps
 
 
-@pytest.mark.parametrize("text", [
-    "lambda i, j: (i // 16, j, i % 16)",
-    "lambda i: (i * 4 + 3 - (2 - i),)",
-    "lambda n, h: ((n * 16 + h) // 8, (n * 16 + h) % 8)",
-    "lambda i, j: (i - -3, 0 - j)",
-    "lambda i, j: (j, i)",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "lambda i, j: (i // 16, j, i % 16)",
+        "lambda i: (i * 4 + 3 - (2 - i),)",
+        "lambda n, h: ((n * 16 + h) // 8, (n * 16 + h) % 8)",
+        "lambda i, j: (i - -3, 0 - j)",
+        "lambda i, j: (j, i)",
+    ],
+)
 def test_index_map_text_round_trips(text):
     imap = IndexMap.parse(text)
     assert str(imap) == text
-    again = IndexMap.from_func(eval(text))   # the text is also the Python that builds it
+    again = IndexMap.from_func(eval(text))  # the text is also the Python that builds it
     assert str(again) == text
 
 
@@ -55,14 +59,17 @@ def test_index_map_parse_accepts_spacing_and_parentheses():
     assert str(IndexMap.parse("lambda i, j: i * (j + 1)")) == "lambda i, j: (i * (j + 1),)"
 
 
-@pytest.mark.parametrize("text, match", [
-    ("i, j: (i, j)", "expected 'lambda'"),
-    ("lambda i: (k,)", "unknown name"),
-    ("lambda i: (i ** 2,)", "unexpected"),
-    ("lambda i: (i / 2,)", "cannot read"),
-    ("lambda i: (i // 0,)", "positive integer"),
-    ("lambda i, i: (i,)", "distinct"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("i, j: (i, j)", "expected 'lambda'"),
+        ("lambda i: (k,)", "unknown name"),
+        ("lambda i: (i ** 2,)", "unexpected"),
+        ("lambda i: (i / 2,)", "cannot read"),
+        ("lambda i: (i // 0,)", "positive integer"),
+        ("lambda i, i: (i,)", "distinct"),
+    ],
+)
 def test_index_map_parse_rejects(text, match):
     with pytest.raises(ValueError, match=match):
         IndexMap.parse(text)
@@ -71,7 +78,7 @@ def test_index_map_parse_rejects(text, match):
 def test_index_map_analyses():
     split = IndexMap.parse("lambda i: (i // 16, i % 16)")
     assert split.map_shape((32,)) == (2, 16) and split.is_injective((32,))
-    assert split.map_shape((20,)) == (2, 16)                  # padded
+    assert split.map_shape((20,)) == (2, 16)  # padded
     assert not IndexMap.parse("lambda i, j: (i + j,)").is_injective((3, 4))
     fused_split = IndexMap.parse("lambda i, j: ((i * 16 + j) // 8, (i * 16 + j) % 8)")
     inverse, shape = fused_split.inverse((4, 16))
@@ -86,10 +93,15 @@ def test_index_map_analyses():
 # set_scope
 
 
-@pytest.mark.parametrize("name, block, scope", [
-    ("SFM", "T_softmax_exp", "local"), ("SFM", "T_softmax_maxelem", "shared"),
-    ("C2D", "PadInput", "shared"), ("CBR", "bn_mul", "local"),
-])
+@pytest.mark.parametrize(
+    "name, block, scope",
+    [
+        ("SFM", "T_softmax_exp", "local"),
+        ("SFM", "T_softmax_maxelem", "shared"),
+        ("C2D", "PadInput", "shared"),
+        ("CBR", "bn_mul", "local"),
+    ],
+)
 def test_set_scope(name, block, scope):
     sch = small_schedule(name)
     sch.set_scope(block, 0, scope)
@@ -122,11 +134,14 @@ def test_set_scope_rules():
 # storage_align
 
 
-@pytest.mark.parametrize("name, block, axis, factor, offset, strides", [
-    ("SFM", "T_softmax_exp", 0, 8, 3, (19, 1)),
-    ("CBR", "bn_mul", 2, 8, 1, (144, 36, 9, 1)),
-    ("C2D", "PadInput", -2, 4, 0, (400, 40, 4, 1)),
-])
+@pytest.mark.parametrize(
+    "name, block, axis, factor, offset, strides",
+    [
+        ("SFM", "T_softmax_exp", 0, 8, 3, (19, 1)),
+        ("CBR", "bn_mul", 2, 8, 1, (144, 36, 9, 1)),
+        ("C2D", "PadInput", -2, 4, 0, (400, 40, 4, 1)),
+    ],
+)
 def test_storage_align(name, block, axis, factor, offset, strides):
     sch = small_schedule(name)
     sch.storage_align(block, 0, axis, factor, offset)
@@ -143,18 +158,25 @@ def test_storage_align_again_replaces_the_axis_alignment():
     check_both(sch, "CBR")
 
 
-@pytest.mark.parametrize("args, match", [
-    ((0, 1, 8, 0), "innermost"), ((0, -1, 8, 0), "innermost"), ((0, 2, 8, 0), "out of range"), ((0, -3, 8, 0), "out of range"),
-    ((0, 0, 0, 0), "positive"), ((0, 0, 8, 8), r"offset must be in \[0"),
-    ((0, 0, 8, -1), r"offset must be in \[0"), ((0, 0.5, 8, 0), "expected an int"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ((0, 1, 8, 0), "innermost"),
+        ((0, -1, 8, 0), "innermost"),
+        ((0, 2, 8, 0), "out of range"),
+        ((0, -3, 8, 0), "out of range"),
+        ((0, 0, 0, 0), "positive"),
+        ((0, 0, 8, 8), r"offset must be in \[0"),
+        ((0, 0, 8, -1), r"offset must be in \[0"),
+        ((0, 0.5, 8, 0), "expected an int"),
+    ],
+)
 def test_storage_align_rules(args, match):
     failing(small_schedule("SFM"), lambda s: s.storage_align("T_softmax_exp", *args), match)
 
 
 def test_storage_align_refuses_parameters():
-    failing(small_schedule("SFM"), lambda s: s.storage_align("T_softmax_norm", 0, 0, 8, 0),
-            "parameter of")
+    failing(small_schedule("SFM"), lambda s: s.storage_align("T_softmax_norm", 0, 0, 8, 0), "parameter of")
 
 
 # ------------------------------------------------------------------------------------------
@@ -180,10 +202,12 @@ def test_transform_layout_of_the_padded_input_t2d_blocked():
 
 def test_transform_layout_with_padding_needs_and_writes_pad_value():
     sch = small_schedule("SFM")
-    failing(sch, lambda s: s.transform_layout("T_softmax_exp", ("write", 0),
-                                              lambda i, j: (i // 3, j, i % 3)), "give a pad_value")
-    sch.transform_layout("T_softmax_exp", ("write", 0), lambda i, j: (i // 3, j, i % 3),
-                         pad_value=0.0)
+    failing(
+        sch,
+        lambda s: s.transform_layout("T_softmax_exp", ("write", 0), lambda i, j: (i // 3, j, i % 3)),
+        "give a pad_value",
+    )
+    sch.transform_layout("T_softmax_exp", ("write", 0), lambda i, j: (i // 3, j, i % 3), pad_value=0.0)
     assert alloc(sch, "T_softmax_exp").shape == (3, 16, 3)
     assert sch.get(sch.get_child_blocks(sch.get_block("root"))[0]).name == "T_softmax_exp_pad"
     check_both(sch, "SFM")
@@ -207,21 +231,28 @@ def test_transform_layout_cbr_chain():
     check_both(sch, "CBR")
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda s: s.transform_layout("T_softmax_norm", ("write", 0), lambda i, j: (j, i)),
-     "parameter of"),
-    (lambda s: s.transform_layout("T_softmax_exp", 0, lambda i, j: (i,)), "same place"),
-    (lambda s: s.transform_layout("T_softmax_exp", 0, lambda i: (i,)), "takes 1 indices"),
-    (lambda s: s.transform_layout("T_softmax_exp", 0, lambda i, j: (i - 1, j)), "non-negative"),
-    (lambda s: s.transform_layout("T_softmax_exp", 0, "lambda i, j: (i, j"), "expected"),
-    (lambda s: s.transform_layout("T_softmax_exp", 0, 42), "expected an index map"),
-    (lambda s: s.transform_layout("T_softmax_exp", 0, lambda i, j: (i // 3, j, i % 3),
-                                  pad_value="zero"), "pad_value must be a number"),
-    (lambda s: s.transform_layout("T_softmax_exp", 0, lambda i, j: (i // 3, j, i % 3),
-                                  pad_value=True), "pad_value must be a number"),
-    (lambda s: s.transform_layout("T_softmax_exp", ("read", 5), lambda i, j: (j, i)),
-     "not an index"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda s: s.transform_layout("T_softmax_norm", ("write", 0), lambda i, j: (j, i)), "parameter of"),
+        (lambda s: s.transform_layout("T_softmax_exp", 0, lambda i, j: (i,)), "same place"),
+        (lambda s: s.transform_layout("T_softmax_exp", 0, lambda i: (i,)), "takes 1 indices"),
+        (lambda s: s.transform_layout("T_softmax_exp", 0, lambda i, j: (i - 1, j)), "non-negative"),
+        (lambda s: s.transform_layout("T_softmax_exp", 0, "lambda i, j: (i, j"), "expected"),
+        (lambda s: s.transform_layout("T_softmax_exp", 0, 42), "expected an index map"),
+        (
+            lambda s: s.transform_layout(
+                "T_softmax_exp", 0, lambda i, j: (i // 3, j, i % 3), pad_value="zero"
+            ),
+            "pad_value must be a number",
+        ),
+        (
+            lambda s: s.transform_layout("T_softmax_exp", 0, lambda i, j: (i // 3, j, i % 3), pad_value=True),
+            "pad_value must be a number",
+        ),
+        (lambda s: s.transform_layout("T_softmax_exp", ("read", 5), lambda i, j: (j, i)), "not an index"),
+    ],
+)
 def test_transform_layout_rules(call, match):
     failing(small_schedule("SFM"), call, match)
 
@@ -247,25 +278,39 @@ def test_transform_block_layout_gmm_and_cbr():
     check_both(sch, "GMM")
     sch = small_schedule("CBR")
     sch.transform_block_layout("bias_add", lambda n, h, w, c: (n * 64 + h * 16 + w * 4 + c,))
-    sch.transform_block_layout("Conv2dOutput",
-                               lambda n, h, w, c, ry, rx, rc: (h, w, n, c, ry * 9 + rx * 3 + rc))
+    sch.transform_block_layout(
+        "Conv2dOutput", lambda n, h, w, c, ry, rx, rc: (h, w, n, c, ry * 9 + rx * 3 + rc)
+    )
     check_both(sch, "CBR")
 
 
-@pytest.mark.parametrize("setup, call, match", [
-    (None, lambda s: s.transform_block_layout("T_softmax_exp", lambda i, j: (i,)),
-     "not a bijective"),
-    (None, lambda s: s.transform_block_layout("T_softmax_exp", lambda i, j: (i * 2 + j,)),
-     "not a bijective"),
-    (None, lambda s: s.transform_block_layout("T_softmax_maxelem", lambda i, k: (i * 16 + k,)),
-     "mixes iterators"),
-    (None, lambda s: s.transform_block_layout("T_softmax_exp", lambda i: (i,)), "takes 1"),
-    (lambda s: s.split(s.get_loops("T_softmax_exp")[1], [None, 4]),
-     lambda s: s.transform_block_layout("T_softmax_exp", lambda i, j: (j, i)), "one by one"),
-    (lambda s: s.compute_at("T_softmax_maxelem", s.get_loops("T_softmax_exp")[0]),
-     lambda s: s.transform_block_layout("T_softmax_exp", lambda i, j: (j, i)),
-     "holds other statements"),
-])
+@pytest.mark.parametrize(
+    "setup, call, match",
+    [
+        (None, lambda s: s.transform_block_layout("T_softmax_exp", lambda i, j: (i,)), "not a bijective"),
+        (
+            None,
+            lambda s: s.transform_block_layout("T_softmax_exp", lambda i, j: (i * 2 + j,)),
+            "not a bijective",
+        ),
+        (
+            None,
+            lambda s: s.transform_block_layout("T_softmax_maxelem", lambda i, k: (i * 16 + k,)),
+            "mixes iterators",
+        ),
+        (None, lambda s: s.transform_block_layout("T_softmax_exp", lambda i: (i,)), "takes 1"),
+        (
+            lambda s: s.split(s.get_loops("T_softmax_exp")[1], [None, 4]),
+            lambda s: s.transform_block_layout("T_softmax_exp", lambda i, j: (j, i)),
+            "one by one",
+        ),
+        (
+            lambda s: s.compute_at("T_softmax_maxelem", s.get_loops("T_softmax_exp")[0]),
+            lambda s: s.transform_block_layout("T_softmax_exp", lambda i, j: (j, i)),
+            "holds other statements",
+        ),
+    ],
+)
 def test_transform_block_layout_rules(setup, call, match):
     sch = small_schedule("SFM")
     if setup is not None:
@@ -277,8 +322,7 @@ def test_transform_block_layout_rules(setup, call, match):
 # decompose_padding
 
 
-@pytest.mark.parametrize("name, block", [("C2D", "PadInput"), ("T2D", "PadInput"),
-                                         ("CBR", "PaddedInput")])
+@pytest.mark.parametrize("name, block", [("C2D", "PadInput"), ("T2D", "PadInput"), ("CBR", "PaddedInput")])
 @pytest.mark.parametrize("at", [0, 1, 3])
 def test_decompose_padding(name, block, at):
     sch = small_schedule(name)
@@ -288,11 +332,14 @@ def test_decompose_padding(name, block, at):
     assert sch.get(const).name == f"{block}_pad_const"
     assert sch.get(const).reads == ()
     inner = sch.get(sch.get_block(block))
-    assert [iv.dom.extent.value for iv in inner.iter_vars] == [shape[0], shape[1] - 2,
-                                                               shape[2] - 2, shape[3]]
+    assert [iv.dom.extent.value for iv in inner.iter_vars] == [shape[0], shape[1] - 2, shape[2] - 2, shape[3]]
     # the in-bound loops shrank; the constant block's loops start at `at`
     assert [l.extent.value for l in sch.get(sch.get_loops(block))][at:] == [
-        shape[0], shape[1] - 2, shape[2] - 2, shape[3]][at:]
+        shape[0],
+        shape[1] - 2,
+        shape[2] - 2,
+        shape[3],
+    ][at:]
     assert len(sch.get_loops(const)) == 4
     check_both(sch, name)
 
@@ -303,12 +350,15 @@ def padding_func(cond, pad=0.0):
     return dsl.create_func([A, B])
 
 
-@pytest.mark.parametrize("cond, pad, match", [
-    (lambda i, j: i >= 0, 0.0, "always holds"),
-    (lambda i, j: i >= 9, 0.0, "never holds"),
-    (lambda i, j: i + j < 8, 0.0, "not a bound on one iterator"),
-    (lambda i, j: i != 3, 0.0, "not a bound on one iterator"),
-])
+@pytest.mark.parametrize(
+    "cond, pad, match",
+    [
+        (lambda i, j: i >= 0, 0.0, "always holds"),
+        (lambda i, j: i >= 9, 0.0, "never holds"),
+        (lambda i, j: i + j < 8, 0.0, "not a bound on one iterator"),
+        (lambda i, j: i != 3, 0.0, "not a bound on one iterator"),
+    ],
+)
 def test_decompose_padding_pattern_rules(cond, pad, match):
     sch = Schedule(padding_func(cond, pad))
     failing(sch, lambda s: s.decompose_padding("B", s.get_loops("B")[0]), match)
@@ -320,13 +370,18 @@ def test_decompose_padding_other_rules():
     sch = Schedule(dsl.create_func([A, B]))
     failing(sch, lambda s: s.decompose_padding("B", s.get_loops("B")[0]), "not a constant")
     sch = small_schedule("C2D")
-    failing(sch, lambda s: s.decompose_padding("PadInput", s.get_loops("conv2d_nhwc")[0]),
-            "is not above")
-    failing(sch, lambda s: s.decompose_padding("conv2d_nhwc", s.get_loops("conv2d_nhwc")[0]),
-            "not a complete block")
+    failing(sch, lambda s: s.decompose_padding("PadInput", s.get_loops("conv2d_nhwc")[0]), "is not above")
+    failing(
+        sch,
+        lambda s: s.decompose_padding("conv2d_nhwc", s.get_loops("conv2d_nhwc")[0]),
+        "not a complete block",
+    )
     sch = small_schedule("SFM")
-    failing(sch, lambda s: s.decompose_padding("T_softmax_exp", s.get_loops("T_softmax_exp")[0]),
-            "not a store of an if_then_else")
+    failing(
+        sch,
+        lambda s: s.decompose_padding("T_softmax_exp", s.get_loops("T_softmax_exp")[0]),
+        "not a store of an if_then_else",
+    )
 
 
 def test_decompose_padding_after_split_keeps_a_predicate():

@@ -1,5 +1,6 @@
 """Seeded random sequences of loop primitives: every sequence still computes the reference,
 its trace round-trips, and every rejected step leaves the schedule untouched."""
+
 import random
 
 import pytest
@@ -11,8 +12,8 @@ from workbench.testing import check_numeric, check_trace_roundtrip
 from workbench.schedule import Schedule
 
 SHAPES = {"GMM": dict(b=1, n=8, m=8, k=8), "C1D": workloads.small("C1D")}
-SEQUENCES = 300          # per workload
-MAX_DEPTH = 10           # the python target nests one Python block per loop
+SEQUENCES = 300  # per workload
+MAX_DEPTH = 10  # the python target nests one Python block per loop
 
 
 def random_factors(rng, extent):
@@ -29,8 +30,20 @@ def random_step(sch, rng):
     as a thunk (it may legitimately be rejected)."""
     block = rng.choice(sch.get_child_blocks(sch.get_block("root")))
     loops = sch.get_loops(block)
-    op = rng.choice(["split", "sample_split", "fuse", "reorder", "parallel", "vectorize",
-                     "unroll", "bind", "annotate", "add_unit_loop"])
+    op = rng.choice(
+        [
+            "split",
+            "sample_split",
+            "fuse",
+            "reorder",
+            "parallel",
+            "vectorize",
+            "unroll",
+            "bind",
+            "annotate",
+            "add_unit_loop",
+        ]
+    )
     loop = rng.choice(loops)
     if op in ("split", "sample_split", "add_unit_loop") and len(loops) >= MAX_DEPTH:
         op = "reorder"
@@ -42,7 +55,7 @@ def random_step(sch, rng):
         return lambda: sch.split(loop, tiles)
     if op == "fuse":
         start = rng.randrange(len(loops))
-        return lambda: sch.fuse(*loops[start:start + rng.choice([1, 2, 3])])
+        return lambda: sch.fuse(*loops[start : start + rng.choice([1, 2, 3])])
     if op == "reorder":
         chosen = rng.sample(loops, min(len(loops), rng.randint(2, 4)))
         return lambda: sch.reorder(*chosen)

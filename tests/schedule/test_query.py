@@ -1,4 +1,5 @@
 """Queries: get_block, get_loops, get_child_blocks, get_producers, get_consumers, sch.get."""
+
 import pytest
 
 from workbench.errors import ScheduleError
@@ -33,7 +34,11 @@ def test_child_blocks():
     sch = small_schedule("SFM")
     root = sch.get_block("root")
     assert block_names(sch, sch.get_child_blocks(root)) == [
-        "T_softmax_maxelem", "T_softmax_exp", "T_softmax_expsum", "T_softmax_norm"]
+        "T_softmax_maxelem",
+        "T_softmax_exp",
+        "T_softmax_expsum",
+        "T_softmax_norm",
+    ]
     loop = sch.get_loops("T_softmax_exp")[0]
     assert block_names(sch, sch.get_child_blocks(loop)) == ["T_softmax_exp"]
     shared = Schedule(shared_loop_func())
@@ -44,11 +49,9 @@ def test_child_blocks():
 def test_producers_and_consumers():
     sch = small_schedule("SFM")
     assert block_names(sch, sch.get_producers("T_softmax_exp")) == ["T_softmax_maxelem"]
-    assert block_names(sch, sch.get_consumers("T_softmax_exp")) == ["T_softmax_expsum",
-                                                                    "T_softmax_norm"]
-    assert block_names(sch, sch.get_producers("T_softmax_norm")) == ["T_softmax_exp",
-                                                                     "T_softmax_expsum"]
-    assert sch.get_producers("T_softmax_maxelem") == []   # reads only the input (and itself)
+    assert block_names(sch, sch.get_consumers("T_softmax_exp")) == ["T_softmax_expsum", "T_softmax_norm"]
+    assert block_names(sch, sch.get_producers("T_softmax_norm")) == ["T_softmax_exp", "T_softmax_expsum"]
+    assert sch.get_producers("T_softmax_maxelem") == []  # reads only the input (and itself)
     assert sch.get_consumers("T_softmax_norm") == []
     c2d = small_schedule("C2D")
     assert block_names(c2d, c2d.get_consumers("PadInput")) == ["conv2d_nhwc"]
@@ -68,8 +71,11 @@ def test_queries_are_recorded_and_replay():
 
 def test_get_block_missing_lists_blocks():
     sch = small_schedule("GMM")
-    with pytest.raises(ScheduleError, match=r"get_block \(argument 'name'\): no block named 'C' in "
-                                            r"batch_matmul_nkkm; blocks: root, Z"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"get_block \(argument 'name'\): no block named 'C' in "
+        r"batch_matmul_nkkm; blocks: root, Z",
+    ):
         sch.get_block("C")
 
 

@@ -1,4 +1,5 @@
 """read_at / write_at (TVM semantics): a copy stage at the top / bottom of one loop's body."""
+
 import pytest
 
 from workbench.errors import ScheduleError
@@ -66,8 +67,9 @@ def test_read_at_rejects_a_writer_at_or_after_the_first_reader():
     sch, z, (i0, j0, k0, *_) = _tiled_gmm()
     sch.decompose_reduction(z, k0)
     # the update block reads and writes Z in place: a copy at the top of j0 would go stale
-    with pytest.raises(ScheduleError, match="read_at .*Z is written under loop 'j_0' at or "
-                                            "after its first reader"):
+    with pytest.raises(
+        ScheduleError, match="read_at .*Z is written under loop 'j_0' at or after its first reader"
+    ):
         sch.read_at(j0, z, "Z", "local")
 
 

@@ -1,5 +1,6 @@
 """rfactor and decompose_reduction: numeric equality (python and llvm), trace round-trip, the IR
 they produce, and every rule they enforce."""
+
 import pytest
 
 from workbench import workloads
@@ -10,8 +11,7 @@ from workbench.ir.stmt import make_for
 from workbench.ir.verify import verify
 from workbench.schedule import Schedule
 from workbench.schedule.state import index, replace
-from workbench.testing import (check_numeric, check_small, elementwise_func, shared_loop_func,
-                               small_schedule)
+from workbench.testing import check_numeric, check_small, elementwise_func, shared_loop_func, small_schedule
 
 
 def check(sch, name):
@@ -26,6 +26,7 @@ def block_names(sch):
 
 
 # -- rfactor -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("factor_axis", [0, 1, -1])
 def test_rfactor_nrm_fused_split(factor_axis):
@@ -48,7 +49,7 @@ def test_rfactor_nrm_fused_split(factor_axis):
 def test_rfactor_then_decompose_nrm():
     sch = small_schedule("NRM")
     _, _, j = sch.get_loops("C")
-    rf = sch.rfactor(j, factor_axis=0)        # the whole j loop is the factored axis
+    rf = sch.rfactor(j, factor_axis=0)  # the whole j loop is the factored axis
     init = sch.decompose_reduction(rf, sch.get_loops(rf)[1])
     assert sch.get(init).name == "C_rf_init" and sch.get(rf).init is None
     check(sch, "NRM")
@@ -83,7 +84,7 @@ def test_rfactor_imperfect_split_keeps_guard():
     """A predicate on the removed loops guards the rfactor block only."""
     sch = small_schedule("NRM")
     _, _, j = sch.get_loops("C")
-    _, j1 = sch.split(j, [None, 5])            # 16 -> 4 x 5: guarded
+    _, j1 = sch.split(j, [None, 5])  # 16 -> 4 x 5: guarded
     rf = sch.rfactor(j1, factor_axis=0)
     assert "< 16" in str(sch.index.realizes[sch.get(rf).name].predicate)
     check(sch, "NRM")
@@ -97,6 +98,7 @@ def test_rfactor_trace_text():
 
 
 # -- decompose_reduction -----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("at", [1, 3])
 def test_decompose_gmm(at):
@@ -118,9 +120,8 @@ def test_decompose_gmm_after_split():
     i0, i1 = sch.split(i, [None, 4])
     k0, k1 = sch.split(k, [None, 4])
     sch.reorder(i0, k0, i1, j, k1)
-    sch.decompose_reduction("Z", k0)           # the init nest loops over i1 and j
-    assert [l.loop_var.name for l in sch.get(sch.get_loops("Z_init"))] == \
-        ["b", "i_0", "i_1_init", "j_init"]
+    sch.decompose_reduction("Z", k0)  # the init nest loops over i1 and j
+    assert [l.loop_var.name for l in sch.get(sch.get_loops("Z_init"))] == ["b", "i_0", "i_1_init", "j_init"]
     check(sch, "GMM")
 
 
@@ -133,10 +134,10 @@ def test_decompose_tbg():
 
 # -- rules ---------------------------------------------------------------------------------
 
+
 def test_rfactor_spatial_loop():
     sch = small_schedule("GMM")
-    with pytest.raises(ScheduleError,
-                       match=r"rfactor \(argument 'loop'\).*feeds a spatial iterator"):
+    with pytest.raises(ScheduleError, match=r"rfactor \(argument 'loop'\).*feeds a spatial iterator"):
         sch.rfactor(sch.get_loops("Z")[1], 0)
 
 
@@ -165,13 +166,13 @@ def _nrm_with_update(make_value):
 
 
 def test_rfactor_non_associative_update():
-    sch = _nrm_with_update(lambda v: Sub(v.a, v.b))      # C = C - A*A
+    sch = _nrm_with_update(lambda v: Sub(v.a, v.b))  # C = C - A*A
     with pytest.raises(ScheduleError, match=r"not an associative reduction; expected C = C \+ x"):
         sch.rfactor(sch.get_loops("C")[2], 0)
 
 
 def test_rfactor_update_reading_output_twice():
-    sch = _nrm_with_update(lambda v: v.a + v.a)          # C = C + C
+    sch = _nrm_with_update(lambda v: v.a + v.a)  # C = C + C
     with pytest.raises(ScheduleError, match="with x not reading C"):
         sch.rfactor(sch.get_loops("C")[2], 0)
 
@@ -181,8 +182,7 @@ def test_rfactor_init_not_identity():
     k = dsl.reduce_axis(8)
     B = dsl.compute((4,), lambda i: dsl.sum(A[i, k], axis=k, init=1.0), name="B")
     sch = Schedule(dsl.create_func([A, B]))
-    with pytest.raises(ScheduleError,
-                       match=r"init value T.float32\(1\) is not the identity of the sum"):
+    with pytest.raises(ScheduleError, match=r"init value T.float32\(1\) is not the identity of the sum"):
         sch.rfactor(sch.get_loops("B")[1], 0)
 
 
@@ -201,8 +201,7 @@ def test_rfactor_loop_over_two_blocks():
 @pytest.mark.parametrize("axis", [2, -3, 1.0])
 def test_rfactor_factor_axis_range(axis):
     sch = small_schedule("NRM")
-    with pytest.raises(ScheduleError,
-                       match=r"\(argument 'factor_axis'\).*must be an int in \[-2, 1\]"):
+    with pytest.raises(ScheduleError, match=r"\(argument 'factor_axis'\).*must be an int in \[-2, 1\]"):
         sch.rfactor(sch.get_loops("C")[2], axis)
 
 
@@ -241,8 +240,11 @@ def test_rfactor_failure_leaves_schedule_unchanged():
 
 def test_decompose_loop_not_above_block():
     sch = small_schedule("TBG")
-    with pytest.raises(ScheduleError, match=r"decompose_reduction \(argument 'loop'\): loop 'b' is "
-                                            r"not a loop above block 'C'"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"decompose_reduction \(argument 'loop'\): loop 'b' is "
+        r"not a loop above block 'C'",
+    ):
         sch.decompose_reduction("C", sch.get_loops("query_T")[0])
 
 
@@ -255,8 +257,7 @@ def test_decompose_not_a_reduction_block():
 def test_decompose_below_a_reduce_loop():
     sch = small_schedule("GMM")
     k0, k1 = sch.split(sch.get_loops("Z")[3], [None, 4])
-    with pytest.raises(ScheduleError,
-                       match="loop 'k_0' above loop 'k_1' feeds reduce iterator 'vk'"):
+    with pytest.raises(ScheduleError, match="loop 'k_0' above loop 'k_1' feeds reduce iterator 'vk'"):
         sch.decompose_reduction("Z", k1)
 
 

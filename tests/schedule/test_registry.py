@@ -1,11 +1,20 @@
 """Registering primitives from user code: one function + ``@schedule_primitive``."""
+
 import json
 
 import pytest
 
 from workbench.errors import ScheduleError
-from workbench.schedule import (REGISTRY, ExprRV, LoopRV, Schedule, Trace, get_kind,
-                                schedule_primitive, unregister)
+from workbench.schedule import (
+    REGISTRY,
+    ExprRV,
+    LoopRV,
+    Schedule,
+    Trace,
+    get_kind,
+    schedule_primitive,
+    unregister,
+)
 from workbench.testing import check_small, check_trace_roundtrip, original_func, small_schedule
 
 
@@ -29,9 +38,10 @@ def sample_power_of_two():
         if decision is None:
             decision = sch.rng.randint(0, max_log2)
         if not 0 <= decision <= max_log2:
-            raise ScheduleError("sample_power_of_two", f"decision {decision} is out of range",
-                                argument="decision")
-        return sch.new_rv(ExprRV, 2 ** decision), decision
+            raise ScheduleError(
+                "sample_power_of_two", f"decision {decision} is out of range", argument="decision"
+            )
+        return sch.new_rv(ExprRV, 2**decision), decision
 
     yield sample_power_of_two
     unregister("sample_power_of_two")
@@ -63,12 +73,19 @@ def test_user_primitive_is_atomic():
         loop = sch.get_loops("Z")[2]
         before = (sch.func, len(sch.trace), dict(sch.symbols), len(sch.history))
         with pytest.raises(ScheduleError, match=r"split \(argument 'factors'\): factor 1 is 0"):
-            sch.split_twice(loop, [None, 0], [2, 2])      # the first nested split fails
+            sch.split_twice(loop, [None, 0], [2, 2])  # the first nested split fails
         with pytest.raises(ScheduleError, match=r"split.*multiply to 3, less than the extent 4"):
-            sch.split_twice(loop, [None, 4], [3, 1])      # the second fails: the first is undone
+            sch.split_twice(loop, [None, 4], [3, 1])  # the second fails: the first is undone
         assert (sch.func, len(sch.trace), dict(sch.symbols), len(sch.history)) == before
         sch.split_twice(loop, [None, 4], [2, 2])
-        assert [l.loop_var.name for l in sch.get(sch.get_loops("Z"))] == ["b", "i", "j_0_0", "j_0_1", "j_1", "k"]
+        assert [l.loop_var.name for l in sch.get(sch.get_loops("Z"))] == [
+            "b",
+            "i",
+            "j_0_0",
+            "j_0_1",
+            "j_1",
+            "k",
+        ]
         check_small(sch, "GMM")
     finally:
         unregister("split_twice")
@@ -86,7 +103,7 @@ def test_user_sampling_primitive(sample_power_of_two):
     i = sch.get_loops("Z")[1]
     sch.split(i, [None, v])
     decision = sch.trace[0].decision
-    assert sch.get(v) == 2 ** decision
+    assert sch.get(v) == 2**decision
     assert str(sch.trace).splitlines()[0] == f"v0 = sch.sample_power_of_two(max_log2=3, decision={decision})"
     check_trace_roundtrip(sch)
     pinned = sch.trace.with_decision(0, 1, pinned=True)

@@ -1,10 +1,18 @@
 """reorder: numeric equality, trace round-trip, the IR it produces, and its rules."""
+
 import pytest
 
 from workbench.errors import ScheduleError
 from workbench.schedule import Schedule
-from workbench.testing import (check_elementwise, check_small, elementwise_func, opaque_func,
-                               shared_loop_func, small_schedule, triangular_func)
+from workbench.testing import (
+    check_elementwise,
+    check_small,
+    elementwise_func,
+    opaque_func,
+    shared_loop_func,
+    small_schedule,
+    triangular_func,
+)
 
 WORKLOADS = ["GMM", "C2D", "SFM"]
 
@@ -50,6 +58,7 @@ def test_reorder_one_loop_is_a_no_op():
 
 # -- rules --------------------------------------------------------------------------------
 
+
 def test_reorder_duplicate():
     sch = small_schedule("GMM")
     _, i, j, _ = sch.get_loops("Z")
@@ -61,7 +70,9 @@ def test_reorder_not_one_chain():
     sch = Schedule(elementwise_func())
     i, _ = sch.get_loops("B")
     _, j = sch.get_loops("C")
-    with pytest.raises(ScheduleError, match=r"reorder.*loop '(i|j)' and loop '(i|j)' are not in one loop chain"):
+    with pytest.raises(
+        ScheduleError, match=r"reorder.*loop '(i|j)' and loop '(i|j)' are not in one loop chain"
+    ):
         sch.reorder(j, i)
 
 
@@ -76,8 +87,11 @@ def test_reorder_sibling_loops():
 def test_reorder_not_single_branch():
     sch = Schedule(shared_loop_func())
     i, j = sch.get_loops("B")
-    with pytest.raises(ScheduleError, match=r"reorder.*not a single branch: loop 'i' holds other "
-                                            r"statements besides loop 'j'"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"reorder.*not a single branch: loop 'i' holds other "
+        r"statements besides loop 'j'",
+    ):
         sch.reorder(j, i)
 
 

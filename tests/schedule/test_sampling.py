@@ -1,4 +1,5 @@
 """sample_perfect_tile / sample_categorical: distributions, decisions, replay and rules."""
+
 import collections
 import math
 
@@ -37,7 +38,7 @@ def test_perfect_tile_is_uniform_over_allowed_tilings():
     counts = draw_many(8, 3, 2)
     allowed = {(a, b, c) for a in range(1, 9) for b in range(1, 9) for c in (1, 2) if a * b * c == 8}
     assert set(counts) == allowed and len(allowed) == 7
-    for c in counts.values():     # 200 expected each; a 5-sigma band
+    for c in counts.values():  # 200 expected each; a 5-sigma band
         assert 130 < c < 270
 
 
@@ -59,14 +60,15 @@ def test_perfect_tile_n1_and_decision_replay():
 
 def test_categorical_frequencies_and_replay():
     sch = Schedule(elementwise_func(), seed=1)
-    counts = collections.Counter(sch.get(sch.sample_categorical([4, 8, 16], [0.5, 0.5, 0.0]))
-                                 for _ in range(600))
+    counts = collections.Counter(
+        sch.get(sch.sample_categorical([4, 8, 16], [0.5, 0.5, 0.0])) for _ in range(600)
+    )
     assert set(counts) == {4, 8} and 230 < counts[4] < 370
     v = sch.sample_categorical([4, 8, 16], [1, 1, 1], decision=2)
     assert sch.get(v) == 16 and sch.trace[-1].decision == 2
     assert str(sch.trace).splitlines()[-1] == (
-        f"v{len(sch.trace) - 1} = sch.sample_categorical(candidates=[4, 8, 16], probs=[1, 1, 1], "
-        f"decision=2)")
+        f"v{len(sch.trace) - 1} = sch.sample_categorical(candidates=[4, 8, 16], probs=[1, 1, 1], decision=2)"
+    )
 
 
 def test_same_seed_same_draws_and_fork_seed():
@@ -74,6 +76,7 @@ def test_same_seed_same_draws_and_fork_seed():
         sch = Schedule(elementwise_func((1, 64)), seed=seed)
         loop = sch.get_loops("B")[1]
         return [sch.get(sch.sample_perfect_tile(loop, n=3)) for _ in range(5)]
+
     assert draws(7) == draws(7)
     assert draws(7) != draws(8)
     a = Schedule(elementwise_func(), seed=5)
@@ -82,12 +85,16 @@ def test_same_seed_same_draws_and_fork_seed():
 
 # -- rules --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("decision, message", [
-    ([2, 2], r"decision \[2, 2\] multiplies to 4, not the extent 8 of loop 'j'"),
-    ([8], r"decision \[8\] is not a list of 2 positive ints"),
-    ([0, 8], r"decision \[0, 8\] is not a list of 2 positive ints"),
-    ([1, 8], r"decision \[1, 8\]: innermost factor 8 exceeds max_innermost_factor=4"),
-])
+
+@pytest.mark.parametrize(
+    "decision, message",
+    [
+        ([2, 2], r"decision \[2, 2\] multiplies to 4, not the extent 8 of loop 'j'"),
+        ([8], r"decision \[8\] is not a list of 2 positive ints"),
+        ([0, 8], r"decision \[0, 8\] is not a list of 2 positive ints"),
+        ([1, 8], r"decision \[1, 8\]: innermost factor 8 exceeds max_innermost_factor=4"),
+    ],
+)
 def test_perfect_tile_bad_decision(decision, message):
     sch = Schedule(elementwise_func())
     with pytest.raises(ScheduleError, match=r"sample_perfect_tile \(argument 'decision'\): " + message):
@@ -105,13 +112,20 @@ def test_perfect_tile_bad_arguments():
         sch.sample_perfect_tile("B", n=2)
 
 
-@pytest.mark.parametrize("kwargs, argument, message", [
-    (dict(candidates=[], probs=[]), "candidates", "non-empty list of ints"),
-    (dict(candidates=[1, 2], probs=[1.0]), "probs", "2 non-negative numbers"),
-    (dict(candidates=[1, 2], probs=[0, 0]), "probs", "positive sum"),
-    (dict(candidates=[1, 2], probs=[1, 1], decision=2), "decision", "not an index"),
-    (dict(candidates=[1, 2], probs=[1, 0], decision=1), "decision", "candidate 2, which has probability 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, argument, message",
+    [
+        (dict(candidates=[], probs=[]), "candidates", "non-empty list of ints"),
+        (dict(candidates=[1, 2], probs=[1.0]), "probs", "2 non-negative numbers"),
+        (dict(candidates=[1, 2], probs=[0, 0]), "probs", "positive sum"),
+        (dict(candidates=[1, 2], probs=[1, 1], decision=2), "decision", "not an index"),
+        (
+            dict(candidates=[1, 2], probs=[1, 0], decision=1),
+            "decision",
+            "candidate 2, which has probability 0",
+        ),
+    ],
+)
 def test_categorical_rules(kwargs, argument, message):
     sch = Schedule(elementwise_func())
     with pytest.raises(ScheduleError, match=rf"sample_categorical \(argument '{argument}'\).*{message}"):

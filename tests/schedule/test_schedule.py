@@ -1,4 +1,5 @@
 """Schedule: atomic steps, history, copies, randomness, argument checking."""
+
 import pytest
 
 from workbench.errors import ScheduleError
@@ -20,7 +21,7 @@ FAILING_CALLS = {
     "bind": lambda sch, l: sch.bind(l[3], "blockIdx.x"),
     "unroll": lambda sch, l: (sch.unroll(l[0]), sch.unroll(l[0])),
     "annotate": lambda sch, l: sch.annotate(l[0], "k", {"no": "dicts"}),
-    "unannotate": lambda sch, l: sch.unannotate("Z", "missing"),   # also rolls back get_block
+    "unannotate": lambda sch, l: sch.unannotate("Z", "missing"),  # also rolls back get_block
     "add_unit_loop": lambda sch, l: sch.add_unit_loop("root"),
     "get_block": lambda sch, l: sch.get_block("nope"),
     "sample_perfect_tile": lambda sch, l: sch.sample_perfect_tile(l[1], n=2, decision=[3, 5]),
@@ -32,7 +33,7 @@ FAILING_CALLS = {
 def test_failing_primitive_leaves_schedule_unchanged(primitive):
     sch = small_schedule("GMM")
     loops = sch.get_loops("Z")
-    sch.sample_perfect_tile(loops[2], n=2)      # some rng use and some symbols before
+    sch.sample_perfect_tile(loops[2], n=2)  # some rng use and some symbols before
     if primitive == "unroll":
         sch.unroll(loops[0])
     before = snapshot(sch)
@@ -53,8 +54,8 @@ def test_history_keeps_every_step():
     assert [inst for inst, _ in sch.history[1:]] == list(sch.trace)
     assert sch.history[-1][1] is sch.func
     funcs = [f for _, f in sch.history]
-    assert funcs[1] is funcs[0]            # queries do not change the function
-    assert funcs[3] is not funcs[2]        # split does
+    assert funcs[1] is funcs[0]  # queries do not change the function
+    assert funcs[3] is not funcs[2]  # split does
     assert "i_0" not in str(funcs[2]) and "i_0" in str(funcs[3])
 
 
@@ -63,7 +64,7 @@ def test_copy_is_independent_with_same_rng_state():
     i = sch.get_loops("Z")[1]
     other = sch.copy()
     a = sch.sample_perfect_tile(i, n=3)
-    b = other.sample_perfect_tile(i, n=3)      # the same loop RV works in the copy
+    b = other.sample_perfect_tile(i, n=3)  # the same loop RV works in the copy
     assert sch.get(a) == other.get(b)
     other.split(i, [None, 4])
     assert len(other.trace) == len(sch.trace) + 1 and b[0] not in sch.symbols
@@ -75,7 +76,7 @@ def test_copy_is_independent_with_same_rng_state():
 def test_fork_seed_and_reseed():
     sch = small_schedule("GMM", seed=1)
     seeds = {sch.fork_seed() for _ in range(5)}
-    assert len(seeds) == 5 and all(0 <= s < 2 ** 31 for s in seeds)
+    assert len(seeds) == 5 and all(0 <= s < 2**31 for s in seeds)
     sch.seed(9)
     first = sch.rng.random()
     sch.seed(9)

@@ -1,4 +1,5 @@
 """split: numeric equality, trace round-trip, the IR it produces, and its rules."""
+
 import pytest
 
 from workbench.errors import ScheduleError
@@ -31,13 +32,13 @@ def test_split_ir_and_names():
     assert sch.get(i0) is loops[1] and sch.get(i1) is loops[2]
     realize = sch.index.realizes["Z"]
     assert str(realize.iter_values[1]) == "i_0 * 4 + i_1"
-    assert is_const(realize.predicate, 1)   # a perfect split needs no guard
+    assert is_const(realize.predicate, 1)  # a perfect split needs no guard
 
 
 def test_imperfect_split_adds_predicate():
     sch = small_schedule("GMM")
     _, i, _, _ = sch.get_loops("Z")
-    sch.split(i, factors=[None, 5])          # 16 -> 4 x 5 = 20 iterations
+    sch.split(i, factors=[None, 5])  # 16 -> 4 x 5 = 20 iterations
     assert [l.extent.value for l in sch.get(sch.get_loops("Z"))][1:3] == [4, 5]
     assert str(sch.index.realizes["Z"].predicate) == "i_0 * 5 + i_1 < 16"
     check_small(sch, "GMM")
@@ -70,6 +71,7 @@ def test_split_loop_of_one_block_leaves_others_shared():
 
 # -- rules --------------------------------------------------------------------------------
 
+
 def test_split_two_none_factors():
     sch = small_schedule("GMM")
     with pytest.raises(ScheduleError, match=r"split \(argument 'factors'\).*only one factor may be None"):
@@ -78,7 +80,9 @@ def test_split_two_none_factors():
 
 def test_split_product_too_small():
     sch = small_schedule("GMM")
-    with pytest.raises(ScheduleError, match=r"split.*\[2, 3\] multiply to 6, less than the extent 16 of loop 'i'"):
+    with pytest.raises(
+        ScheduleError, match=r"split.*\[2, 3\] multiply to 6, less than the extent 16 of loop 'i'"
+    ):
         sch.split(sch.get_loops("Z")[1], [2, 3])
 
 
@@ -121,6 +125,9 @@ def test_split_of_removed_loop_names_the_step():
     sch = small_schedule("GMM")
     i = sch.get_loops("Z")[1]
     sch.split(i, [None, 4])
-    with pytest.raises(ScheduleError, match=r"split \(argument 'loop'\): loop 'i' \(l2\) no longer "
-                                            r"exists: step 3 removed it: `l5, l6 = sch.split\(loop=l2"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"split \(argument 'loop'\): loop 'i' \(l2\) no longer "
+        r"exists: step 3 removed it: `l5, l6 = sch.split\(loop=l2",
+    ):
         sch.split(i, [None, 2])

@@ -1,4 +1,5 @@
 """The state index and path-copying replacement every primitive is built on."""
+
 import pytest
 
 from workbench.errors import InternalError
@@ -11,7 +12,7 @@ from workbench.testing import elementwise_func, shared_loop_func, small_schedule
 def test_index_tables():
     func = shared_loop_func()
     idx = index(func)
-    assert index(func) is idx                       # cached per function object
+    assert index(func) is idx  # cached per function object
     assert list(idx.realizes) == ["root", "B", "C"]
     i, j = idx.loops_above(idx.block("B"))
     assert [l.loop_var.name for l in (i, j)] == ["i", "j"]
@@ -34,8 +35,8 @@ def test_replace_copies_only_the_path():
     out = replace(func, j, new_j)
     out_idx = index(out)
     assert out_idx.loops[j.loop_var] is new_j
-    assert out_idx.loops[i.loop_var] is not i               # the path is rebuilt
-    assert out_idx.loops[i.loop_var].body.seq[1] is c_nest   # the sibling is shared
+    assert out_idx.loops[i.loop_var] is not i  # the path is rebuilt
+    assert out_idx.loops[i.loop_var].body.seq[1] is c_nest  # the sibling is shared
     assert out.params == func.params and index(func).loops[j.loop_var] is j
 
 

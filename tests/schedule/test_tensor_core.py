@@ -20,15 +20,20 @@ Differences from the text of A.3, each forced by the workload or by the text its
   ``[0, 0, 0, 0, 1, 1]`` / ``[0, 3, 1, 4, 5, 2, 6]`` count the extra register stages of TVM's
   ``local_stage`` copies (and disagree with each other in length).
 """
+
 import pytest
 
 import workbench as wb
 from workbench.errors import BuildError, ScheduleError
 from workbench.schedule.intrinsics.cuda import WMMA_LAYOUT, WMMA_OP
-from workbench.space.analysis import (AUTO_TENSORIZE, AUTO_TENSORIZE_INIT, TILING_STRUCTURE,
-                                      UNROLL_EXPLICIT, WARP_EXECUTION)
-from workbench.space.postprocs import (RewriteReductionBlock, RewriteTensorize, VerifyGPUCode,
-                                       run_postprocs)
+from workbench.space.analysis import (
+    AUTO_TENSORIZE,
+    AUTO_TENSORIZE_INIT,
+    TILING_STRUCTURE,
+    UNROLL_EXPLICIT,
+    WARP_EXECUTION,
+)
+from workbench.space.postprocs import RewriteReductionBlock, RewriteTensorize, VerifyGPUCode, run_postprocs
 from workbench.testing import check_numeric, check_trace_roundtrip
 
 SHAPE = dict(n=64, m=64, k=64)
@@ -62,11 +67,13 @@ def use_tensor_core(sch, pipeline=True):
     sch.annotate(b9, "tensor_core_enabled", "1")
     sch.annotate(b9, WARP_EXECUTION, 1)
     l31, l32, l33 = sch.get_loops(b28)
-    v34, v35, v36, v37, v38 = sch.sample_perfect_tile(l31, n=5, max_innermost_factor=4,
-                                                      decision=[1, 2, 1, 1, 2])
+    v34, v35, v36, v37, v38 = sch.sample_perfect_tile(
+        l31, n=5, max_innermost_factor=4, decision=[1, 2, 1, 1, 2]
+    )
     l39, l40, l41, l42, l43 = sch.split(l31, factors=[v34, v35, v36, v37, v38])
-    v44, v45, v46, v47, v48 = sch.sample_perfect_tile(l32, n=5, max_innermost_factor=4,
-                                                      decision=[1, 1, 2, 1, 2])
+    v44, v45, v46, v47, v48 = sch.sample_perfect_tile(
+        l32, n=5, max_innermost_factor=4, decision=[1, 1, 2, 1, 2]
+    )
     l49, l50, l51, l52, l53 = sch.split(l32, factors=[v44, v45, v46, v47, v48])
     v54, v55, v56 = sch.sample_perfect_tile(l33, n=3, max_innermost_factor=4, decision=[2, 2, 1])
     l57, l58, l59 = sch.split(l33, factors=[v54, v55, v56])
@@ -128,7 +135,7 @@ def test_a3_trace_replays_and_round_trips(func):
     sch = _scheduled(func)
     check_trace_roundtrip(sch)
     text = str(sch.trace)
-    assert 'sch.read_at(loop=' in text and 'storage_scope="wmma.matrix_a"' in text
+    assert "sch.read_at(loop=" in text and 'storage_scope="wmma.matrix_a"' in text
     assert 'get_block(name="C", func_name="main")' in text
     scopes = {b.scope for b in sch.func.root.alloc_buffers}
     assert scopes == {"shared.dyn", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator"}
@@ -167,8 +174,10 @@ def test_wmma_intrinsic_refuses_a_wrong_tile(func):
     j0, j1 = sch.split(j, [None, 16])
     k0, k1 = sch.split(k, [None, 16])
     sch.reorder(i0, j0, k0, i1, j1, k1)
-    with pytest.raises(ScheduleError, match="does not match the description of tensor "
-                                            "intrinsic 'wmma_sync_16x16x16_f16f16f32'"):
+    with pytest.raises(
+        ScheduleError,
+        match="does not match the description of tensor intrinsic 'wmma_sync_16x16x16_f16f16f32'",
+    ):
         sch.tensorize(i1, "wmma_sync_16x16x16_f16f16f32")
 
 
@@ -189,6 +198,7 @@ def test_wmma_sync_refuses_operands_outside_fragments(func):
 
 # -- the GPU backend (issue 13's other half): skipped until it is importable here -----------
 
+
 def _backend(kind):
     try:
         import workbench.codegen.cuda as cuda  # noqa: F401
@@ -196,6 +206,7 @@ def _backend(kind):
         pytest.skip(f"the cuda backend is not available: {exc}")
     if kind == "cuda":
         import shutil
+
         if shutil.which("nvcc") is None:
             pytest.skip("nvcc is not on the PATH")
 

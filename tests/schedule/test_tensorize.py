@@ -1,5 +1,6 @@
 """blockize, tensorize and the TensorIntrin registry: numeric equality (python and llvm), trace
 round-trip, the IR they produce, and every rule they enforce."""
+
 import numpy as np
 import pytest
 
@@ -17,8 +18,14 @@ from workbench.schedule.intrinsics import gemm_intrinsics
 from workbench.schedule.intrinsics.x86 import gemm_desc, gemm_impl, gemm_isa, gemm_name
 from workbench.schedule.state import index, replace
 from workbench.schedule.tensor_intrin import TensorIntrin
-from workbench.testing import (X86_TARGETS, check_numeric, check_small, runs_here,
-                               shared_loop_func, small_schedule)
+from workbench.testing import (
+    X86_TARGETS,
+    check_numeric,
+    check_small,
+    runs_here,
+    shared_loop_func,
+    small_schedule,
+)
 
 GEMM = "avx512_f32_gemm_4x16x4"
 
@@ -44,13 +51,18 @@ def tiled_gmm(ti=4, tj=16, tk=4, order=("i1", "j1", "k1")):
 
 # -- blockize --------------------------------------------------------------------------------
 
+
 def test_blockize_gmm_reduction():
     sch, i1 = tiled_gmm()
     outer = sch.blockize(i1)
     blk = sch.get(outer)
     assert blk.name == "Z_o"
-    assert [(iv.var.name, iv.iter_type, iv.dom.extent.value) for iv in blk.iter_vars] == \
-        [("vb_o", "S", 1), ("vi_o", "S", 4), ("vj_o", "S", 1), ("vk_o", "R", 4)]
+    assert [(iv.var.name, iv.iter_type, iv.dom.extent.value) for iv in blk.iter_vars] == [
+        ("vb_o", "S", 1),
+        ("vi_o", "S", 4),
+        ("vj_o", "S", 1),
+        ("vk_o", "R", 4),
+    ]
     inner = sch.get(sch.get_block("Z"))
     assert [iv.var.name for iv in inner.iter_vars] == ["vi_i", "vj_i", "vk_i"]
     assert inner.init is None
@@ -62,8 +74,9 @@ def test_blockize_gmm_reduction():
     check(sch, "GMM")
 
 
-@pytest.mark.parametrize("name,block,at", [("SFM", "T_softmax_norm", 2), ("TBG", "query_T", 2),
-                                           ("NRM", "C", 1)])
+@pytest.mark.parametrize(
+    "name,block,at", [("SFM", "T_softmax_norm", 2), ("TBG", "query_T", 2), ("NRM", "C", 1)]
+)
 def test_blockize_workloads(name, block, at):
     """After splitting the innermost loop by 4, blockize at loop ``at``: the inner part of a
     split (SFM), whole inner loops (TBG) and a reduction with its init (NRM)."""
@@ -117,9 +130,12 @@ def test_blockize_fused_binding():
 
 def test_blockize_chain_required():
     sch = Schedule(shared_loop_func())
-    with pytest.raises(ScheduleError, match=r"blockize \(argument 'loop'\): the statements "
-                                            r"under loop 'i' must be a chain of loops ending in "
-                                            r"one block"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"blockize \(argument 'loop'\): the statements "
+        r"under loop 'i' must be a chain of loops ending in "
+        r"one block",
+    ):
         sch.blockize(sch.get_loops("B")[0])
 
 
@@ -140,14 +156,16 @@ def test_blockize_mixed_predicate():
 
 # -- tensorize -------------------------------------------------------------------------------
 
+
 def test_tensorize_gmm_avx512():
     sch, i1 = tiled_gmm()
     sch.tensorize(i1, GEMM)
     blk = sch.get(sch.get_block("Z_o"))
-    assert "Z" not in sch.index.realizes           # the inner block was replaced
+    assert "Z" not in sch.index.realizes  # the inner block was replaced
     assert [b.name for b in blk.alloc_buffers] == ["acc"]
-    assert f'sch.tensorize(block_or_loop=l6, tensor_intrin="{GEMM}", preserve_unit_iters=True)' \
-        in str(sch.trace)
+    assert f'sch.tensorize(block_or_loop=l6, tensor_intrin="{GEMM}", preserve_unit_iters=True)' in str(
+        sch.trace
+    )
     check(sch, "GMM")
 
 
@@ -181,19 +199,21 @@ def test_tensorize_avx2_6x16_kernel():
     verify(sch.func)
     check_numeric(sch, "GMM", target="llvm -mcpu=znver3", **shape)  # AVX2 runs on AVX-512 too
     asm = build(sch, target="llvm -mcpu=znver3").source("asm")
-    assert "zmm" not in asm and sum("vfmadd" in line and "ymm" in line
-                                    for line in asm.splitlines()) >= 12
+    assert "zmm" not in asm and sum("vfmadd" in line and "ymm" in line for line in asm.splitlines()) >= 12
 
 
-@pytest.mark.parametrize("target,first,count", [
-    ("llvm -mcpu=skylake-avx512", "avx512_f32_gemm_8x32x64", 24),
-    ("llvm -mcpu=znver4", "avx512_f32_gemm_8x32x64", 24),
-    ("llvm -mcpu=znver3", "avx2_f32_gemm_6x16x64", 28),
-    ("llvm -mcpu=haswell", "avx2_f32_gemm_6x16x64", 28),
-    ("llvm -mcpu=sandybridge", None, 0),                     # AVX without FMA
-    ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1", None, 0),
-    ("python", None, 0),
-])
+@pytest.mark.parametrize(
+    "target,first,count",
+    [
+        ("llvm -mcpu=skylake-avx512", "avx512_f32_gemm_8x32x64", 24),
+        ("llvm -mcpu=znver4", "avx512_f32_gemm_8x32x64", 24),
+        ("llvm -mcpu=znver3", "avx2_f32_gemm_6x16x64", 28),
+        ("llvm -mcpu=haswell", "avx2_f32_gemm_6x16x64", 28),
+        ("llvm -mcpu=sandybridge", None, 0),  # AVX without FMA
+        ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1", None, 0),
+        ("python", None, 0),
+    ],
+)
 def test_gemm_intrinsics_follow_the_target(target, first, count):
     names = gemm_intrinsics(target)
     assert len(names) == count and (names[0] if names else None) == first
@@ -256,15 +276,19 @@ def test_tensorize_user_intrinsic_twice(mul2_intrin):
         build(sch, target=target)(a, out)
         np.testing.assert_allclose(out, a * 4, rtol=1e-6)
     from workbench.testing import check_trace_roundtrip
+
     check_trace_roundtrip(sch)
 
 
 def test_tensorize_mismatched_tile():
     sch, i1 = tiled_gmm(ti=8)
-    with pytest.raises(ScheduleError, match=r"tensorize \(argument 'block_or_loop'\): block 'Z_o' "
-                                            r"does not match the description of tensor intrinsic "
-                                            r"'avx512_f32_gemm_4x16x4'; first mismatch at "
-                                            r".*extent"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"tensorize \(argument 'block_or_loop'\): block 'Z_o' "
+        r"does not match the description of tensor intrinsic "
+        r"'avx512_f32_gemm_4x16x4'; first mismatch at "
+        r".*extent",
+    ):
         sch.tensorize(i1, GEMM)
 
 
@@ -278,7 +302,7 @@ def test_tensorize_mismatched_computation(mul2_intrin):
     sch = Schedule(_mul2_func(stages=1))
     func = sch.func
     block = index(func).block("B")
-    plus = block.body.with_(value=block.body.value.a + 2.0)   # B = A + 2: not the description
+    plus = block.body.with_(value=block.body.value.a + 2.0)  # B = A + 2: not the description
     sch = Schedule(replace(func, block, block.with_(body=plus)))
     _, j1 = sch.split(sch.get_loops("B")[1], [None, 4])
     with pytest.raises(ScheduleError, match="first mismatch at .*'Add'.* vs .*'Mul'"):
@@ -287,8 +311,11 @@ def test_tensorize_mismatched_computation(mul2_intrin):
 
 def test_tensorize_unknown_intrinsic():
     sch, i1 = tiled_gmm()
-    with pytest.raises(ScheduleError, match=r"\(argument 'tensor_intrin'\): no tensor intrinsic "
-                                            r"named 'nope'; registered: avx2_f32_gemm_1x16x1, "):
+    with pytest.raises(
+        ScheduleError,
+        match=r"\(argument 'tensor_intrin'\): no tensor intrinsic "
+        r"named 'nope'; registered: avx2_f32_gemm_1x16x1, ",
+    ):
         sch.tensorize(i1, "nope")
 
 
@@ -307,6 +334,7 @@ def test_tensorize_failure_leaves_schedule_unchanged():
 
 
 # -- the registry and the matching machinery -------------------------------------------------
+
 
 def test_register_checks_the_pair():
     with pytest.raises(ValueError, match="must take the same parameters"):

@@ -1,4 +1,5 @@
 """Trace: Python text, JSON, replay, decisions, pinning, simplification."""
+
 import json
 
 import pytest
@@ -55,9 +56,12 @@ def test_json_is_plain_data():
     data = sch.trace.as_json()
     assert json.loads(json.dumps(data)) == data
     split = data["insts"][3]
-    assert split == {"kind": "split", "args": {"loop": {"rv": "l2"}, "factors": [{"rv": "v5"}, {"rv": "v6"}],
-                                               "preserve_unit_iters": True},
-                     "outputs": ["l7", "l8"], "multi": True}
+    assert split == {
+        "kind": "split",
+        "args": {"loop": {"rv": "l2"}, "factors": [{"rv": "v5"}, {"rv": "v6"}], "preserve_unit_iters": True},
+        "outputs": ["l7", "l8"],
+        "multi": True,
+    }
     tile = data["insts"][2]
     assert tile["decision"] == sch.get(sch.trace[2].outputs) and "pinned" not in tile
     assert Trace.from_json(json.dumps(data)).as_python() == str(sch.trace)
@@ -135,11 +139,11 @@ def test_pin_with_value_free_and_stale_handles():
     sch = tiled_gmm()
     trace = sch.trace.copy()
     tile = trace[4]
-    trace.pin(tile, [8, 2])                 # set and pin
+    trace.pin(tile, [8, 2])  # set and pin
     assert trace[4].decision == [8, 2] and trace[4].pinned and not sch.trace[4].pinned
-    trace.free(tile)                        # the old handle still finds it (same outputs)
+    trace.free(tile)  # the old handle still finds it (same outputs)
     assert not trace[4].pinned and trace[4].decision == [8, 2]
-    trace.pin(tile.outputs[0])              # by a random variable it produced
+    trace.pin(tile.outputs[0])  # by a random variable it produced
     assert trace[4].pinned
     data = trace.as_json()
     assert data["insts"][4]["pinned"] is True
@@ -165,9 +169,9 @@ def test_only_pinned_kept_others_resampled():
 def test_simplified_drops_dead_queries_and_samples():
     sch = small_schedule("GMM")
     loops = sch.get_loops("Z")
-    sch.sample_perfect_tile(loops[1], n=2)          # unused
-    sch.get_block("Z")                              # unused
-    sch.sample_categorical([1, 2], [1, 1])          # unused
+    sch.sample_perfect_tile(loops[1], n=2)  # unused
+    sch.get_block("Z")  # unused
+    sch.sample_categorical([1, 2], [1, 1])  # unused
     sch.split(loops[2], [None, 4])
     simple = sch.trace.simplified()
     assert [i.kind.name for i in simple] == ["get_block", "get_loops", "split"]

@@ -5,6 +5,7 @@ explores its decisions. Then the traps of code ported from TVM MetaSchedule cour
 14): a rule returning ``[]``, kind names in TVM's spelling, decisions of non-sampling
 instructions, writing into ``trace.decisions``, ``MutateAutoInline``; and the doc's complete
 course-mutator script, run as it stands."""
+
 import random
 import re
 from pathlib import Path
@@ -15,8 +16,17 @@ import pytest
 import workbench as wb
 from workbench import workloads
 from workbench.schedule.instruction import get_kind
-from workbench.space import (AutoInline, MutateUnroll, Mutator, ParallelizeVectorizeUnroll,
-                             PostOrderApply, ScheduleRule, generate_design_space, replay, sample)
+from workbench.space import (
+    AutoInline,
+    MutateUnroll,
+    Mutator,
+    ParallelizeVectorizeUnroll,
+    PostOrderApply,
+    ScheduleRule,
+    generate_design_space,
+    replay,
+    sample,
+)
 from workbench.testing import check_numeric
 from workbench.tune.database.tvm import KIND_MAP
 
@@ -51,9 +61,10 @@ def user():
 
 def make_space(user):
     ns, _ = user
-    return PostOrderApply(rules=[AutoInline(), ns["PowerOfTwoTiling"](),
-                                 ParallelizeVectorizeUnroll()],
-                          mutator_probs={ns["DoubleOrHalveTile"](): 0.8, MutateUnroll(): 0.2})
+    return PostOrderApply(
+        rules=[AutoInline(), ns["PowerOfTwoTiling"](), ParallelizeVectorizeUnroll()],
+        mutator_probs={ns["DoubleOrHalveTile"](): 0.8, MutateUnroll(): 0.2},
+    )
 
 
 def test_each_is_under_40_lines(user):
@@ -66,7 +77,7 @@ def test_rule_plugs_into_post_order_apply(user):
     ns, _ = user
     shape = workloads.small("GMM")
     func = workloads.get("GMM", **shape)
-    sch, = generate_design_space(func, target="llvm", space=make_space(user), seed=0)
+    (sch,) = generate_design_space(func, target="llvm", space=make_space(user), seed=0)
     sizes = [i for i in sch.trace if i.kind.name == "sample_categorical"][:2]
     assert [i.args["candidates"] for i in sizes] == [[2, 4, 8, 16]] * 2  # i and j of 16
     names = [l.loop_var.name for l in sch.func.loops()]
@@ -80,7 +91,7 @@ def test_samples_of_the_user_space_are_valid(user, name):
     shape = workloads.small(name)
     func = workloads.get(name, **shape)
     gen = make_space(user)
-    sketch, = generate_design_space(func, space=gen, seed=1)
+    (sketch,) = generate_design_space(func, space=gen, seed=1)
     for seed in range(3):
         cand, why = sample(func, sketch, gen.postprocs, seed=seed)
         assert why is None
@@ -114,6 +125,7 @@ def test_search_loop_explores_with_the_user_mutator(user):
 
 # --- code ported from TVM MetaSchedule courses (issue 14) ------------------------------------
 
+
 def matmul(n=16):
     A = wb.placeholder((n, n), "float32", name="A")
     B = wb.placeholder((n, n), "float32", name="B")
@@ -130,7 +142,7 @@ class MyCustomTiling(ScheduleRule):
         candidates = []
         for loop in sch.get_loops(block):
             extent = sch.get(loop).extent.value
-            for f in [2 ** i for i in range(1, 10) if 2 ** i <= extent]:
+            for f in [2**i for i in range(1, 10) if 2**i <= extent]:
                 new_sch = sch.copy()
                 new_sch.split(loop, factors=[None, f])
                 candidates.append(new_sch)
@@ -143,13 +155,21 @@ class OnlyTheRoot(ScheduleRule):
 
 
 def test_a_rule_returning_no_schedule_is_an_error_naming_rule_and_block():
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "schedule rule MyCustomTiling returned no schedule for block 'root' (the root "
-            "block: rules see it too); return [sch] to leave a block unchanged")):
+            "block: rules see it too); return [sch] to leave a block unchanged"
+        ),
+    ):
         generate_design_space(matmul(), space=PostOrderApply(rules=[MyCustomTiling()]))
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "schedule rule OnlyTheRoot returned no schedule for block 'C'; return [sch] to "
-            "leave a block unchanged")):
+            "leave a block unchanged"
+        ),
+    ):
         generate_design_space(matmul(), space=PostOrderApply(rules=[OnlyTheRoot()]))
 
 
@@ -159,7 +179,7 @@ def test_the_course_rule_passing_the_root_through_forks_the_space():
             return super().apply(sch, block) or [sch]
 
     spaces = generate_design_space(matmul(), space=PostOrderApply(rules=[Fixed()]))
-    assert len(spaces) == 3 * 4          # i, j, k of 16: splits by 2, 4, 8, 16
+    assert len(spaces) == 3 * 4  # i, j, k of 16: splits by 2, 4, 8, 16
     assert all(sum(i.kind.name == "split" for i in s.trace) == 1 for s in spaces)
 
 
@@ -171,7 +191,7 @@ def test_kind_names_accept_tvm_spelling():
     assert tile.tvm_name == "SamplePerfectTile" and tile.matches("SamplePerfectTile")
     assert get_kind("rfactor").tvm_name == "RFactor"
     assert get_kind("get_block").matches("GetBlock") and get_kind("get_block").matches("GetSBlock")
-    for tvm_kind, (wb_kind, *_rest) in KIND_MAP.items():     # the importer's table agrees
+    for tvm_kind, (wb_kind, *_rest) in KIND_MAP.items():  # the importer's table agrees
         assert get_kind(wb_kind).matches(tvm_kind), (tvm_kind, wb_kind)
     sch = wb.Schedule(matmul(), seed=0)
     i, _j, _k = sch.get_loops("C")
@@ -186,18 +206,20 @@ def test_decisions_belong_to_sampling_instructions_and_are_read_only():
     i, _j, _k = sch.get_loops("C")
     sch.split(i, factors=sch.sample_perfect_tile(i, n=2, max_innermost_factor=8))
     trace = sch.trace
-    tile, split = (next(x for x in trace if x.kind.name == name)
-                   for name in ("sample_perfect_tile", "split"))
+    tile, split = (next(x for x in trace if x.kind.name == name) for name in ("sample_perfect_tile", "split"))
     assert trace.decisions[tile] == tile.decision
-    with pytest.raises(KeyError, match=r"split samples nothing, so it has no decision.*"
-                       r"its inputs come from sample_perfect_tile \(v\d+, v\d+\)"):
+    with pytest.raises(
+        KeyError,
+        match=r"split samples nothing, so it has no decision.*"
+        r"its inputs come from sample_perfect_tile \(v\d+, v\d+\)",
+    ):
         trace.decisions[split]
     copy = trace.copy()
     with pytest.raises(TypeError, match=r"read-only.*with_decision"):
         copy.decisions[tile] = [2, 8]
     new = trace.with_decision(tile, [2, 8])
     assert new.decisions[new[trace.insts.index(tile)]] == [2, 8]
-    assert trace.decisions[tile] == tile.decision                 # the original is unchanged
+    assert trace.decisions[tile] == tile.decision  # the original is unchanged
 
 
 def test_with_decision_remove_postproc_drops_the_postprocessing_part():
@@ -212,13 +234,15 @@ def test_with_decision_remove_postproc_drops_the_postprocessing_part():
     kept = cand.trace.with_decision(tile, tile.decision)
     assert len(kept) == len(cand.trace)
     cut = cand.trace.with_decision(tile, tile.decision, remove_postproc=True)
-    assert [i.kind.name for i in cut] == kinds[:kinds.index("enter_postproc")]
+    assert [i.kind.name for i in cut] == kinds[: kinds.index("enter_postproc")]
 
 
 def test_mutate_auto_inline_is_answered_with_the_mutators_that_exist():
-    message = r"TVM MetaSchedule has no MutateAutoInline.*AutoInline schedule rule.*" \
-              r"workbench's mutators: MutateComputeLocation, MutateParallel, " \
-              r"MutateThreadBinding, MutateTileSize, MutateUnroll"
+    message = (
+        r"TVM MetaSchedule has no MutateAutoInline.*AutoInline schedule rule.*"
+        r"workbench's mutators: MutateComputeLocation, MutateParallel, "
+        r"MutateThreadBinding, MutateTileSize, MutateUnroll"
+    )
     with pytest.raises(ImportError, match=message):
         wb.space.mutators.MutateAutoInline()
     with pytest.raises(ImportError, match=message):
@@ -227,8 +251,9 @@ def test_mutate_auto_inline_is_answered_with_the_mutators_that_exist():
         from workbench.space.mutators import MutateAutoInline  # noqa: F401,F811
     with pytest.raises(KeyError, match="TVM MetaSchedule has no MutateAutoInline"):
         Mutator.named("mutate_auto_inline")
-    with pytest.raises(AttributeError, match="no mutator MutateTileSise; workbench's mutators: "
-                                             "MutateComputeLocation"):
+    with pytest.raises(
+        AttributeError, match="no mutator MutateTileSise; workbench's mutators: MutateComputeLocation"
+    ):
         wb.space.MutateTileSise
     assert not hasattr(wb.space.mutators, "something_else")
 
@@ -236,10 +261,10 @@ def test_mutate_auto_inline_is_answered_with_the_mutators_that_exist():
 def test_the_course_mutator_script_runs(capsys):
     """The doc's complete script, as it stands: it mutates one tiling, replays the mutant
     with the postprocessors and checks the kernel against numpy (its own asserts)."""
-    script, = [b for b in doc_blocks() if b.startswith(SCRIPT)]
+    (script,) = [b for b in doc_blocks() if b.startswith(SCRIPT)]
     namespace: dict = {"__name__": "__doc_script__"}
     exec(compile(script, str(DOC), "exec"), namespace)
-    (old, new), = namespace["changed"]             # one tiling changed: a factor of 2 moved
+    ((old, new),) = namespace["changed"]  # one tiling changed: a factor of 2 moved
     assert sorted(n / o for o, n in zip(old, new) if o != n) == [0.5, 2.0]
     assert str(namespace["changed"]) in capsys.readouterr().out
     assert "remove_postproc=True" in script and 'matches("SamplePerfectTile")' in script
@@ -248,7 +273,7 @@ def test_the_course_mutator_script_runs(capsys):
 def test_the_course_mutator_only_makes_valid_tilings():
     """Pinned seeds: every mutant of 20 keeps perfect tilings within max_innermost_factor,
     replays through the postprocessors, and computes the matmul."""
-    script, = [b for b in doc_blocks() if b.startswith(SCRIPT)]
+    (script,) = [b for b in doc_blocks() if b.startswith(SCRIPT)]
     namespace: dict = {"__name__": "__doc_script__"}
     exec(compile(script.split("\n\nA = wb.placeholder")[0], str(DOC), "exec"), namespace)
     mutator = namespace["MyTileMutator"]()

@@ -1,5 +1,6 @@
 """Space generators: PostOrderApply over every workload, forking, ScheduleFn, SpaceUnion, the
 public ``generate_design_space`` and the traces of a design space."""
+
 import json
 
 import pytest
@@ -8,9 +9,18 @@ import workbench as wb
 from workbench import workloads
 from workbench.ir.verify import verify
 from workbench.schedule import Schedule, Trace
-from workbench.space import (AutoInline, MultiLevelTiling, PostOrderApply, ScheduleFn,
-                             ScheduleRule, SpaceGenerator, SpaceUnion, as_space,
-                             generate_design_space, post_order_blocks)
+from workbench.space import (
+    AutoInline,
+    MultiLevelTiling,
+    PostOrderApply,
+    ScheduleFn,
+    ScheduleRule,
+    SpaceGenerator,
+    SpaceUnion,
+    as_space,
+    generate_design_space,
+    post_order_blocks,
+)
 from workbench.testing import check_trace_roundtrip
 
 
@@ -34,15 +44,23 @@ def test_traces_round_trip_through_json_and_python():
 
 def test_seed_draws_decisions_and_is_reproducible():
     func = small("GMM")
-    decisions = lambda seed: [[i.decision for i in s.trace if i.kind.is_sampling]
-                              for s in generate_design_space(func, seed=seed)]
+    decisions = lambda seed: [
+        [i.decision for i in s.trace if i.kind.is_sampling] for s in generate_design_space(func, seed=seed)
+    ]
     assert decisions(3) == decisions(3)
     assert any(decisions(s) != decisions(3) for s in range(4, 8))
 
 
 def test_post_order_lists_children_before_parents():
-    assert post_order_blocks(small("CBR")) == ["PaddedInput", "Conv2dOutput", "bias_add",
-                                               "bn_mul", "bn_add", "compute", "root"]
+    assert post_order_blocks(small("CBR")) == [
+        "PaddedInput",
+        "Conv2dOutput",
+        "bias_add",
+        "bn_mul",
+        "bn_add",
+        "compute",
+        "root",
+    ]
 
 
 class Twice(ScheduleRule):
@@ -61,15 +79,13 @@ def test_forks_multiply_and_skip_removed_blocks():
     func = small("CBR")  # 6 blocks; AutoInline removes bias_add, bn_mul, bn_add
     gen = PostOrderApply(rules=[AutoInline(), Twice()])
     spaces = generate_design_space(func, space=gen)
-    assert len(spaces) == 2 ** 3  # PaddedInput, Conv2dOutput, compute
+    assert len(spaces) == 2**3  # PaddedInput, Conv2dOutput, compute
     assert len({str(s.func) for s in spaces}) == 8
 
 
 def test_rules_by_name_and_filter():
-    gen = PostOrderApply(rules=["multi_level_tiling"],
-                         block_filter=lambda block: block.name != "Z")
-    assert generate_design_space(small("GMM"), space=gen)[0].trace.as_python().count(
-        "split") == 0
+    gen = PostOrderApply(rules=["multi_level_tiling"], block_filter=lambda block: block.name != "Z")
+    assert generate_design_space(small("GMM"), space=gen)[0].trace.as_python().count("split") == 0
     assert isinstance(gen.rules[0], MultiLevelTiling)
 
 
@@ -100,12 +116,20 @@ def test_generator_carries_target_defaults():
     gen = PostOrderApply()
     gen.initialize_with_target("llvm -num-cores=3")
     names = [type(r).__name__ for r in gen.rules]
-    assert names == ["AutoInline", "AddRFactor", "MultiLevelTiling",
-                     "ParallelizeVectorizeUnroll", "RandomComputeLocation"]
+    assert names == [
+        "AutoInline",
+        "AddRFactor",
+        "MultiLevelTiling",
+        "ParallelizeVectorizeUnroll",
+        "RandomComputeLocation",
+    ]
     assert gen.rules[3].max_parallel_extent == 48
     assert [type(p).__name__ for p in gen.postprocs] == [
-        "DisallowDynamicLoop", "RewriteParallelVectorizeUnroll", "RewriteReductionBlock",
-        "RewriteTensorize"]
+        "DisallowDynamicLoop",
+        "RewriteParallelVectorizeUnroll",
+        "RewriteReductionBlock",
+        "RewriteTensorize",
+    ]
     assert abs(sum(gen.mutator_probs.values()) - 1.0) < 1e-9
 
 

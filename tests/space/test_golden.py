@@ -3,6 +3,7 @@ shape — sample_perfect_tile -> split -> reorder in SSRSRS order, the write-cac
 root annotations — and the program after the postprocessors.
 
 Regenerate with ``pytest tests/space --update-golden`` (or ``WB_UPDATE_GOLDEN=1``)."""
+
 import os
 from pathlib import Path
 

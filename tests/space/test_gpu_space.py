@@ -1,5 +1,6 @@
 """The GPU design space (target "cuda"): TVM's default rules, postprocessors and mutators, and
 random samples checked by running them on the emulator (cuda-emulate) against numpy."""
+
 import random
 import shutil
 
@@ -10,14 +11,24 @@ import workbench as wb
 from workbench.ir import dsl
 from workbench.ir.stmt import ForKind
 from workbench.schedule import Schedule
-from workbench.space import (AutoBind, CrossThreadReduction, MultiLevelTiling, MutateThreadBinding,
-                             Rejected, RewriteUnboundBlock, default_mutators, default_postprocs,
-                             default_rules, generate_design_space, run_postprocs, sample)
+from workbench.space import (
+    AutoBind,
+    CrossThreadReduction,
+    MultiLevelTiling,
+    MutateThreadBinding,
+    Rejected,
+    RewriteUnboundBlock,
+    default_mutators,
+    default_postprocs,
+    default_rules,
+    generate_design_space,
+    run_postprocs,
+    sample,
+)
 from workbench.space.analysis import COOPERATIVE_FETCH
 from workbench.testing import check_trace_roundtrip
 
-SHAPES = {"GMM": dict(b=1, n=32, m=32, k=32), "C2D": wb.workloads.small("C2D"),
-          "SFM": dict(m=8, n=256)}
+SHAPES = {"GMM": dict(b=1, n=32, m=32, k=32), "C2D": wb.workloads.small("C2D"), "SFM": dict(m=8, n=256)}
 
 
 def _posts(target="cuda"):
@@ -33,16 +44,26 @@ def _bindings(sch):
 
 def test_default_sets_for_cuda():
     assert [type(r).__name__ for r in default_rules("cuda")] == [
-        "MultiLevelTilingTensorCore", "MultiLevelTiling", "AutoInline", "CrossThreadReduction",
-        "ParallelizeVectorizeUnroll", "AutoBind"]
+        "MultiLevelTilingTensorCore",
+        "MultiLevelTiling",
+        "AutoInline",
+        "CrossThreadReduction",
+        "ParallelizeVectorizeUnroll",
+        "AutoBind",
+    ]
     mlt = default_rules("cuda")[1]
     assert mlt.structure == "SSSRRSRS"
     assert mlt.tile_binds == ["blockIdx.x", "vthread.x", "threadIdx.x"]
     assert (mlt.reuse_read.scope, mlt.reuse_write.scope) == ("shared", "local")
     assert [type(p).__name__ for p in default_postprocs("cuda")] == [
-        "DisallowDynamicLoop", "RewriteCooperativeFetch", "RewriteUnboundBlock",
-        "RewriteParallelVectorizeUnroll", "RewriteReductionBlock", "RewriteTensorize",
-        "VerifyGPUCode"]
+        "DisallowDynamicLoop",
+        "RewriteCooperativeFetch",
+        "RewriteUnboundBlock",
+        "RewriteParallelVectorizeUnroll",
+        "RewriteReductionBlock",
+        "RewriteTensorize",
+        "VerifyGPUCode",
+    ]
     probs = {type(m).__name__: p for m, p in default_mutators("cuda").items()}
     assert probs == {"MutateTileSize": 0.9, "MutateUnroll": 0.08, "MutateThreadBinding": 0.02}
 
@@ -50,9 +71,14 @@ def test_default_sets_for_cuda():
 def test_gmm_space_tiles_binds_and_caches():
     sch = generate_design_space(wb.workloads.get("GMM", **SHAPES["GMM"]), target="cuda")[0]
     text = str(sch.trace)
-    for piece in ('thread_axis="blockIdx.x"', 'thread_axis="vthread.x"',
-                  'thread_axis="threadIdx.x"', 'storage_scope="shared"', 'storage_scope="local"',
-                  COOPERATIVE_FETCH):
+    for piece in (
+        'thread_axis="blockIdx.x"',
+        'thread_axis="vthread.x"',
+        'thread_axis="threadIdx.x"',
+        'storage_scope="shared"',
+        'storage_scope="local"',
+        COOPERATIVE_FETCH,
+    ):
         assert piece in text
     check_trace_roundtrip(sch)
 
@@ -76,8 +102,9 @@ def _check_samples(name, n, nvcc_first=0):
         accepted += 1
         args = [a.copy() for a in inputs]
         wb.build(sch, target="cuda-emulate")(*args)
-        np.testing.assert_allclose(args[-1], expected, rtol=1e-3, atol=1e-3,
-                                   err_msg=f"{name} sample {seed}:\n{sch.trace}")
+        np.testing.assert_allclose(
+            args[-1], expected, rtol=1e-3, atol=1e-3, err_msg=f"{name} sample {seed}:\n{sch.trace}"
+        )
         if accepted <= nvcc_first and shutil.which("nvcc"):
             assert "__global__" in wb.build(sch, target="cuda").source("cuda")
     return accepted, rejected
@@ -190,8 +217,7 @@ def test_cross_thread_reduction_validates_its_extents():
 
 
 def test_multi_level_tiling_thread_bounds_follow_the_target():
-    rule = MultiLevelTiling(structure="SSSRRSRS", tile_binds=["blockIdx.x", "vthread.x",
-                                                               "threadIdx.x"])
+    rule = MultiLevelTiling(structure="SSSRRSRS", tile_binds=["blockIdx.x", "vthread.x", "threadIdx.x"])
     rule.initialize_with_target("cuda -max-threads-per-block=256")
     sch = Schedule(wb.workloads.get("GMM", **SHAPES["GMM"]))
     (out,) = rule.apply(sch, sch.get_block("Z"))
@@ -228,8 +254,14 @@ def test_tune_on_the_emulator(tmp_path):
     """wb.tune with target cuda-emulate: the cuda space, every candidate checked (the
     unscheduled function, which no GPU can run, gives the expected output on the CPU)."""
     func = wb.workloads.get("GMM", **SHAPES["GMM"])
-    db = wb.tune(func, target="cuda-emulate", trials=4, database=str(tmp_path / "t.jsonl"),
-                 seed=0, num_trials_per_iter=4)
+    db = wb.tune(
+        func,
+        target="cuda-emulate",
+        trials=4,
+        database=str(tmp_path / "t.jsonl"),
+        seed=0,
+        num_trials_per_iter=4,
+    )
     records = db.records(func)
     assert len(records) == 4 and all(r.status == "ok" for r in records)
     assert 'thread_axis="threadIdx.x"' in str(db.best(func, target="cuda-emulate").trace)

@@ -2,6 +2,7 @@
 decisions alone, and returns None when it has nothing to change. The property test mutates
 random design-space traces repeatedly: every result is a valid candidate (it builds and
 matches numpy) or is rejected with a reason, and pinned decisions never change."""
+
 import math
 import random
 
@@ -9,8 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from workbench import workloads
-from workbench.space import (MutateComputeLocation, MutateParallel, MutateTileSize, MutateUnroll,
-                             Mutator, PostOrderApply, replay)
+from workbench.space import (
+    MutateComputeLocation,
+    MutateParallel,
+    MutateTileSize,
+    MutateUnroll,
+    Mutator,
+    PostOrderApply,
+    replay,
+)
 from workbench.space.analysis import PARALLEL
 from workbench.space.mutators.mutate_tile_size import move_factor
 from workbench.testing import check_numeric
@@ -59,7 +67,7 @@ def test_mutate_tile_size_changes_one_free_decision():
 def test_mutate_unroll_draws_another_step():
     _, spaces = space_of("GMM")
     trace = spaces[0].trace
-    unroll, = sampling(trace, "sample_categorical")
+    (unroll,) = sampling(trace, "sample_categorical")
     new = MutateUnroll().apply(trace, random.Random(2))
     assert sampling(new, "sample_categorical")[0].decision != unroll.decision
     trace = trace.copy()
@@ -74,8 +82,8 @@ def test_mutate_parallel_changes_the_fusion_plan():
     mutator.initialize_with_func(small("GMM"))
     trace = spaces[0].trace
     new = mutator.apply(trace, random.Random(3))
-    old_limit, = [i.args["ann_val"] for i in trace if i.args.get("ann_key") == PARALLEL]
-    new_limit, = [i.args["ann_val"] for i in new if i.args.get("ann_key") == PARALLEL]
+    (old_limit,) = [i.args["ann_val"] for i in trace if i.args.get("ann_key") == PARALLEL]
+    (new_limit,) = [i.args["ann_val"] for i in new if i.args.get("ann_key") == PARALLEL]
     assert new_limit != old_limit and new_limit <= 32
     assert replay(small("GMM"), new, gen.postprocs)[1] is None
 
@@ -85,7 +93,7 @@ def test_mutate_compute_location_moves_to_another_valid_location():
     mutator = MutateComputeLocation()
     mutator.initialize_with_func(small("C2D"))
     trace = spaces[0].trace
-    old, = sampling(trace, "sample_compute_location")
+    (old,) = sampling(trace, "sample_compute_location")
     new = mutator.apply(trace, random.Random(5))
     assert sampling(new, "sample_compute_location")[0].decision != old.decision
     sch, why = replay(small("C2D"), new, gen.postprocs)
@@ -100,14 +108,21 @@ def test_mutate_compute_location_moves_to_another_valid_location():
 
 def test_defaults_and_names():
     probs = Mutator.create("llvm")
-    assert {type(m).__name__ for m in probs} == {"MutateTileSize", "MutateComputeLocation",
-                                                  "MutateUnroll", "MutateParallel"}
+    assert {type(m).__name__ for m in probs} == {
+        "MutateTileSize",
+        "MutateComputeLocation",
+        "MutateUnroll",
+        "MutateParallel",
+    }
     assert isinstance(Mutator.named("mutate_tile_size"), MutateTileSize)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(name=st.sampled_from(["GMM", "C1D", "CBR", "SFM", "DEP"]), seed=st.integers(0, 10 ** 6),
-       steps=st.integers(1, 4))
+@given(
+    name=st.sampled_from(["GMM", "C1D", "CBR", "SFM", "DEP"]),
+    seed=st.integers(0, 10**6),
+    steps=st.integers(1, 4),
+)
 def test_mutated_traces_stay_valid_or_are_rejected(name, seed, steps):
     gen, spaces = space_of(name, seed=seed % 5)
     rng = random.Random(seed)

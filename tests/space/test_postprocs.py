@@ -1,10 +1,20 @@
 """Postprocessors: each fixes a candidate into a runnable program or rejects it with a reason."""
+
 from workbench import workloads
 from workbench.ir.stmt import ForKind
 from workbench.schedule import Schedule
-from workbench.space import (DisallowDynamicLoop, Postproc, Rejected,
-                             RewriteParallelVectorizeUnroll, RewriteReductionBlock, VerifyGPUCode,
-                             generate_design_space, replay, run_postprocs, without_postproc)
+from workbench.space import (
+    DisallowDynamicLoop,
+    Postproc,
+    Rejected,
+    RewriteParallelVectorizeUnroll,
+    RewriteReductionBlock,
+    VerifyGPUCode,
+    generate_design_space,
+    replay,
+    run_postprocs,
+    without_postproc,
+)
 from workbench.space.analysis import AUTO_UNROLL_MAX_STEP, PARALLEL
 from workbench.testing import check_numeric, check_trace_roundtrip, triangular_func
 
@@ -33,7 +43,7 @@ def test_rewrite_parallel_vectorize_unroll():
     k = kinds(sch)
     # the spatial loops of levels 1 and 2 (product 4 <= 32) make one parallel loop
     assert k["b_0_i_0_j_0_b_1_i_1_j_1_fused"] == ForKind.PARALLEL
-    assert k["j_3_fused"] == ForKind.VECTORIZED    # the contiguous innermost loop (8)
+    assert k["j_3_fused"] == ForKind.VECTORIZED  # the contiguous innermost loop (8)
     # unrolled from the inside while extent x statements (init + update) <= 16
     assert k["i_3"] == k["k_1"] == ForKind.UNROLLED and k["i_2"] == ForKind.SERIAL
     top = next(sch.func.loops())
@@ -65,6 +75,7 @@ def test_verify_gpu_code_limits_threads_and_shared_memory():
         jo, ji = sch.split(j, factors=[None, n_threads])
         sch.bind(ji, "threadIdx.x")
         return sch
+
     post = VerifyGPUCode()
     post.initialize_with_target("cuda -max-threads-per-block=8")
     assert run_postprocs(bound(8), [post]) is None

@@ -1,15 +1,33 @@
 """Schedule rules, each on the workloads where it applies, with pinned decisions where it
 samples: what it does, what it refuses, and that the result computes the same."""
+
 import pytest
 
 from workbench import workloads
 from workbench.schedule import Schedule
-from workbench.space import (AddRFactor, AutoInline, MultiLevelTiling, MultiLevelTilingWithIntrin,
-                             ParallelizeVectorizeUnroll, PostOrderApply, RandomComputeLocation,
-                             ReuseType, ScheduleRule, generate_design_space, sample)
-from workbench.space.analysis import (AUTO_TENSORIZE, INLINE_RULE, PARALLEL, TILING_STRUCTURE,
-                                      UNROLL_EXPLICIT, VECTORIZE, needs_multi_level_tiling,
-                                      read_write_pattern)
+from workbench.space import (
+    AddRFactor,
+    AutoInline,
+    MultiLevelTiling,
+    MultiLevelTilingWithIntrin,
+    ParallelizeVectorizeUnroll,
+    PostOrderApply,
+    RandomComputeLocation,
+    ReuseType,
+    ScheduleRule,
+    generate_design_space,
+    sample,
+)
+from workbench.space.analysis import (
+    AUTO_TENSORIZE,
+    INLINE_RULE,
+    PARALLEL,
+    TILING_STRUCTURE,
+    UNROLL_EXPLICIT,
+    VECTORIZE,
+    needs_multi_level_tiling,
+    read_write_pattern,
+)
 from workbench.testing import check_numeric, check_trace_roundtrip, runs_here
 
 
@@ -32,29 +50,32 @@ def check(sch, name):
 
 
 def test_auto_inline_folds_elementwise_stages():
-    sch, = run("CBR", AutoInline())
+    (sch,) = run("CBR", AutoInline())
     assert blocks(sch) == ["root", "PaddedInput", "Conv2dOutput", "compute"]
     check(sch, "CBR")
 
 
-@pytest.mark.parametrize("name, kept", [
-    ("C2D", "PadInput"),                 # padding has a branch (Select)
-    ("SFM", "T_softmax_exp"),            # exp is disallowed on CPU
-    ("TBG", "query_T"),                  # a transpose: read indices not ordered
-])
+@pytest.mark.parametrize(
+    "name, kept",
+    [
+        ("C2D", "PadInput"),  # padding has a branch (Select)
+        ("SFM", "T_softmax_exp"),  # exp is disallowed on CPU
+        ("TBG", "query_T"),  # a transpose: read indices not ordered
+    ],
+)
 def test_auto_inline_keeps(name, kept):
-    sch, = run(name, AutoInline())
+    (sch,) = run(name, AutoInline())
     assert kept in blocks(sch)
 
 
 def test_auto_inline_into_producer_and_disabled():
-    sch, = run("CBR", AutoInline(into_producer=True, into_consumer=False))
+    (sch,) = run("CBR", AutoInline(into_producer=True, into_consumer=False))
     # relu, then bn_add, bn_mul fold into their producer; bias_add's producer is a reduction
     assert blocks(sch) == ["root", "PaddedInput", "Conv2dOutput", "bias_add"]
     check(sch, "CBR")
     marked = Schedule(small("CBR"))
     marked.annotate("bn_mul", INLINE_RULE, "disable")
-    sch, = generate_design_space(marked.func, space=PostOrderApply(rules=[AutoInline()]))
+    (sch,) = generate_design_space(marked.func, space=PostOrderApply(rules=[AutoInline()]))
     assert blocks(sch) == ["root", "PaddedInput", "Conv2dOutput", "bn_mul", "compute"]
 
 
@@ -75,19 +96,35 @@ def test_multi_level_tiling_structure_and_forks():
     tiles = [i.decision for i in plain.trace if i.kind.name == "sample_perfect_tile"]
     assert [len(t) for t in tiles] == [4, 4, 4, 2]  # b, i, j: S S S S; k: R R
     loops = [l.loop_var.name for l in plain.func.loops()]
-    assert loops == ["b_0", "i_0", "j_0", "b_1", "i_1", "j_1", "k_0", "b_2", "i_2", "j_2", "k_1",
-                     "b_3", "i_3", "j_3"]
+    assert loops == [
+        "b_0",
+        "i_0",
+        "j_0",
+        "b_1",
+        "i_1",
+        "j_1",
+        "k_0",
+        "b_2",
+        "i_2",
+        "j_2",
+        "k_1",
+        "b_3",
+        "i_3",
+        "j_3",
+    ]
     for sch in spaces:
         check(sch, "GMM")
 
 
 def test_multi_level_tiling_must_reuse_and_gpu_binding():
-    spaces = run("GMM", MultiLevelTiling(reuse_write={"req": "must", "levels": [2],
-                                                       "scope": "global"}))
+    spaces = run("GMM", MultiLevelTiling(reuse_write={"req": "must", "levels": [2], "scope": "global"}))
     assert len(spaces) == 1 and "Z_global" in blocks(spaces[0])
-    gpu = PostOrderApply(rules=[MultiLevelTiling("SSSRRSRS", tile_binds=[
-        "blockIdx.x", "vthread.x", "threadIdx.x"])], postprocs=[], mutator_probs={})
-    sch, = generate_design_space(small("GMM"), target="cuda", space=gpu)
+    gpu = PostOrderApply(
+        rules=[MultiLevelTiling("SSSRRSRS", tile_binds=["blockIdx.x", "vthread.x", "threadIdx.x"])],
+        postprocs=[],
+        mutator_probs={},
+    )
+    (sch,) = generate_design_space(small("GMM"), target="cuda", space=gpu)
     tags = [l.thread_tag for l in sch.func.loops() if l.thread_tag]
     assert tags == ["blockIdx.x", "vthread.x", "threadIdx.x"]
     assert "meta_schedule.thread_extent_high_inclusive" in sch.func.block("Z").annotations
@@ -96,29 +133,31 @@ def test_multi_level_tiling_must_reuse_and_gpu_binding():
 def test_multi_level_tiling_skips_blocks_without_reuse():
     func = small("CBR")
     assert not needs_multi_level_tiling(Schedule(func).index, func.block("bias_add"))
-    sch, = run("NRM", MultiLevelTiling())  # C[b] = sum A[b, i, j]^2 reads every spatial iter
+    (sch,) = run("NRM", MultiLevelTiling())  # C[b] = sum A[b, i, j]^2 reads every spatial iter
     assert TILING_STRUCTURE not in sch.func.block("C").annotations
     with pytest.raises(ValueError, match="string of 'S' and 'R'"):
         MultiLevelTiling("SXR")
 
 
 def test_parallelize_vectorize_unroll_annotates_root():
-    sch, = run("GMM", ParallelizeVectorizeUnroll(max_jobs_per_core=4))
+    (sch,) = run("GMM", ParallelizeVectorizeUnroll(max_jobs_per_core=4))
     ann = sch.func.root.annotations
     assert ann[PARALLEL] == 8 and ann[VECTORIZE] == 64 and ann[UNROLL_EXPLICIT] in (0, 16, 64, 512)
-    elementwise, = run("CBR", AutoInline(), ParallelizeVectorizeUnroll())
+    (elementwise,) = run("CBR", AutoInline(), ParallelizeVectorizeUnroll())
     assert UNROLL_EXPLICIT in elementwise.func.root.annotations
     from workbench.testing import elementwise_func
-    spatial = generate_design_space(elementwise_func(), space=PostOrderApply(
-        rules=[ParallelizeVectorizeUnroll()]))[0]
+
+    spatial = generate_design_space(
+        elementwise_func(), space=PostOrderApply(rules=[ParallelizeVectorizeUnroll()])
+    )[0]
     assert UNROLL_EXPLICIT not in spatial.func.root.annotations  # no reduction: no unrolling
 
 
 def test_random_compute_location_samples_and_moves():
     seen = set()
     for seed in range(6):
-        sch, = run("C2D", RandomComputeLocation(), seed=seed)
-        inst, = [i for i in sch.trace if i.kind.name == "sample_compute_location"]
+        (sch,) = run("C2D", RandomComputeLocation(), seed=seed)
+        (inst,) = [i for i in sch.trace if i.kind.name == "sample_compute_location"]
         seen.add(inst.decision)
         check(sch, "C2D")
     assert len(seen) >= 2 and seen & {-2, -1} and any(d >= 0 for d in seen)
@@ -135,31 +174,36 @@ def test_add_rfactor_forks_little_parallel_reductions():
 
 def test_multi_level_tiling_with_intrin_tensorizes_matching_blocks():
     shape = workloads.small("GMM")
-    gen = PostOrderApply(rules=[MultiLevelTilingWithIntrin("avx512_f32_gemm_4x16x4"),
-                                ParallelizeVectorizeUnroll()])
-    sketch, = generate_design_space(small("GMM"), target="llvm -num-cores=2", space=gen)
+    gen = PostOrderApply(
+        rules=[MultiLevelTilingWithIntrin("avx512_f32_gemm_4x16x4"), ParallelizeVectorizeUnroll()]
+    )
+    (sketch,) = generate_design_space(small("GMM"), target="llvm -num-cores=2", space=gen)
     assert sketch.func.block("Z_o").annotations[AUTO_TENSORIZE] == "avx512_f32_gemm_4x16x4"
     for seed in range(3):
         cand, why = sample(small("GMM"), sketch, gen.postprocs, seed=seed)
         assert why is None
-        assert any(b.alloc_buffers and b.alloc_buffers[0].scope == "local"
-                   for b in cand.func.blocks())  # the micro-kernel's register accumulator
+        assert any(
+            b.alloc_buffers and b.alloc_buffers[0].scope == "local" for b in cand.func.blocks()
+        )  # the micro-kernel's register accumulator
         check_numeric(cand, "GMM", target="llvm", **shape)
     # C1D's output channels (4) are not a multiple of the kernel's 16 lanes: left alone
-    sch, = run("C1D", MultiLevelTilingWithIntrin("avx512_f32_gemm_4x16x4"))
+    (sch,) = run("C1D", MultiLevelTilingWithIntrin("avx512_f32_gemm_4x16x4"))
     assert "conv1d_nlc_o" not in blocks(sch)
 
 
-@pytest.mark.parametrize("target,prefix", [
-    ("llvm -mcpu=znver3 -num-cores=2", "avx2_f32_gemm_"),
-    ("llvm -mcpu=skylake-avx512 -num-cores=2", "avx512_f32_gemm_"),
-    ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1", None),   # no GEMM kernels: untouched
-])
+@pytest.mark.parametrize(
+    "target,prefix",
+    [
+        ("llvm -mcpu=znver3 -num-cores=2", "avx2_f32_gemm_"),
+        ("llvm -mcpu=skylake-avx512 -num-cores=2", "avx512_f32_gemm_"),
+        ("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1", None),  # no GEMM kernels: untouched
+    ],
+)
 def test_multi_level_tiling_with_intrin_picks_the_targets_kernel(target, prefix):
     """Without a name, the rule tensorizes with the first of the target's micro-kernels that
     fits (GMM 16^3: 8x16x16 on AVX-512, 6x16 does not divide 16 so 4x16x16 on AVX2)."""
     gen = PostOrderApply(rules=[MultiLevelTilingWithIntrin(), ParallelizeVectorizeUnroll()])
-    sketch, = generate_design_space(small("GMM"), target=target, space=gen)
+    (sketch,) = generate_design_space(small("GMM"), target=target, space=gen)
     if prefix is None:
         assert "Z_o" not in blocks(sketch)
         return

@@ -1,6 +1,7 @@
 """Random points of every workload's design space, with the default postprocessors: each one
 builds with the llvm backend and matches numpy, or a postprocessor rejected it with a reason.
 (``bench/space.py`` runs 200 per workload and prints the rejection rates.)"""
+
 import pytest
 
 from workbench import workloads

@@ -1,4 +1,5 @@
 """Tuner tests: make the helper module importable (pytest runs with --import-mode=importlib)."""
+
 import os
 import sys
 

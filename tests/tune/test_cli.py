@@ -1,12 +1,31 @@
 """``workbench tune`` and ``workbench best``."""
+
 from workbench.cli import main
 from workbench.tune import Database
 
 
 def test_tune_then_best(tmp_path, capsys):
     db = str(tmp_path / "cli.sqlite")
-    assert main(["tune", "GMM", "--small", "--trials", "4", "--per-iter", "4", "--db", db,
-                 "--strategy", "replay_trace", "--cost-model", "random"]) == 0
+    assert (
+        main(
+            [
+                "tune",
+                "GMM",
+                "--small",
+                "--trials",
+                "4",
+                "--per-iter",
+                "4",
+                "--db",
+                db,
+                "--strategy",
+                "replay_trace",
+                "--cost-model",
+                "random",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr()
     assert "records in" in out.out and "4/4 GMM" in out.err
     assert main(["best", "GMM", "--small", "--db", db]) == 0
@@ -27,22 +46,25 @@ import subprocess  # noqa: E402
 import pytest  # noqa: E402
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["tune", "NOPE"], "no workload named 'NOPE'"),
-    (["tune", "GMM", "--shape", "n=abc"], "--shape expects key=positive-integer"),
-    (["tune", "GMM", "--shape", "zz=4"], "unknown shape parameter"),
-    (["tune", "GMM", "--trials", "-3"], "argument --trials: expected a positive integer"),
-    (["tune", "GMM", "--per-iter", "x"], "argument --per-iter"),
-    (["tune", "GMM", "--target", "llvm -num-cores=x"], "-num-cores must be a positive"),
-    (["tune", "GMM", "--small", "--db", "/nonexistent/dir/t.sqlite"], "cannot open"),
-    (["tune", "GMM", "--small", "--db", "/nonexistent/dir/t.jsonl"], "cannot create"),
-    (["tune", "all", "--shape", "n=4"], "--shape applies to one workload"),
-    (["best", "GMM", "--db", "missing.sqlite"], "no such database"),
-    (["show", "NOPE"], "no workload named"),
-    (["run", "GMM", "--number", "0"], "expected a positive integer"),
-    (["db", "check", "missing.sqlite"], "no such database file"),
-    (["frobnicate"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["tune", "NOPE"], "no workload named 'NOPE'"),
+        (["tune", "GMM", "--shape", "n=abc"], "--shape expects key=positive-integer"),
+        (["tune", "GMM", "--shape", "zz=4"], "unknown shape parameter"),
+        (["tune", "GMM", "--trials", "-3"], "argument --trials: expected a positive integer"),
+        (["tune", "GMM", "--per-iter", "x"], "argument --per-iter"),
+        (["tune", "GMM", "--target", "llvm -num-cores=x"], "-num-cores must be a positive"),
+        (["tune", "GMM", "--small", "--db", "/nonexistent/dir/t.sqlite"], "cannot open"),
+        (["tune", "GMM", "--small", "--db", "/nonexistent/dir/t.jsonl"], "cannot create"),
+        (["tune", "all", "--shape", "n=4"], "--shape applies to one workload"),
+        (["best", "GMM", "--db", "missing.sqlite"], "no such database"),
+        (["show", "NOPE"], "no workload named"),
+        (["run", "GMM", "--number", "0"], "expected a positive integer"),
+        (["db", "check", "missing.sqlite"], "no such database file"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
 def test_user_errors_are_one_line_and_status_2(argv, words, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
@@ -65,6 +87,7 @@ def test_internal_error_prints_traceback_and_asks_to_report(monkeypatch, capsys)
 
     def broken(args):
         raise RuntimeError("a bug")
+
     monkeypatch.setattr(cli, "_cmd_workloads", broken)
     assert main(["workloads"]) == 1
     err = capsys.readouterr().err
@@ -72,9 +95,8 @@ def test_internal_error_prints_traceback_and_asks_to_report(monkeypatch, capsys)
 
 
 def test_real_process_unknown_workload():
-    done = subprocess.run(["workbench", "tune", "NOPE"], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(["workbench", "tune", "NOPE"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [
-        "workbench: no workload named 'NOPE'; known: " + ", ".join(
-            __import__("workbench").workloads.names())]
+        "workbench: no workload named 'NOPE'; known: " + ", ".join(__import__("workbench").workloads.names())
+    ]

@@ -1,4 +1,5 @@
 """Cost models learn to rank candidates from their features; they save and load."""
+
 import numpy as np
 import pytest
 
@@ -32,8 +33,7 @@ def ranking_quality(model, n_train=40, n_test=24):
     model.update(schs[:n_train], [MeasureResult("ok", [x]) for x in lat[:n_train]])
     pred = model.predict(schs[n_train:])
     # scores are throughputs: high score = low latency, so correlate with -latency ranks
-    return np.corrcoef(np.argsort(np.argsort(pred)),
-                       np.argsort(np.argsort(-np.array(lat[n_train:]))))[0, 1]
+    return np.corrcoef(np.argsort(np.argsort(pred)), np.argsort(np.argsort(-np.array(lat[n_train:]))))[0, 1]
 
 
 @pytest.mark.skipif(not cm.has_xgboost(), reason="xgboost not installed")
@@ -50,8 +50,9 @@ def test_xgb_learns_to_rank_and_round_trips(tmp_path):
 def test_targets_are_normalized_throughputs():
     model = RidgeModel()
     schs = candidates(3)
-    model.update(schs, [MeasureResult("ok", [2e-3]), MeasureResult("ok", [1e-3]),
-                        MeasureResult("timeout", [], "hung")])
+    model.update(
+        schs, [MeasureResult("ok", [2e-3]), MeasureResult("ok", [1e-3]), MeasureResult("timeout", [], "hung")]
+    )
     assert model.targets().tolist() == [0.5, 1.0, 0.0]
 
 
@@ -79,8 +80,9 @@ def test_a_user_model_is_a_small_subclass():
             self.seen = len(candidates)
 
         def predict(self, candidates):
-            return np.array([float(sum(l.kind.value == "vectorized" for l in c.func.loops()))
-                             for c in candidates])
+            return np.array(
+                [float(sum(l.kind.value == "vectorized" for l in c.func.loops())) for c in candidates]
+            )
 
     model = CostModel.create(PreferVectors)
     assert model.predict(candidates(2)).tolist() == [1.0, 1.0]

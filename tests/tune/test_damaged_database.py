@@ -1,5 +1,6 @@
 """Damaged, foreign and newer databases: a DatabaseError that says what to do, or every intact
 record with a warning counting the damaged ones; `db check` / `db repair`; nothing executed."""
+
 import json
 import os
 import random
@@ -22,7 +23,7 @@ def write_db(path, n=4):
     func, schs, recs = gmm_records(n)
     with Database.open(path) as db:
         db.add(recs)
-    if path.endswith(".sqlite"):   # everything in the main file, as a copied file would be
+    if path.endswith(".sqlite"):  # everything in the main file, as a copied file would be
         with sqlite3.connect(path) as conn:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return func, recs
@@ -31,7 +32,7 @@ def write_db(path, n=4):
 def damage(path, offset, size=200, seed=0):
     data = bytearray(open(path, "rb").read())
     offset = min(offset, len(data) - size)
-    data[offset:offset + size] = random.Random(seed).randbytes(size)
+    data[offset : offset + size] = random.Random(seed).randbytes(size)
     open(path, "wb").write(bytes(data))
 
 
@@ -69,18 +70,18 @@ def test_damage_at_several_offsets(tmp_path, suffix, part):
         assert len(records) <= 4
         intact = {r.trace_hash for r in recs}
         assert {r.trace_hash for r in records} <= intact
-        if len(records) < 4:            # some lost: a warning counts them (JSON lines: the
+        if len(records) < 4:  # some lost: a warning counts them (JSON lines: the
             # damaged lines, and a random newline makes two of one)
             assert warned
             counted = int(re.search(r"(\d+) damaged record", str(warned[-1])).group(1))
             lost = 4 - len(records)
             assert counted == lost or (suffix == "jsonl" and counted > lost)
-        if records:                     # every intact record usable: the best is among them
+        if records:  # every intact record usable: the best is among them
             assert best is not None and best.latency == min(r.latency for r in records)
             best.schedule()
     try:
         report = repair(path, str(tmp_path / f"fixed.{suffix}"))
-    except wb.DatabaseError as exc:     # the header itself is gone: nothing to repair
+    except wb.DatabaseError as exc:  # the header itself is gone: nothing to repair
         assert part == 0 and "not a" in str(exc)
         return
     fixed = Database.open(report.copied_to)
@@ -109,7 +110,7 @@ def test_undecodable_record_skipped_with_count(tmp_path):
 def test_best_of_damaged_top_record_is_the_next_one(tmp_path):
     path = str(tmp_path / "t.sqlite")
     func, recs = write_db(path)
-    with sqlite3.connect(path) as conn:   # the fastest record (1 ms) is damaged
+    with sqlite3.connect(path) as conn:  # the fastest record (1 ms) is damaged
         conn.execute("UPDATE records SET latencies = '[1e-3,' WHERE id = 1")
     with pytest.warns(DatabaseWarning):
         best = Database.open(path).best(func, "llvm")
@@ -133,7 +134,7 @@ def test_not_a_database_foreign_and_newer(tmp_path):
     before = open(newer, "rb").read()
     with pytest.raises(wb.DatabaseError, match="newer workbench.*schema 99"):
         Database.open(newer)
-    assert open(newer, "rb").read() == before          # never rewritten
+    assert open(newer, "rb").read() == before  # never rewritten
     jsonl = str(tmp_path / "newer.jsonl")
     with open(jsonl, "w") as f:
         f.write(json.dumps({"workbench_db": 7}) + "\n")
@@ -179,11 +180,10 @@ def test_trace_with_unknown_primitive_is_refused_not_run(tmp_path):
     path = str(tmp_path / "t.sqlite")
     func, recs = write_db(path, 1)
     data = recs[0].trace_json
-    bad = {**data, "insts": [{"kind": "__import__('os').system('true')", "args": {},
-                              "outputs": []}]}
+    bad = {**data, "insts": [{"kind": "__import__('os').system('true')", "args": {}, "outputs": []}]}
     with Database.open(path) as db:
         db.add([Record.of(func, "llvm", bad, [5e-4])])
-    rec = Database.open(path).best(func, "llvm")     # stored as data; replaying it refuses
+    rec = Database.open(path).best(func, "llvm")  # stored as data; replaying it refuses
     with pytest.raises(Exception) as info:
         rec.schedule()
     assert "__import__" in str(info.value)
@@ -202,7 +202,7 @@ def test_cli_check_and_repair(tmp_path, capsys):
     assert main(["db", "repair", path, "--out", out]) == 0
     assert f"copied the 3 intact record(s) to {out}" in capsys.readouterr().out
     assert len(Database.open(out)) == 3
-    assert main(["db", "repair", path, "--out", out]) == 2       # never overwrites
+    assert main(["db", "repair", path, "--out", out]) == 2  # never overwrites
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "exists" in err[0]
     with pytest.warns(DatabaseWarning):
@@ -217,6 +217,7 @@ def test_library_never_runs_trace_text(tmp_path, monkeypatch):
 
     def refuse(*args, **kwargs):
         raise AssertionError("the library ran trace text")
+
     monkeypatch.setattr(Trace, "from_python", staticmethod(refuse))
     for suffix in ("sqlite", "jsonl"):
         path = str(tmp_path / f"t.{suffix}")
@@ -226,7 +227,15 @@ def test_library_never_runs_trace_text(tmp_path, monkeypatch):
         check(path)
         repair(path, str(tmp_path / f"fixed.{suffix}"))
     task = TuneTask.workload("GMM", **wb.workloads.small("GMM"))
-    tune(task, trials=3, database=str(tmp_path / "t.sqlite"), num_trials_per_iter=1,
-         strategy="replay_trace", cost_model="xgb", verbose=False, baseline=False)
-    with pytest.raises(ValueError):     # a JSON trace holding Python is not trace data
+    tune(
+        task,
+        trials=3,
+        database=str(tmp_path / "t.sqlite"),
+        num_trials_per_iter=1,
+        strategy="replay_trace",
+        cost_model="xgb",
+        verbose=False,
+        baseline=False,
+    )
+    with pytest.raises(ValueError):  # a JSON trace holding Python is not trace data
         Trace.from_json(json.dumps(recs[0].trace.as_python()))

@@ -1,4 +1,5 @@
 """DaskRunner: candidates measured on the worker processes of a Dask LocalCluster."""
+
 import os
 import signal
 import threading
@@ -7,15 +8,17 @@ import time
 import pytest
 
 distributed = pytest.importorskip(
-    "distributed", reason="the 'dist' extra (dask[distributed]) is not installed")
+    "distributed", reason="the 'dist' extra (dask[distributed]) is not installed"
+)
 
 import dask  # noqa: E402
 
 import workbench as wb  # noqa: E402
 from workbench.tune import DaskRunner, TuneTask, tune  # noqa: E402
 
-SETTINGS = dict(trials=8, num_trials_per_iter=4, strategy="replay_trace", cost_model="random",
-                baseline=False, seed=0)
+SETTINGS = dict(
+    trials=8, num_trials_per_iter=4, strategy="replay_trace", cost_model="random", baseline=False, seed=0
+)
 
 
 def small_task():
@@ -24,8 +27,9 @@ def small_task():
 
 @pytest.fixture(scope="module")
 def cluster():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
     yield cluster
     cluster.close()
 
@@ -81,14 +85,14 @@ def test_a_worker_killed_mid_run_costs_at_most_its_candidates(client, db_path):
     watcher.join()
     assert killed, "no worker was seen measuring"
     records = db.records(task.func)
-    assert len(records) == SETTINGS["trials"]                  # the tune completed
+    assert len(records) == SETTINGS["trials"]  # the tune completed
     assert len({r.trace_hash for r in records}) == len(records)
     # Dask requeued the dead worker's candidates on the other worker
     assert [r.status for r in records] == ["ok"] * len(records), [r.error for r in records]
 
 
 def test_without_requeues_the_dead_workers_candidates_fail_alone(cluster, client, db_path):
-    cluster.scheduler.allowed_failures = 0     # Dask's setting: fail a task at its first loss
+    cluster.scheduler.allowed_failures = 0  # Dask's setting: fail a task at its first loss
     try:
         task = small_task()
         killed = []
@@ -97,13 +101,12 @@ def test_without_requeues_the_dead_workers_candidates_fail_alone(cluster, client
             db = tune(task, database=db_path, runner=runner, **SETTINGS)
         watcher.join()
     finally:
-        cluster.scheduler.allowed_failures = dask.config.get(
-            "distributed.scheduler.allowed-failures")
+        cluster.scheduler.allowed_failures = dask.config.get("distributed.scheduler.allowed-failures")
     assert killed
     records = db.records(task.func)
     assert len(records) == SETTINGS["trials"]
     failed = [r for r in records if not r.ok]
-    assert 1 <= len(failed) <= killed[0]           # only candidates the dead worker held
+    assert 1 <= len(failed) <= killed[0]  # only candidates the dead worker held
     assert all(r.status == "run_error" and "Dask workers died" in r.error for r in failed)
 
 
@@ -116,9 +119,29 @@ def test_a_bad_address_or_argument_is_one_clear_error():
 
 def test_the_cli_measures_on_a_dask_scheduler(cluster, db_path, capsys):
     from workbench.cli import main
-    assert main(["tune", "GMM", "--small", "--trials", "4", "--per-iter", "4", "--db", db_path,
-                 "--strategy", "replay_trace", "--cost-model", "random",
-                 "--dask", cluster.scheduler_address]) == 0
+
+    assert (
+        main(
+            [
+                "tune",
+                "GMM",
+                "--small",
+                "--trials",
+                "4",
+                "--per-iter",
+                "4",
+                "--db",
+                db_path,
+                "--strategy",
+                "replay_trace",
+                "--cost-model",
+                "random",
+                "--dask",
+                cluster.scheduler_address,
+            ]
+        )
+        == 0
+    )
     assert "records in" in capsys.readouterr().out
     records = wb.tune.Database.open(db_path).records(small_task().func)
     assert [r.status for r in records] == ["ok"] * 4
@@ -126,8 +149,10 @@ def test_the_cli_measures_on_a_dask_scheduler(cluster, db_path, capsys):
 
 def test_the_cli_refuses_an_unreachable_scheduler_in_one_line(db_path, capsys, monkeypatch):
     from workbench.cli import main
+
     monkeypatch.setattr(wb.tune.dask_runner, "CONNECT_TIMEOUT", 0.5)
-    assert main(["tune", "GMM", "--small", "--trials", "4", "--db", db_path,
-                 "--dask", "tcp://127.0.0.1:9"]) == 2
+    assert (
+        main(["tune", "GMM", "--small", "--trials", "4", "--db", db_path, "--dask", "tcp://127.0.0.1:9"]) == 2
+    )
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "cannot reach a Dask scheduler" in err

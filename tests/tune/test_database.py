@@ -1,4 +1,5 @@
 """Databases: records in, best / top-k / records / has out; durable and reloadable."""
+
 import json
 import subprocess
 import sys
@@ -24,8 +25,9 @@ def gmm_records(n=4):
         seed += 1
         if all(trace_hash(sch.trace) != trace_hash(s.trace) for s in schs):
             schs.append(sch)
-    recs = [Record.of(func, "llvm", s.trace, [(k + 1) * 1e-3, (k + 1) * 1e-3 + 2e-4])
-            for k, s in enumerate(schs)]
+    recs = [
+        Record.of(func, "llvm", s.trace, [(k + 1) * 1e-3, (k + 1) * 1e-3 + 2e-4]) for k, s in enumerate(schs)
+    ]
     return func, schs, recs
 
 
@@ -57,7 +59,7 @@ def test_queries(path):
     assert [r.latency for r in db.top_k(func, "llvm", 3)] == pytest.approx([1.1e-3, 2.1e-3, 3.1e-3])
     assert db.records(func)[2].error == "hung" and db.records(func)[2].latency == float("inf")
     assert db.has(func, "llvm", schs[3].trace)
-    assert not db.has(func, "llvm -num-cores=1", schs[3].trace)   # another target, another workload
+    assert not db.has(func, "llvm -num-cores=1", schs[3].trace)  # another target, another workload
     assert db.best(func, "llvm -num-cores=1") is None
     assert db.best(small("SFM"), "llvm") is None
     wl = db.workloads()
@@ -87,10 +89,12 @@ def test_reopen_in_a_new_process_gives_the_same_best(path):
     db = Database.open(path)
     db.add(recs)
     db.close()
-    code = (f"import workbench as wb; from workbench.tune import Database\n"
-            f"f = wb.workloads.get('GMM', **wb.workloads.small('GMM'))\n"
-            f"r = Database.open({path!r}).best(f, 'llvm')\n"
-            f"print(r.trace_hash, repr(r.latency))")
+    code = (
+        f"import workbench as wb; from workbench.tune import Database\n"
+        f"f = wb.workloads.get('GMM', **wb.workloads.small('GMM'))\n"
+        f"r = Database.open({path!r}).best(f, 'llvm')\n"
+        f"print(r.trace_hash, repr(r.latency))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     best = Database.open(path).best(func, "llvm")
     assert out.stdout.split() == [best.trace_hash, repr(best.latency)]
@@ -112,7 +116,7 @@ def test_jsonl_survives_a_line_cut_short(tmp_path):
     path = str(tmp_path / "db.jsonl")
     Database.open(path).add(recs[:2])
     with open(path, "a") as f:
-        f.write('{"record": {"hash": "abc", "tar')    # a kill in the middle of a write
+        f.write('{"record": {"hash": "abc", "tar')  # a kill in the middle of a write
     with pytest.warns(wb.errors.DatabaseWarning, match="1 damaged record"):
         db = Database.open(path)
     assert len(db) == 2 and db.skipped_lines == 1
@@ -139,7 +143,6 @@ def test_failed_batch_leaves_nothing(tmp_path):
     assert len(db) == 0
     db.add(recs)
     assert len(db) == 2
-
 
 
 def test_record_trace_is_parsed_once_so_its_instructions_stay_valid(path):

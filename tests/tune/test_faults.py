@@ -1,4 +1,5 @@
 """Faulty candidates fail alone, with their reason; a killed tuner loses no committed batch."""
+
 import os
 import signal
 import sqlite3
@@ -39,10 +40,19 @@ def fault_of(record):
 def test_segfault_hang_and_wrong_result_are_recorded_while_tuning_goes_on(db_path):
     task = TuneTask.workload("GMM", b=1, n=4, m=4, k=4)
     space = ScheduleFn(fault_space, postprocs=["disallow_dynamic_loop", InjectFault()])
-    db = tune(task, trials=12, database=db_path, space=space, num_trials_per_iter=6,
-              strategy="replay_trace", cost_model="random", run_timeout=1.5, baseline=False)
+    db = tune(
+        task,
+        trials=12,
+        database=db_path,
+        space=space,
+        num_trials_per_iter=6,
+        strategy="replay_trace",
+        cost_model="random",
+        run_timeout=1.5,
+        baseline=False,
+    )
     records = db.records(task.func)
-    assert len(records) == 12                       # the whole space was measured
+    assert len(records) == 12  # the whole space was measured
     for rec in records:
         assert rec.status == FAULT_NAMES[fault_of(rec)], (rec.status, rec.error)
     reasons = {rec.status: rec.error for rec in records}
@@ -64,7 +74,7 @@ def count(path):
     try:
         with sqlite3.connect(path, timeout=5) as conn:
             return conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
-    except sqlite3.OperationalError:   # not created yet
+    except sqlite3.OperationalError:  # not created yet
         return 0
 
 
@@ -80,12 +90,18 @@ def test_sigkill_mid_run_then_resume_loses_nothing(db_path):
         child.wait()
     task = TuneTask.workload("GMM", **wb.workloads.small("GMM"))
     before = Database.open(db_path).records(task.func)
-    assert len(before) % 4 == 0                     # whole batches only
+    assert len(before) % 4 == 0  # whole batches only
     n = len(before)
-    db = tune(task, trials=n + 4, database=db_path, num_trials_per_iter=4,
-              strategy="replay_trace", cost_model="random", baseline=False)
+    db = tune(
+        task,
+        trials=n + 4,
+        database=db_path,
+        num_trials_per_iter=4,
+        strategy="replay_trace",
+        cost_model="random",
+        baseline=False,
+    )
     after = db.records(task.func)
     assert len(after) == n + 4
-    assert [(r.trace_hash, r.latencies) for r in after[:n]] == \
-        [(r.trace_hash, r.latencies) for r in before]
+    assert [(r.trace_hash, r.latencies) for r in after[:n]] == [(r.trace_hash, r.latencies) for r in before]
     assert len({r.trace_hash for r in after}) == n + 4

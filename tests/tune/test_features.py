@@ -1,4 +1,5 @@
 """Features: fixed length, finite, and they see what schedules change."""
+
 import numpy as np
 
 import workbench as wb
@@ -24,7 +25,7 @@ def test_loop_kinds_and_arithmetic_show_up():
     gmm_space(sch)
     tuned = named(F.extract(sch.func))
     # 16*16*16 multiply-adds, before and after scheduling
-    assert plain["sum_f_mul"] == tuned["sum_f_mul"] == np.log2(1 + 16 ** 3)
+    assert plain["sum_f_mul"] == tuned["sum_f_mul"] == np.log2(1 + 16**3)
     assert plain["max_vec_lanes"] == 0 and tuned["max_vec_lanes"] > 0
     assert plain["max_par_tasks"] == 0 and tuned["max_par_tasks"] > 0
     assert tuned["max_n_loops"] > plain["max_n_loops"]
@@ -33,12 +34,12 @@ def test_loop_kinds_and_arithmetic_show_up():
 def test_strides_and_footprints():
     """GMM's loads: X[i, k] moves by 1 along k (innermost), Y[k, j] by 16; all of X is read."""
     table, glob = F.store_features(small("GMM"))
-    row = dict(zip(F.STORE_FEATURES, table[-1]))   # the update store (the last one)
+    row = dict(zip(F.STORE_FEATURES, table[-1]))  # the update store (the last one)
     strides = sorted(row[f"acc{k}_stride"] for k in range(3))
-    assert strides == [0.0, 1.0, 16.0]              # Z[i, j] does not move along k
-    assert row["acc0_fp_total"] == 16 * 16 * 4      # every buffer is touched entirely (bytes)
-    assert row["trip"] == 16 ** 3
-    assert glob[0] == 2                             # init store + update store
+    assert strides == [0.0, 1.0, 16.0]  # Z[i, j] does not move along k
+    assert row["acc0_fp_total"] == 16 * 16 * 4  # every buffer is touched entirely (bytes)
+    assert row["trip"] == 16**3
+    assert glob[0] == 2  # init store + update store
 
 
 def test_different_decisions_give_different_vectors():

@@ -4,6 +4,7 @@ Each test runs a real tuning process and sends it SIGINT with ``os.kill``. The c
 phase it is in (a file) so the signal lands in the search, the build or the run; in the run a
 candidate hangs, so the worker is in the middle of a kernel when the tuner stops.
 """
+
 import os
 import signal
 import sqlite3
@@ -84,7 +85,7 @@ def count(path):
     try:
         with sqlite3.connect(path, timeout=5) as conn:
             return conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
-    except sqlite3.OperationalError:   # not created yet
+    except sqlite3.OperationalError:  # not created yet
         return 0
 
 
@@ -98,8 +99,9 @@ def interrupt(cmd, ready, tag, deadline=120.0):
     """Start ``cmd`` (SIGINT at its default, as from a terminal), wait until ``ready()``, send
     SIGINT; returns (exit status, stdout + stderr, seconds it took to stop)."""
     env = {**os.environ, "WB_TEST_TAG": tag}
-    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             env=env, preexec_fn=default_sigint)
+    child = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, preexec_fn=default_sigint
+    )
     try:
         end = time.monotonic() + deadline
         while not ready() and time.monotonic() < end and child.poll() is None:
@@ -131,14 +133,15 @@ def test_sigint_stops_cleanly_in_every_phase(tmp_path, phase):
     tag = uuid.uuid4().hex
     script = tmp_path / "child.py"
     script.write_text(CHILD.format(here=HERE))
-    status, out, _ = interrupt([sys.executable, str(script), phase, marker, path],
-                               lambda: os.path.exists(marker), tag)
+    status, out, _ = interrupt(
+        [sys.executable, str(script), phase, marker, path], lambda: os.path.exists(marker), tag
+    )
     assert status == 130, out
     assert "Traceback" not in out
     n = count(path)
-    assert n >= 4                                   # the first batch, at least
+    assert n >= 4  # the first batch, at least
     assert f"interrupted after {n} trials" in out and f"{n} records in {path}" in out
-    assert gone(tag)                                # no worker left behind
+    assert gone(tag)  # no worker left behind
     records = Database.open(path).records(TuneTask.workload("GMM", b=1, n=32, m=32, k=32).func)
     assert len(records) == n and len({r.trace_hash for r in records}) == n
 
@@ -147,16 +150,36 @@ def test_cli_sigint_then_resume(tmp_path):
     """``workbench tune``: SIGINT once a batch is stored -> the message and status 130; the
     same command resumes up to the budget, keeping every stored record."""
     path = str(tmp_path / "i.sqlite")
-    cmd = ["workbench", "tune", "GMM", "--shape", "b=1", "n=32", "m=32", "k=32",
-           "--trials", "8", "--per-iter", "4", "--strategy", "replay_trace",
-           "--cost-model", "random", "--workers", "2", "--db", path]
+    cmd = [
+        "workbench",
+        "tune",
+        "GMM",
+        "--shape",
+        "b=1",
+        "n=32",
+        "m=32",
+        "k=32",
+        "--trials",
+        "8",
+        "--per-iter",
+        "4",
+        "--strategy",
+        "replay_trace",
+        "--cost-model",
+        "random",
+        "--workers",
+        "2",
+        "--db",
+        path,
+    ]
     tag = uuid.uuid4().hex
     status, out, _ = interrupt(cmd, lambda: count(path) >= 4, tag)
     assert status == 130, out
     n = count(path)
     assert out.strip().splitlines()[-1] == (
         f"workbench: interrupted after {n} trials ({n} measured now); {n} records in {path}; "
-        f"resume with {' '.join(cmd)}")
+        f"resume with {' '.join(cmd)}"
+    )
     assert gone(tag)
     func = wb.workloads.get("GMM", b=1, n=32, m=32, k=32)
     before = Database.open(path).records(func)
@@ -172,14 +195,20 @@ def test_second_sigint_while_stopping_exits_at_once(tmp_path):
     """Two SIGINTs in quick succession mid-run: the process ends at once, the file passes
     `db check` with only whole batches, no worker remains."""
     from workbench.tune.database.repair import check
+
     path, marker = str(tmp_path / "t.sqlite"), str(tmp_path / "marker")
     tag = uuid.uuid4().hex
     script = tmp_path / "child.py"
     script.write_text(CHILD.format(here=HERE))
     env = {**os.environ, "WB_TEST_TAG": tag}
-    child = subprocess.Popen([sys.executable, str(script), "run", marker, path], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             preexec_fn=default_sigint)
+    child = subprocess.Popen(
+        [sys.executable, str(script), "run", marker, path],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=default_sigint,
+    )
     try:
         end = time.monotonic() + 120
         while not os.path.exists(marker) and time.monotonic() < end and child.poll() is None:
@@ -203,13 +232,14 @@ def test_second_sigint_while_stopping_exits_at_once(tmp_path):
 def test_commit_holds_sigint_back_until_stored():
     """A SIGINT arriving while a finished batch is committed is raised after the commit."""
     from workbench.tune.tuning import interrupts_deferred
+
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     done = []
     try:
         with pytest.raises(KeyboardInterrupt):
             with interrupts_deferred():
                 os.kill(os.getpid(), signal.SIGINT)
-                time.sleep(0.05)          # the handler has run by now: it only noted it
+                time.sleep(0.05)  # the handler has run by now: it only noted it
                 done.append("stored")
         assert done == ["stored"]
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

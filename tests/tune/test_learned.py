@@ -2,6 +2,7 @@
 the decision model learns from a database, respects pinned decisions, proposes valid
 candidates (alone and seeding the evolutionary search); the decision-aware ranking model; the
 ``learn`` / ``tune --strategy learned`` commands."""
+
 import math
 import random
 
@@ -11,11 +12,25 @@ import pytest
 import workbench as wb
 from workbench.cli import main
 from workbench.space import Postproc, without_postproc
-from workbench.tune import (CostModel, Database, EvolutionarySearch, MeasureResult, Record,
-                            SearchContext, make_space)
-from workbench.tune.learned import (DecisionAwareModel, DecisionModel, LearnedSampling,
-                                    TensorSentence, Word, rank_metrics, sentence_of,
-                                    sentence_of_record)
+from workbench.tune import (
+    CostModel,
+    Database,
+    EvolutionarySearch,
+    MeasureResult,
+    Record,
+    SearchContext,
+    make_space,
+)
+from workbench.tune.learned import (
+    DecisionAwareModel,
+    DecisionModel,
+    LearnedSampling,
+    TensorSentence,
+    Word,
+    rank_metrics,
+    sentence_of,
+    sentence_of_record,
+)
 from workbench.tune.learned.model import tilings
 
 from tunehelpers import gmm_space, small
@@ -85,18 +100,16 @@ def gmm_design(func, pin=None):
 
 
 def test_model_learns_the_decision_that_is_always_best():
-    func = small("GMM")                         # i tiles into 2 (inner <= 8): 4 ways
+    func = small("GMM")  # i tiles into 2 (inner <= 8): 4 ways
     trace = gmm_design(func)
     db = synthetic_db(func, trace, [4, 4], random.Random(0))
     model = DecisionModel.train([db], temperature=0.25)
     picks = []
     for s in range(12):
         sch = wb.Schedule(func, seed=s)
-        trace.apply_to_schedule(sch, decision_provider=model.provider(sch, trace,
-                                                                     rng=random.Random(s)))
-        picks.append(next(i.decision for i in sch.trace.insts
-                          if i.kind.name == "sample_perfect_tile"))
-    assert picks.count([4, 4]) >= 10            # uniform sampling: 1 in 4
+        trace.apply_to_schedule(sch, decision_provider=model.provider(sch, trace, rng=random.Random(s)))
+        picks.append(next(i.decision for i in sch.trace.insts if i.kind.name == "sample_perfect_tile"))
+    assert picks.count([4, 4]) >= 10  # uniform sampling: 1 in 4
     k = next(k for k, i in enumerate(sch.trace.insts) if i.kind.name == "sample_perfect_tile")
     dist = model.distribution(sch, k)
     assert set(dist) == set(tilings(16, 2, 8))
@@ -114,6 +127,7 @@ def test_provider_respects_pinned_decisions_and_sees_them():
     def spy(workload, target, prefix, word, cands, index, n_words, temperature=None):
         seen_prefixes.append((list(prefix), word))
         return original(workload, target, prefix, word, cands, index, n_words, temperature)
+
     model.probabilities = spy
     for seed in range(4):
         sch = wb.Schedule(func, seed=seed)
@@ -121,7 +135,7 @@ def test_provider_respects_pinned_decisions_and_sees_them():
         trace.apply_to_schedule(sch, decision_provider=provider)
         last = [i for i in sch.trace.insts if i.kind.name == "sample_perfect_tile"][-1]
         assert last.decision == [2, 8] and last.pinned
-        assert provider.proposed == 1           # only the free decision was asked about
+        assert provider.proposed == 1  # only the free decision was asked about
     # what generation conditioned on is the offline sentence of the result (consistency)
     sentence = sentence_of(sch.trace, str(func), "llvm")
     prefix, word = seen_prefixes[-1]
@@ -133,8 +147,7 @@ def test_generation_context_is_the_offline_sentence_prefix():
     sentence of the finished trace has before it (real rules: C1D's design space)."""
     func, spaces = design("C1D")
     db = Database.open(":memory:")
-    db.add([Record.of(func, "llvm", sch.trace, [1e-5 * (k + 1)])
-            for k, sch in enumerate(spaces)])
+    db.add([Record.of(func, "llvm", sch.trace, [1e-5 * (k + 1)]) for k, sch in enumerate(spaces)])
     model = DecisionModel.train([db])
     asked = []
     original = model.probabilities
@@ -142,6 +155,7 @@ def test_generation_context_is_the_offline_sentence_prefix():
     def spy(workload, target, prefix, word, cands, index, n_words, temperature=None):
         asked.append((workload, target, list(prefix), word))
         return original(workload, target, prefix, word, cands, index, n_words, temperature)
+
     model.probabilities = spy
     trace = without_postproc(spaces[0].trace)
     sch = wb.Schedule(func, seed=5)
@@ -154,14 +168,19 @@ def test_generation_context_is_the_offline_sentence_prefix():
 
 
 def context(func, space, seed=0):
-    return SearchContext(func, "llvm", make_space(space, "llvm"), Database.open(":memory:"),
-                         CostModel.create("random", seed=seed), seed=seed)
+    return SearchContext(
+        func,
+        "llvm",
+        make_space(space, "llvm"),
+        Database.open(":memory:"),
+        CostModel.create("random", seed=seed),
+        seed=seed,
+    )
 
 
 def test_learned_sampling_proposes_new_valid_candidates_and_keeps_pins():
     func = small("GMM")
-    model = DecisionModel.train([synthetic_db(func, gmm_design(func), [4, 4],
-                                              random.Random(2))])
+    model = DecisionModel.train([synthetic_db(func, gmm_design(func), [4, 4], random.Random(2))])
     strategy = LearnedSampling(model, oversample=2)
     strategy.initialize(context(func, [gmm_design(func, pin=[2, 8])]))
     found = strategy.propose(3) + strategy.propose(3)
@@ -175,8 +194,7 @@ def test_learned_sampling_proposes_new_valid_candidates_and_keeps_pins():
 def test_rejected_proposals_are_counted_and_redrawn():
     """Proposals a postprocessor rejects are drawn again, and counted."""
     func = small("GMM")
-    model = DecisionModel.train([synthetic_db(func, gmm_design(func), [4, 4],
-                                              random.Random(3))])
+    model = DecisionModel.train([synthetic_db(func, gmm_design(func), [4, 4], random.Random(3))])
     ctx = context(func, [gmm_design(func)])
     ctx.space.postprocs = [RejectWideTiles()]
     strategy = LearnedSampling(model)
@@ -203,8 +221,7 @@ class RejectWideTiles(Postproc):
 
 def test_learned_sampler_seeds_the_evolutionary_search():
     func = small("GMM")
-    model = DecisionModel.train([synthetic_db(func, gmm_design(func), [4, 4],
-                                              random.Random(4))])
+    model = DecisionModel.train([synthetic_db(func, gmm_design(func), [4, 4], random.Random(4))])
     sampler = LearnedSampling(model)
     evo = EvolutionarySearch(population_size=8, num_iters=1, init_sampler=sampler)
     evo.initialize(context(func, [gmm_design(func)]))
@@ -232,14 +249,15 @@ def test_rank_metrics():
     assert rho == pytest.approx(1.0) and recall == 1.0
     rho, recall = rank_metrics([0, 1, 2, 3], [1.0, 2.0, 3.0, 4.0], k=2)
     assert rho == pytest.approx(-1.0) and recall == 0.0
-    rho, _ = rank_metrics([1, 2, 3], [1.0, math.inf, 2.0])   # failed records left out
+    rho, _ = rank_metrics([1, 2, 3], [1.0, math.inf, 2.0])  # failed records left out
     assert math.isnan(rho)
 
 
 def test_model_save_load_and_bad_folder(tmp_path):
     func = small("GMM")
-    model = DecisionModel.train([synthetic_db(func, gmm_design(func), [4, 4],
-                                              random.Random(5))], backend="linear")
+    model = DecisionModel.train(
+        [synthetic_db(func, gmm_design(func), [4, 4], random.Random(5))], backend="linear"
+    )
     model.save(str(tmp_path / "m"))
     again = DecisionModel.load(str(tmp_path / "m"))
     rows = np.random.default_rng(0).random((3, len(model.mean)))
@@ -258,11 +276,47 @@ def test_cli_learn_then_tune_learned(tmp_path, capsys):
     assert main(["learn", "--db", db_path, "--out", out]) == 0
     assert "trained on 40 records" in capsys.readouterr().out
     tuned = str(tmp_path / "t.sqlite")
-    assert main(["tune", "GMM", "--small", "--trials", "4", "--per-iter", "4", "--db", tuned,
-                 "--strategy", "learned", "--model", out, "--workers", "1"]) == 0
+    assert (
+        main(
+            [
+                "tune",
+                "GMM",
+                "--small",
+                "--trials",
+                "4",
+                "--per-iter",
+                "4",
+                "--db",
+                tuned,
+                "--strategy",
+                "learned",
+                "--model",
+                out,
+                "--workers",
+                "1",
+            ]
+        )
+        == 0
+    )
     assert "rejected" in capsys.readouterr().out
-    assert main(["tune", "GMM", "--small", "--trials", "4", "--db", tuned,
-                 "--strategy", "learned", "--model", str(tmp_path / "none")]) == 2
+    assert (
+        main(
+            [
+                "tune",
+                "GMM",
+                "--small",
+                "--trials",
+                "4",
+                "--db",
+                tuned,
+                "--strategy",
+                "learned",
+                "--model",
+                str(tmp_path / "none"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.startswith("workbench:") and "decision_model.json" in err and "\n" not in err
     assert main(["learn", "--db", str(tmp_path / "missing.sqlite"), "--out", out]) == 2
@@ -272,9 +326,11 @@ def test_cli_learn_then_tune_learned(tmp_path, capsys):
 def test_pin_panel_shows_the_model_beside_uniform(tmp_path):
     pytest.importorskip("ipywidgets")
     from kernel_ext.widgets.pin_panel import PinPanel
+
     func = small("GMM")
-    model = DecisionModel.train([synthetic_db(func, gmm_design(func), [4, 4],
-                                              random.Random(7))], temperature=0.25)
+    model = DecisionModel.train(
+        [synthetic_db(func, gmm_design(func), [4, 4], random.Random(7))], temperature=0.25
+    )
     model.save(str(tmp_path / "m"))
     panel = PinPanel(gmm_design(func), model=str(tmp_path / "m"))
     step = panel.steps("sample_perfect_tile")[0]

@@ -1,6 +1,7 @@
 """Measuring on a shared machine: noisy candidates are re-measured once and flagged if still
 noisy; a load average above our CPUs marks records, summary, progress, CLI and widget as busy.
 Outliers and loads are injected, so nothing here depends on how busy the test machine is."""
+
 import io
 import os
 
@@ -9,8 +10,17 @@ import pytest
 import workbench as wb
 import workbench.tune.runner as runner_mod
 from workbench.codegen.llvm.runtime import SPIN_COUNT, bound_spinning
-from workbench.tune import (Database, LocalRunner, MeasureInput, MeasureResult, ProgressBar,
-                            Record, Task, TuneTask, tune)
+from workbench.tune import (
+    Database,
+    LocalRunner,
+    MeasureInput,
+    MeasureResult,
+    ProgressBar,
+    Record,
+    Task,
+    TuneTask,
+    tune,
+)
 from workbench.tune.runner import machine_busy, remeasure_if_noisy
 
 from tunehelpers import gmm_space, small
@@ -38,11 +48,13 @@ def test_outlier_is_measured_again_and_the_steady_retry_kept():
 
 
 def test_still_noisy_after_the_retry_is_flagged():
-    result = remeasure_if_noisy(MeasureResult("ok", ms(1.0, 5.0)),
-                                lambda: MeasureResult("ok", ms(1.0, 3.0)), max_spread=2.0)
+    result = remeasure_if_noisy(
+        MeasureResult("ok", ms(1.0, 5.0)), lambda: MeasureResult("ok", ms(1.0, 3.0)), max_spread=2.0
+    )
     assert result.noisy and result.latencies == ms(1.0, 3.0)
-    failed_retry = remeasure_if_noisy(MeasureResult("ok", ms(1.0, 5.0)),
-                                      lambda: MeasureResult("timeout"), max_spread=2.0)
+    failed_retry = remeasure_if_noisy(
+        MeasureResult("ok", ms(1.0, 5.0)), lambda: MeasureResult("timeout"), max_spread=2.0
+    )
     assert failed_retry.noisy and failed_retry.latencies == ms(1.0, 5.0)
 
 
@@ -57,8 +69,7 @@ class ScriptedRunner(LocalRunner):
     the next scripted list: the worker's re-run protocol is exercised, the numbers are fixed."""
 
     def __init__(self, script, **kw):
-        super().__init__(workers=1, build_timeout=20, run_timeout=10, repeat=3,
-                         min_repeat_ms=1, **kw)
+        super().__init__(workers=1, build_timeout=20, run_timeout=10, repeat=3, min_repeat_ms=1, **kw)
         self.script, self.checks = list(script), []
 
     def _run_once(self, worker, job, build_s, timing, run_timeout, check):
@@ -79,7 +90,7 @@ def test_runner_measures_an_outlier_again_on_the_same_kernel():
     task = Task(small("GMM"), "llvm", reference=wb.workloads.reference("GMM", **SHAPE))
     with ScriptedRunner([ms(1, 1, 9), ms(1, 1.1, 1), ms(2, 2, 2), ms(1, 5, 1), ms(1, 4, 1)]) as r:
         results = r.measure([MeasureInput(task, scheduled(s)) for s in range(3)])
-        assert r.checks == [True, False, True, True, False]   # the retry skips the check
+        assert r.checks == [True, False, True, True, False]  # the retry skips the check
         assert not r.script
     assert [x.latencies for x in results] == [ms(1, 1.1, 1), ms(2, 2, 2), ms(1, 4, 1)]
     assert [x.noisy for x in results] == [False, False, True]
@@ -104,17 +115,29 @@ def test_machine_busy_compares_the_load_with_our_cpus():
 @pytest.fixture
 def load(monkeypatch):
     """Set the load average the runner reads after each run."""
+
     def set_load(value):
         monkeypatch.setattr(runner_mod, "load_average", lambda: value)
+
     return set_load
 
 
 def _tune(db_path, **kw):
     task = TuneTask.workload("GMM", **SHAPE)
     stream = io.StringIO()
-    db = tune(task, trials=4, num_trials_per_iter=4, database=db_path, strategy="replay_trace",
-              cost_model="random", baseline=False, callbacks=[ProgressBar(stream, lines=True)],
-              verbose=False, min_repeat_ms=1, **kw)
+    db = tune(
+        task,
+        trials=4,
+        num_trials_per_iter=4,
+        database=db_path,
+        strategy="replay_trace",
+        cost_model="random",
+        baseline=False,
+        callbacks=[ProgressBar(stream, lines=True)],
+        verbose=False,
+        min_repeat_ms=1,
+        **kw,
+    )
     return task, db, stream.getvalue()
 
 
@@ -125,9 +148,9 @@ def test_busy_tuning_is_reported_and_its_records_flagged(db_path, load):
     records = db.records(task.func, "llvm")
     assert len(records) == 4 and any(r.ok for r in records)
     assert all(r.busy and r.meta["busy"] == pytest.approx(cores + 1.5) for r in records if r.ok)
-    assert f"machine busy: load {cores + 1.5:.1f} > {cores} CPUs" in text    # progress line
-    assert "warning: the machine was busy" in text                            # summary
-    again = Database.open(db_path).records(task.func, "llvm")                 # stored
+    assert f"machine busy: load {cores + 1.5:.1f} > {cores} CPUs" in text  # progress line
+    assert "warning: the machine was busy" in text  # summary
+    again = Database.open(db_path).records(task.func, "llvm")  # stored
     assert [r.busy for r in again] == [r.busy for r in records]
 
 
@@ -135,11 +158,11 @@ def test_quiet_tuning_says_nothing(db_path, load):
     load(0.25)
     task, db, text = _tune(db_path)
     assert not any(r.busy for r in db.records(task.func, "llvm"))
-    assert "busy" not in text     # (a record may still be noisy: this machine's real noise)
+    assert "busy" not in text  # (a record may still be noisy: this machine's real noise)
 
 
 def test_noisy_records_are_flagged_and_counted(db_path, load):
-    load(None)   # an OS without load averages: never "busy"
+    load(None)  # an OS without load averages: never "busy"
     runner = LocalRunner(workers=1, repeat=2, min_repeat_ms=1, max_spread=0.5)
     try:
         task, db, text = _tune(db_path, runner=runner)
@@ -152,10 +175,28 @@ def test_noisy_records_are_flagged_and_counted(db_path, load):
 
 def test_cli_tune_says_the_machine_was_busy(tmp_path, capsys, load):
     from workbench.cli import main
+
     load(runner_mod.host_cores() + 4.0)
-    assert main(["tune", "GMM", "--small", "--trials", "2", "--per-iter", "2", "--db",
-                 str(tmp_path / "cli.sqlite"), "--strategy", "replay_trace",
-                 "--cost-model", "random"]) == 0
+    assert (
+        main(
+            [
+                "tune",
+                "GMM",
+                "--small",
+                "--trials",
+                "2",
+                "--per-iter",
+                "2",
+                "--db",
+                str(tmp_path / "cli.sqlite"),
+                "--strategy",
+                "replay_trace",
+                "--cost-model",
+                "random",
+            ]
+        )
+        == 0
+    )
     assert "the machine was busy" in capsys.readouterr().err
 
 
@@ -166,8 +207,12 @@ def test_old_records_without_flags_read_as_clean(tmp_path):
     sch = wb.Schedule(func, seed=0)
     for path in (tmp_path / "db.sqlite", tmp_path / "db.jsonl"):
         db = Database.open(str(path))
-        db.add([Record.of(func, "llvm", sch.trace, ms(1.0)),
-                Record.of(func, "llvm", sch.trace, ms(2.0), noisy=2.5, busy=3.1)])
+        db.add(
+            [
+                Record.of(func, "llvm", sch.trace, ms(1.0)),
+                Record.of(func, "llvm", sch.trace, ms(2.0), noisy=2.5, busy=3.1),
+            ]
+        )
         old, flagged = Database.open(str(path)).records(func, "llvm")
         assert not old.noisy and not old.busy and old.meta == {}
         assert flagged.noisy and flagged.busy and "noisy, busy" in repr(flagged)

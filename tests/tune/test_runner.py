@@ -1,4 +1,5 @@
 """The builder/runner: isolated workers, time limits, correctness checks, restarts."""
+
 import math
 import time
 from dataclasses import replace
@@ -47,30 +48,30 @@ def test_faults_fail_only_their_candidate(runner):
     t0 = time.monotonic()
     results = runner.measure([MeasureInput(task, g) for g in funcs])
     statuses = [r.status for r in results]
-    assert statuses == ["ok", "run_error", "ok", "timeout", "ok", "wrong_result", "ok"], \
-        [(r.status, r.error) for r in results]
+    assert statuses == ["ok", "run_error", "ok", "timeout", "ok", "wrong_result", "ok"], [
+        (r.status, r.error) for r in results
+    ]
     assert "SIGSEGV" in results[1].error
     assert "longer than 2 s" in results[3].error
     assert "elements differ" in results[5].error
     assert time.monotonic() - t0 < 30
-    again = runner.measure([MeasureInput(task, scheduled(4))])   # the pool is healthy
+    again = runner.measure([MeasureInput(task, scheduled(4))])  # the pool is healthy
     assert again[0].status == "ok"
 
 
 def test_unscheduled_function_is_the_default_reference(runner):
     """Without a numpy reference the worker computes the expected output itself."""
     task = Task(small("GMM"), "llvm")
-    results = runner.measure([MeasureInput(task, scheduled(0)),
-                              MeasureInput(task, wrong(scheduled(0)))])
+    results = runner.measure([MeasureInput(task, scheduled(0)), MeasureInput(task, wrong(scheduled(0)))])
     assert [r.status for r in results] == ["ok", "wrong_result"]
-    assert task.data()[2] is not None   # shared with the other workers from now on
+    assert task.data()[2] is not None  # shared with the other workers from now on
 
 
 def test_build_errors_are_reported(runner):
     task = Task(small("GMM"), "llvm")
     f = small("GMM")
     loop = next(f.loops())
-    broken = wb.schedule.replace(f, loop, replace(loop, extent=Var("n")))   # an unbound extent
+    broken = wb.schedule.replace(f, loop, replace(loop, extent=Var("n")))  # an unbound extent
     result = runner.measure([MeasureInput(task, broken)])[0]
     assert result.status == "build_error" and "variable 'n'" in result.error
 

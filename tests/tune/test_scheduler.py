@@ -1,4 +1,5 @@
 """Task schedulers: round-robin order, Ansor's gradient-based choice."""
+
 from workbench.tune import GradientBased, RoundRobin, TaskScheduler, TaskState
 
 
@@ -23,10 +24,10 @@ def test_round_robin_cycles_and_skips_finished_tasks():
 def test_gradient_warms_up_every_task_then_chases_the_largest_gain():
     g = GradientBased(eps=0.0)
     states = [state((16, 1e-3)), TaskState(), state((16, 5e-3))]
-    assert g.next(states) == 1                      # never tuned: first
+    assert g.next(states) == 1  # never tuned: first
     states[1].record(16, [2e-3])
-    assert g.next(states) == 2                      # 5 ms has the most to gain
-    states[2].weight = 0.1                          # ... unless it rarely runs
+    assert g.next(states) == 2  # 5 ms has the most to gain
+    states[2].weight = 0.1  # ... unless it rarely runs
     assert g.next(states) == 1
 
 

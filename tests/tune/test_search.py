@@ -1,11 +1,21 @@
 """Search strategies: new, valid, deduplicated candidates; pinned decisions kept; the
 evolutionary search follows the cost model and starts from the database's best."""
+
 import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.tune import (CostModel, Database, EvolutionarySearch, Record, ReplayFunc,
-                            ReplayTrace, SearchContext, SearchStrategy, make_space)
+from workbench.tune import (
+    CostModel,
+    Database,
+    EvolutionarySearch,
+    Record,
+    ReplayFunc,
+    ReplayTrace,
+    SearchContext,
+    SearchStrategy,
+    make_space,
+)
 
 from tunehelpers import gmm_space, small
 
@@ -13,9 +23,14 @@ STRATEGIES = [ReplayTrace, ReplayFunc, lambda: EvolutionarySearch(population_siz
 
 
 def context(space=gmm_space, db=None, model="random", seed=0):
-    return SearchContext(small("GMM"), "llvm", make_space(space, "llvm"),
-                         db if db is not None else Database.open(":memory:"),
-                         CostModel.create(model, seed=seed), seed=seed)
+    return SearchContext(
+        small("GMM"),
+        "llvm",
+        make_space(space, "llvm"),
+        db if db is not None else Database.open(":memory:"),
+        CostModel.create(model, seed=seed),
+        seed=seed,
+    )
 
 
 class VectorOracle(CostModel):
@@ -59,7 +74,7 @@ def test_measured_traces_are_not_proposed_again():
     strategy.initialize(ctx)
     batch = strategy.propose(5)
     db.add([Record.of(small("GMM"), "llvm", c.trace, [1e-3]) for c in batch])
-    ctx2 = context(db=db, seed=0)           # a new session on the same database
+    ctx2 = context(db=db, seed=0)  # a new session on the same database
     again = ReplayTrace()
     again.initialize(ctx2)
     assert not {c.hash for c in again.propose(20)} & {c.hash for c in batch}
@@ -67,17 +82,19 @@ def test_measured_traces_are_not_proposed_again():
 
 def test_a_small_space_runs_dry():
     """A space of three points yields them all, then nothing."""
+
     def tiny(sch):
         _, i, j, _ = sch.get_loops(sch.get_block("Z"))
         sch.split(i, sch.sample_perfect_tile(i, n=2, max_innermost_factor=16))
 
     func = wb.workloads.get("GMM", b=1, n=4, m=4, k=4)
-    ctx = SearchContext(func, "llvm", make_space(tiny, "llvm"), Database.open(":memory:"),
-                        CostModel.create("random"), seed=0)
+    ctx = SearchContext(
+        func, "llvm", make_space(tiny, "llvm"), Database.open(":memory:"), CostModel.create("random"), seed=0
+    )
     strategy = ReplayTrace()
     strategy.initialize(ctx)
     got = strategy.propose(10)
-    assert len(got) == 3                    # [4, 1], [2, 2], [1, 4]
+    assert len(got) == 3  # [4, 1], [2, 2], [1, 4]
     assert strategy.propose(10) == []
 
 
@@ -91,13 +108,15 @@ def test_pinned_decisions_never_change(make):
     strategy = make()
     strategy.initialize(ctx)
     found = strategy.propose(3) + strategy.propose(3)
-    assert len(found) == 4                  # j's free tiling: [16, 1], [8, 2], [4, 4], [2, 8]
+    assert len(found) == 4  # j's free tiling: [16, 1], [8, 2], [4, 4], [2, 8]
     for c in found:
         first = next(i for i in c.trace.insts if i.kind.name == "sample_perfect_tile")
         assert first.decision == [4, 4] and first.pinned
-    others = {tuple(next(i for i in c.trace.insts[::-1] if i.kind.name == "sample_perfect_tile"
-                         ).decision) for c in found}
-    assert len(others) == 4                 # the free decision does vary
+    others = {
+        tuple(next(i for i in c.trace.insts[::-1] if i.kind.name == "sample_perfect_tile").decision)
+        for c in found
+    }
+    assert len(others) == 4  # the free decision does vary
 
 
 def test_evolution_follows_the_cost_model():
@@ -121,8 +140,7 @@ def measured_db(n, seed=0):
     batch = ReplayTrace()
     batch.initialize(context(db=db, seed=seed))
     measured = batch.propose(n)
-    db.add([Record.of(small("GMM"), "llvm", c.trace, [(k + 1) * 1e-3])
-            for k, c in enumerate(measured)])
+    db.add([Record.of(small("GMM"), "llvm", c.trace, [(k + 1) * 1e-3]) for k, c in enumerate(measured)])
     return db, measured
 
 
@@ -157,14 +175,15 @@ def test_picks_spread_over_structures():
     """At most a quarter of the predicted picks share their non-tile decisions (compute
     locations, unroll steps); the rest of the ranking follows, so nothing is lost."""
     from workbench.tune.search import _diverse, structure
+
     ctx = context(space=None, seed=1)
     ranked = sorted(ctx.random_candidates(16), key=lambda c: repr(structure(c)))
     out = _diverse(ranked, 8, 0.25)
     assert sorted(map(id, out)) == sorted(map(id, ranked))
     kinds = [structure(c) for c in out]
     total = {s: kinds.count(s) for s in kinds}
-    assert max(total.values()) > 2                          # some structure is over the cap
-    head = kinds[:sum(min(m, 2) for m in total.values())]
+    assert max(total.values()) > 2  # some structure is over the cap
+    head = kinds[: sum(min(m, 2) for m in total.values())]
     assert {s: head.count(s) for s in total} == {s: min(m, 2) for s, m in total.items()}
 
 
@@ -176,8 +195,9 @@ def test_local_share_proposes_neighbours_of_the_fastest_records():
     """With ``local_share=1`` every pick is an unmeasured mutant (one or two changed
     decisions) of one of the ``num_elites`` fastest records."""
     db, measured = measured_db(6, seed=2)
-    evo = EvolutionarySearch(population_size=8, num_iters=1, local_share=1.0, eps_greedy=0.0,
-                             num_elites=2, neighbours_per_elite=8)
+    evo = EvolutionarySearch(
+        population_size=8, num_iters=1, local_share=1.0, eps_greedy=0.0, num_elites=2, neighbours_per_elite=8
+    )
     evo.initialize(context(db=db, seed=2))
     picks = evo.propose(4)
     assert picks

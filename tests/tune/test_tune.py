@@ -1,4 +1,5 @@
 """``tune`` end to end: every workload, events and summary, resuming, reloading."""
+
 import io
 import math
 import subprocess
@@ -8,8 +9,7 @@ import pytest
 
 import workbench as wb
 from workbench.testing import check_numeric
-from workbench.tune import (BatchEvent, Database, EvolutionarySearch, ProgressBar, TuneSummary,
-                            TuneTask, tune)
+from workbench.tune import BatchEvent, Database, EvolutionarySearch, ProgressBar, TuneSummary, TuneTask, tune
 
 SMALL = {name: wb.workloads.small(name) for name in wb.workloads.names()}
 
@@ -31,9 +31,16 @@ class Recorder:
 def test_every_workload_tunes_and_its_best_matches_numpy(db_path):
     tasks = [TuneTask.workload(name, **shape) for name, shape in SMALL.items()]
     rec = Recorder()
-    db = tune(tasks, trials=2 * len(tasks), database=db_path, num_trials_per_iter=2,
-              task_scheduler="round_robin", callbacks=[rec], baseline=False,
-              strategy=EvolutionarySearch(population_size=6, num_iters=1))
+    db = tune(
+        tasks,
+        trials=2 * len(tasks),
+        database=db_path,
+        num_trials_per_iter=2,
+        task_scheduler="round_robin",
+        callbacks=[rec],
+        baseline=False,
+        strategy=EvolutionarySearch(population_size=6, num_iters=1),
+    )
     assert rec.started == list(SMALL)
     assert len(db) == 2 * len(tasks)
     for task in tasks:
@@ -48,14 +55,19 @@ def test_events_progress_and_summary(db_path):
     task = TuneTask.workload("GMM", **SMALL["GMM"])
     rec, seen = Recorder(), []
     stream = io.StringIO()
-    db = tune(task, trials=8, database=db_path, num_trials_per_iter=4,
-              strategy=EvolutionarySearch(population_size=12, num_iters=2),
-              callbacks=[rec, seen.append, ProgressBar(stream, lines=True)])
-    assert len(rec.events) == 2 and len(seen) == 2          # a plain function: batch events
+    db = tune(
+        task,
+        trials=8,
+        database=db_path,
+        num_trials_per_iter=4,
+        strategy=EvolutionarySearch(population_size=12, num_iters=2),
+        callbacks=[rec, seen.append, ProgressBar(stream, lines=True)],
+    )
+    assert len(rec.events) == 2 and len(seen) == 2  # a plain function: batch events
     e = rec.events[-1]
     assert isinstance(e, BatchEvent) and e.task == "GMM" and e.trials == 8 and e.budget == 8
     assert len(e.candidates) == len(e.results) == len(e.latencies) == len(e.predicted) == 4
-    assert all(p is not None for p in e.predicted)         # predicted beside measured
+    assert all(p is not None for p in e.predicted)  # predicted beside measured
     assert e.best == min(r.latency for r in db.records(task.func))
     assert e.best_trace is not None and e.flops == wb.workloads.flops("GMM", **SMALL["GMM"])
     assert rec.events[0].best >= e.best
@@ -66,13 +78,17 @@ def test_events_progress_and_summary(db_path):
     assert row.baseline > 0 and row.numpy > 0 and row.speedup > 0 and row.vs_numpy > 0
     out = stream.getvalue()
     assert "8/8 GMM: best" in out and "x unsched" in out and "trials measured" in out
-    assert db.records(task.func)[0].predicted is not None   # predictions are stored too
+    assert db.records(task.func)[0].predicted is not None  # predictions are stored too
 
 
 def test_resume_counts_stored_trials_and_never_remeasures(db_path):
     task = TuneTask.workload("GMM", **SMALL["GMM"])
-    kw = dict(database=db_path, num_trials_per_iter=4, baseline=False,
-              strategy=EvolutionarySearch(population_size=8, num_iters=1))
+    kw = dict(
+        database=db_path,
+        num_trials_per_iter=4,
+        baseline=False,
+        strategy=EvolutionarySearch(population_size=8, num_iters=1),
+    )
     tune(task, trials=8, **kw)
     first = [(r.trace_hash, r.latencies) for r in Database.open(db_path).records(task.func)]
     tune(task, trials=12, **kw)
@@ -81,22 +97,24 @@ def test_resume_counts_stored_trials_and_never_remeasures(db_path):
     assert len(records) == 12
     assert [(r.trace_hash, r.latencies) for r in records[:8]] == first
     assert len({r.trace_hash for r in records}) == 12
-    tune(task, trials=12, **kw)                     # budget already spent: nothing to do
+    tune(task, trials=12, **kw)  # budget already spent: nothing to do
     assert len(Database.open(db_path)) == 12
 
 
 def test_best_reloads_in_a_new_process(tmp_path):
     path = str(tmp_path / "gmm.jsonl")
     task = TuneTask.workload("GMM", **SMALL["GMM"])
-    db = tune(task, trials=4, database=path, num_trials_per_iter=4, baseline=False,
-              strategy="replay_trace")
+    db = tune(task, trials=4, database=path, num_trials_per_iter=4, baseline=False, strategy="replay_trace")
     best = db.best(task.func, "llvm")
-    code = ("import workbench as wb, workbench.tune as t\n"
-            f"f = wb.workloads.get('GMM', **{SMALL['GMM']!r})\n"
-            f"r = t.Database.open({path!r}).best(f, 'llvm')\n"
-            "print(r.trace_hash, repr(r.latency), wb.structural_hash(r.schedule().func))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
+    code = (
+        "import workbench as wb, workbench.tune as t\n"
+        f"f = wb.workloads.get('GMM', **{SMALL['GMM']!r})\n"
+        f"r = t.Database.open({path!r}).best(f, 'llvm')\n"
+        "print(r.trace_hash, repr(r.latency), wb.structural_hash(r.schedule().func))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == [best.trace_hash, repr(best.latency), wb.structural_hash(best.schedule().func)]
 
 
@@ -106,17 +124,27 @@ def test_a_plain_function_is_checked_against_itself(db_path):
     func = wb.create_func([A, B], name="axpb")
 
     def space(sch):
-        i, = sch.get_loops(sch.get_block("B"))
+        (i,) = sch.get_loops(sch.get_block("B"))
         _, inner = sch.split(i, sch.sample_perfect_tile(i, n=2, max_innermost_factor=16))
         sch.vectorize(inner)
 
-    db = tune(func, trials=3, database=db_path, num_trials_per_iter=3, space=space,
-              strategy="replay_trace", cost_model="random")
+    db = tune(
+        func,
+        trials=3,
+        database=db_path,
+        num_trials_per_iter=3,
+        space=space,
+        strategy="replay_trace",
+        cost_model="random",
+    )
     assert [r.status for r in db.records(func)] == ["ok"] * 3
     assert math.isfinite(db.best(func, "llvm").latency)
 
 
 def test_a_target_this_host_cannot_run_is_refused_up_front(db_path):
-    with pytest.raises(wb.BuildError, match=r"tune: cannot measure on this host: code for "
-                                            r"'llvm -mtriple=aarch64-linux-gnu'"):
+    with pytest.raises(
+        wb.BuildError,
+        match=r"tune: cannot measure on this host: code for "
+        r"'llvm -mtriple=aarch64-linux-gnu'",
+    ):
         tune("GMM", target="llvm -mtriple=aarch64-linux-gnu", trials=1, database=db_path)

@@ -4,6 +4,7 @@
 (shared/anchors/tvm/records_zen3), among them records whose postprocessor fuses loops that are
 already parallel (GMM and C1D line 2, C2D lines 1-2, DEP lines 1 and 3, SFM lines 2-3).
 """
+
 import json
 import os
 import shutil
@@ -42,6 +43,7 @@ def replayed(name, line):
 
 # -- workloads ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", NAMES)
 def test_tvm_workload_matches_the_workbench_workload(name):
     sig = tvmdb.module_signature(tvm_module(name))
@@ -60,16 +62,21 @@ def test_other_shapes_do_not_match():
     assert tvmdb.match_workload(sig, {"GMM-64": wb.workloads.get("GMM", n=64)}) is None
 
 
-@pytest.mark.parametrize("module, reason", [
-    ("bm90IGpzb24=", "neither JSON nor TVM's base64"),
-    ('{"nodes": [{"type": "tirx.PrimFunc", "data": {}}]}', "cannot read the workload's IRModule"),
-    ('{"nodes": []}', "the module holds 0 PrimFuncs")])
+@pytest.mark.parametrize(
+    "module, reason",
+    [
+        ("bm90IGpzb24=", "neither JSON nor TVM's base64"),
+        ('{"nodes": [{"type": "tirx.PrimFunc", "data": {}}]}', "cannot read the workload's IRModule"),
+        ('{"nodes": []}', "the module holds 0 PrimFuncs"),
+    ],
+)
 def test_unreadable_module(module, reason):
     with pytest.raises(tvmdb.TVMImportError, match=reason):
         tvmdb.module_signature(module)
 
 
 # -- traces ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_record_converts_and_replays_with_tvm_decisions(name):
@@ -84,14 +91,18 @@ def test_every_record_converts_and_replays_with_tvm_decisions(name):
 
 
 def test_split_attributes_and_string_inputs():
-    trace = [[["GetSBlock", [], ["Z", "main"], ["b0"]],
-              ["Annotate", ["b0", "\"SSRSRS\""], ["meta_schedule.tiling_structure"], []],
-              ["GetLoops", ["b0"], [], ["l1", "l2", "l3", "l4"]],
-              ["SamplePerfectTile", ["l2"], [2, -1], ["v5", "v6"]],
-              ["Split", ["l2", "None", "v6"], [0, 0], ["l7", "l8"]],
-              ["SampleCategorical", [], [[0, 16], [0.5, 0.5]], ["v9"]],
-              ["Annotate", ["l7", "v9"], ["pragma_auto_unroll_max_step"], []]],
-             [[3, [8, 16]], [5, 1]]]
+    trace = [
+        [
+            ["GetSBlock", [], ["Z", "main"], ["b0"]],
+            ["Annotate", ["b0", '"SSRSRS"'], ["meta_schedule.tiling_structure"], []],
+            ["GetLoops", ["b0"], [], ["l1", "l2", "l3", "l4"]],
+            ["SamplePerfectTile", ["l2"], [2, -1], ["v5", "v6"]],
+            ["Split", ["l2", "None", "v6"], [0, 0], ["l7", "l8"]],
+            ["SampleCategorical", [], [[0, 16], [0.5, 0.5]], ["v9"]],
+            ["Annotate", ["l7", "v9"], ["pragma_auto_unroll_max_step"], []],
+        ],
+        [[3, [8, 16]], [5, 1]],
+    ]
     wb_trace = tvmdb.convert_trace(trace)
     assert wb_trace[1].args["ann_val"] == "SSRSRS"
     assert wb_trace[3].args["max_innermost_factor"] is None
@@ -101,22 +112,25 @@ def test_split_attributes_and_string_inputs():
     loops = sch.get_loops(sch.get_block("Z"))
     assert [sch.get(l).extent.value for l in loops] == [1, 8, 16, 128, 128]
     assert sch.get(loops[1]).annotations == {"pragma_auto_unroll_max_step": 16}
-    assert sch.get(sch.get_block("Z")).annotations == {
-        "meta_schedule.tiling_structure": "SSRSRS"}
+    assert sch.get(sch.get_block("Z")).annotations == {"meta_schedule.tiling_structure": "SSRSRS"}
 
 
-@pytest.mark.parametrize("inst, reason", [
-    (["Tensorize", ["b0"], ["dot", 1], []], "no workbench counterpart for TVM's Tensorize"),
-    (["GetLoops", ["b9"], [], ["l5"]], "uses random variable 'b9' before defining it"),
-    (["Split", ["l1", "None", 4], [1, 1], ["l5", "l6"]], "disable_predication=1 is not "
-                                                          "supported"),
-    (["TransformBlockLayout", ["b0"], ["{}"], []], "no workbench counterpart"),
-    (["Fuse", ["{\"root\": 1}"], [1], ["l5"]], "an IndexMap input"),
-    (["ComputeInline", ["b0", "b0"], [], []], "expected 1 inputs and 0 attributes"),
-])
+@pytest.mark.parametrize(
+    "inst, reason",
+    [
+        (["Tensorize", ["b0"], ["dot", 1], []], "no workbench counterpart for TVM's Tensorize"),
+        (["GetLoops", ["b9"], [], ["l5"]], "uses random variable 'b9' before defining it"),
+        (["Split", ["l1", "None", 4], [1, 1], ["l5", "l6"]], "disable_predication=1 is not supported"),
+        (["TransformBlockLayout", ["b0"], ["{}"], []], "no workbench counterpart"),
+        (["Fuse", ['{"root": 1}'], [1], ["l5"]], "an IndexMap input"),
+        (["ComputeInline", ["b0", "b0"], [], []], "expected 1 inputs and 0 attributes"),
+    ],
+)
 def test_conversion_failures_name_the_instruction(inst, reason):
-    trace = [[["GetSBlock", [], ["Z", "main"], ["b0"]],
-              ["GetLoops", ["b0"], [], ["l1", "l2", "l3", "l4"]], inst], []]
+    trace = [
+        [["GetSBlock", [], ["Z", "main"], ["b0"]], ["GetLoops", ["b0"], [], ["l1", "l2", "l3", "l4"]], inst],
+        [],
+    ]
     with pytest.raises(tvmdb.TVMImportError, match=r"instruction 2 \(\w+\): " + reason):
         tvmdb.convert_trace(trace)
 
@@ -124,8 +138,7 @@ def test_conversion_failures_name_the_instruction(inst, reason):
 def test_a_decision_workbench_would_change_fails_the_replay():
     trace, _ = tvm_records("GMM")[0]
     insts, decisions = trace
-    bad = [[k, [3, 5, 1, 1] if isinstance(d, list) and len(d) == 4 else d]
-           for k, d in decisions]
+    bad = [[k, [3, 5, 1, 1] if isinstance(d, list) and len(d) == 4 else d] for k, d in decisions]
     with pytest.raises(tvmdb.TVMImportError, match="replay: sample_perfect_tile"):
         tvmdb.replay(tvmdb.convert_trace([insts, bad]), wb.workloads.get("GMM"))
 
@@ -134,14 +147,30 @@ def test_a_fuse_of_parallel_loops_is_in_the_test_data():
     """The TVM postprocessor pattern the test data must keep covering."""
     sch = replayed("GMM", 1)
     fuses = [(p, inst) for p, (inst, _) in enumerate(sch.history[1:]) if inst.kind.name == "fuse"]
-    kinds = {index(sch.history[p][1]).loops[sch.symbols[rv]].kind.value
-             for p, inst in fuses for rv in inst.args["loops"]}
+    kinds = {
+        index(sch.history[p][1]).loops[sch.symbols[rv]].kind.value
+        for p, inst in fuses
+        for rv in inst.args["loops"]
+    }
     assert "parallel" in kinds
 
 
-@pytest.mark.parametrize("name, line", [("GMM", 1), ("GMM", 2), ("C1D", 1), ("C1D", 2),
-                                        ("C2D", 0), ("DEP", 0), ("DEP", 2), ("NRM", 0),
-                                        ("NRM", 2), ("SFM", 0), ("SFM", 2)])
+@pytest.mark.parametrize(
+    "name, line",
+    [
+        ("GMM", 1),
+        ("GMM", 2),
+        ("C1D", 1),
+        ("C1D", 2),
+        ("C2D", 0),
+        ("DEP", 0),
+        ("DEP", 2),
+        ("NRM", 0),
+        ("NRM", 2),
+        ("SFM", 0),
+        ("SFM", 2),
+    ],
+)
 def test_replayed_tvm_schedule_computes_the_workload(name, line):
     sch = replayed(name, line)
     check_numeric(sch, name, target="llvm", rtol=1e-4, atol=1e-3)
@@ -155,18 +184,24 @@ def test_imported_traces_round_trip_through_json_and_python(name):
 
 # -- import into a database -----------------------------------------------------------------
 
+
 def test_import_stores_replayed_traces_with_tvm_run_times(tmp_path):
     db = wb.tune.Database.open(tmp_path / "t.sqlite")
     report = tvmdb.import_tvm(DATA, db)
     assert report.errors == [] and report.failed == 0
     assert {w.name: w.imported for w in report.workloads} == {
-        "GMM": 3, "C1D": 3, "C2D": 2, "DEP": 3, "NRM": 3, "SFM": 3}
+        "GMM": 3,
+        "C1D": 3,
+        "C2D": 2,
+        "DEP": 3,
+        "NRM": 3,
+        "SFM": 3,
+    }
     func = wb.workloads.get("GMM")
     records = db.records(func)
     assert [r.latencies for r in records] == [secs for _, secs in tvm_records("GMM")]
     assert {r.target for r in records} == {ZEN3} and not db.records(func, "llvm")
-    assert all(r.meta["source"] == "tvm" and r.meta["tvm_target"]["mcpu"] == "znver3"
-               for r in records)
+    assert all(r.meta["source"] == "tvm" and r.meta["tvm_target"]["mcpu"] == "znver3" for r in records)
     best = db.best(func, ZEN3)
     assert best.latency == min(r.latency for r in records)
     assert report.workloads[[w.name for w in report.workloads].index("GMM")].best == best.latency
@@ -193,9 +228,19 @@ def test_import_reports_bad_records_and_goes_on(tmp_path):
     unknown[1][0][0].append(["Tensorize", ["b0"], ["dot", 1], []])
     failed_run = json.loads(lines[0])
     failed_run[1][1] = [1e10, float("inf")]
-    (d / tvmdb.RECORD_FILE).write_text("\n".join([
-        json.dumps(good), json.dumps(unknown), "{not json", json.dumps(failed_run),
-        json.dumps([7, good[1]]), lines[1]]) + "\n")
+    (d / tvmdb.RECORD_FILE).write_text(
+        "\n".join(
+            [
+                json.dumps(good),
+                json.dumps(unknown),
+                "{not json",
+                json.dumps(failed_run),
+                json.dumps([7, good[1]]),
+                lines[1],
+            ]
+        )
+        + "\n"
+    )
     report = tvmdb.import_tvm(tmp_path)
     w = report.workloads[0]
     assert w.imported == 2 and w.failed == 2
@@ -219,21 +264,26 @@ def test_import_of_a_missing_directory(tmp_path):
         tvmdb.import_tvm(tmp_path)
 
 
-@pytest.mark.parametrize("target, expected", [
-    ({"keys": ["cpu"], "kind": "llvm", "mcpu": "znver3", "num-cores": 2, "tag": ""}, ZEN3),
-    ({"kind": "llvm"}, "llvm"),
-    ("llvm -mcpu=icelake-server", "llvm -mcpu=icelake-server")])
+@pytest.mark.parametrize(
+    "target, expected",
+    [
+        ({"keys": ["cpu"], "kind": "llvm", "mcpu": "znver3", "num-cores": 2, "tag": ""}, ZEN3),
+        ({"kind": "llvm"}, "llvm"),
+        ("llvm -mcpu=icelake-server", "llvm -mcpu=icelake-server"),
+    ],
+)
 def test_convert_target(target, expected):
     assert tvmdb.convert_target(target) == expected
 
 
 # -- export ---------------------------------------------------------------------------------
 
+
 def test_export_text_uses_tvm_names():
     sch = replayed("GMM", 1)
     text = tvmdb.to_tvm_python(sch.trace)
     assert 'sch.get_sblock(name="Z")' in text and "get_block(" not in text
-    assert "disable_predication" not in text     # TVM's default
+    assert "disable_predication" not in text  # TVM's default
     assert text.count("\n") == len(sch.trace) - 1
     assert tvmdb.to_tvm_python(sch.trace.as_json()) == text
 
@@ -251,6 +301,7 @@ def test_export_refuses_primitives_tvm_lacks():
     @wb.schedule_primitive("double_split_for_test")
     def double_split_for_test(sch, loop: wb.LoopRV) -> None:
         sch.split(loop, [None, 2])
+
     try:
         sch = wb.Schedule(wb.workloads.get("GMM", **wb.workloads.small("GMM")))
         sch.double_split_for_test(sch.get_loops("Z")[1])
@@ -273,18 +324,27 @@ def test_exported_traces_rebuild_tvm_programs_in_tvm(tmp_path):
     python = tvm_python()
     if python is None:
         pytest.skip("no TVM 0.27 Python (set WORKBENCH_TVM_PYTHON)")
-    jobs = [{"workload": name, "tvm_trace": tvm_records(name)[line][0],
-             "text": tvmdb.to_tvm_python(replayed(name, line).trace)}
-            for name, line in [("GMM", 1), ("C1D", 1), ("DEP", 0), ("NRM", 0), ("SFM", 2)]]
+    jobs = [
+        {
+            "workload": name,
+            "tvm_trace": tvm_records(name)[line][0],
+            "text": tvmdb.to_tvm_python(replayed(name, line).trace),
+        }
+        for name, line in [("GMM", 1), ("C1D", 1), ("DEP", 0), ("NRM", 0), ("SFM", 2)]
+    ]
     (tmp_path / "jobs.json").write_text(json.dumps(jobs))
-    proc = subprocess.run([python, str(REPO / "bench" / "_tvm_replay.py"),
-                           str(tmp_path / "jobs.json")], capture_output=True, text=True)
+    proc = subprocess.run(
+        [python, str(REPO / "bench" / "_tvm_replay.py"), str(tmp_path / "jobs.json")],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads(proc.stdout.splitlines()[-1])["results"]
     assert results == [{"ok": True, "equal": True, "error": ""}] * len(jobs)
 
 
 # -- command line ---------------------------------------------------------------------------
+
 
 def test_cli_import_then_export(tmp_path, capsys):
     db = str(tmp_path / "t.sqlite")
@@ -301,15 +361,18 @@ def test_cli_import_then_export(tmp_path, capsys):
     assert capsys.readouterr().out.count("# GMM on") == 3
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["import-tvm", "{tmp}/missing"], "no such directory"),
-    (["import-tvm", "{tmp}"], "neither it nor a subdirectory holds a TVM database"),
-    (["import-tvm", str(DATA / "GMM"), "--db", "{tmp}/bad.sqlite"], "not a SQLite database"),
-    (["import-tvm", str(DATA / "GMM"), "--target", "gpu"], "unknown target kind"),
-    (["export-tvm", "GMM", "--db", "{tmp}/missing.sqlite"], "no such database"),
-    (["export-tvm", "NOPE", "--db", "{tmp}/bad.sqlite"], "no workload named 'NOPE'"),
-    (["export-tvm", "GMM", "--db", "{tmp}/bad.sqlite"], "not a SQLite database"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["import-tvm", "{tmp}/missing"], "no such directory"),
+        (["import-tvm", "{tmp}"], "neither it nor a subdirectory holds a TVM database"),
+        (["import-tvm", str(DATA / "GMM"), "--db", "{tmp}/bad.sqlite"], "not a SQLite database"),
+        (["import-tvm", str(DATA / "GMM"), "--target", "gpu"], "unknown target kind"),
+        (["export-tvm", "GMM", "--db", "{tmp}/missing.sqlite"], "no such database"),
+        (["export-tvm", "NOPE", "--db", "{tmp}/bad.sqlite"], "no workload named 'NOPE'"),
+        (["export-tvm", "GMM", "--db", "{tmp}/bad.sqlite"], "not a SQLite database"),
+    ],
+)
 def test_cli_user_errors_exit_2_with_one_line(tmp_path, capsys, argv, message):
     (tmp_path / "bad.sqlite").write_text("not a database")
     assert main([a.format(tmp=tmp_path) for a in argv]) == 2
@@ -323,7 +386,7 @@ def test_cli_import_of_an_unmatched_workload_exits_2(tmp_path, capsys):
     graph = tvmdb._decode_module(tvm_module("GMM"))
     for node in graph["nodes"]:
         if node["type"] == "ffi.String" and node["data"] == "Z":
-            node["data"] = "Y_renamed"      # a block name no workbench workload has
+            node["data"] = "Y_renamed"  # a block name no workbench workload has
     (d / tvmdb.WORKLOAD_FILE).write_text(json.dumps(["1", json.dumps(graph)]) + "\n")
     (d / tvmdb.RECORD_FILE).write_text("")
     assert main(["import-tvm", str(d), "--db", str(tmp_path / "t.sqlite")]) == 2

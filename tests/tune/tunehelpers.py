@@ -3,6 +3,7 @@
 The faults rewrite the *scheduled function* (workers receive functions, not traces), through a
 registered primitive so the trace records them like any other step.
 """
+
 from dataclasses import replace
 
 import workbench as wb
@@ -32,6 +33,7 @@ def _params_stores(func, fn):
         if isinstance(node, BufferStore) and node.buffer in func.params:
             return fn(node)
         return node
+
     return func.with_body(transform(func.body, post))
 
 
@@ -49,8 +51,7 @@ def wrong(func):
 def hang(func):
     """The whole body inside a loop of 2**31 - 1 iterations: a hang."""
     root = func.body.block
-    loop = For(Var("forever"), IntImm(0, "int32"), IntImm(2 ** 31 - 1, "int32"), ForKind.SERIAL,
-               root.body)
+    loop = For(Var("forever"), IntImm(0, "int32"), IntImm(2**31 - 1, "int32"), ForKind.SERIAL, root.body)
     return func.with_body(replace(func.body, block=replace(root, body=loop)))
 
 

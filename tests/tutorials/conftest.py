@@ -1,4 +1,5 @@
 """The course's modules (tutorials/checks.py, tutorials/solutions.py) import as the lessons do."""
+
 import pathlib
 import sys
 

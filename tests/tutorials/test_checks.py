@@ -1,7 +1,7 @@
 """Every check_exercise_N: a correct answer (tutorials/solutions.py) passes, and wrong answers,
 the mistakes the lessons start from among them, get the message that says what is wrong."""
+
 import math
-import random
 
 import pytest
 
@@ -27,6 +27,7 @@ def right(feedback):
 
 # -- lesson 1 -----------------------------------------------------------------------------------
 
+
 def _transposed_add(op):
     A = wb.placeholder((32, 16), "float32", name="A")
     B = wb.placeholder((16, 32), "float32", name="B")
@@ -37,8 +38,11 @@ def _transposed_add(op):
 def test_exercise_1():
     right(checks.check_exercise_1(solutions.solution_1()))
     wrong(checks.check_exercise_1(_transposed_add(lambda a, b: a - b)), "it computes A - B.T")
-    wrong(checks.check_exercise_1(_transposed_add(lambda a, b: a * b)),
-          "the result is wrong: at index [0, 0]", "swap the indices of B")
+    wrong(
+        checks.check_exercise_1(_transposed_add(lambda a, b: a * b)),
+        "the result is wrong: at index [0, 0]",
+        "swap the indices of B",
+    )
     wrong(checks.check_exercise_1(matmul(16, 16, 16)), "A has shape (16, 16)")
     wrong(checks.check_exercise_1("D = A + B.T"), "not a str")
 
@@ -55,9 +59,10 @@ def test_exercise_2():
 
 # -- lesson 2 -----------------------------------------------------------------------------------
 
+
 def test_exercise_3():
     right(checks.check_exercise_3(solutions.solution_3()))
-    sch = wb.Schedule(matmul(256, 256, 256))                     # the lesson's starting point
+    sch = wb.Schedule(matmul(256, 256, 256))  # the lesson's starting point
     i, j, k = sch.get_loops("C")
     io, ii = sch.split(i, factors=[None, 8])
     sch.reorder(io, j, k, ii)
@@ -75,11 +80,15 @@ def test_exercise_3():
 
 # -- lesson 3 -----------------------------------------------------------------------------------
 
+
 def test_exercise_4_and_5():
     right(checks.check_exercise_4(solutions.solution_4()))
     right(checks.check_exercise_5(solutions.solution_5()))
-    wrong(checks.check_exercise_4(wb.Schedule(dense_relu())), "there are 3 blocks",
-          "inline 'bias_add' into 'relu'")
+    wrong(
+        checks.check_exercise_4(wb.Schedule(dense_relu())),
+        "there are 3 blocks",
+        "inline 'bias_add' into 'relu'",
+    )
     unmoved = solutions.solution_4()
     i, j, k = unmoved.get_loops("matmul")
     io, ii = unmoved.split(i, factors=[None, 8])
@@ -89,9 +98,10 @@ def test_exercise_4_and_5():
 
 # -- lesson 4 -----------------------------------------------------------------------------------
 
+
 def test_exercise_6():
     right(checks.check_exercise_6(solutions.solution_6()))
-    sch = wb.Schedule(vector_sum(4096))                          # the lesson's starting point
+    sch = wb.Schedule(vector_sum(4096))  # the lesson's starting point
     _, k = sch.get_loops("S")
     k0, _ = sch.split(k, factors=[8, None])
     rf = sch.rfactor(k0, factor_axis=0)
@@ -101,6 +111,7 @@ def test_exercise_6():
 
 
 # -- lesson 5 -----------------------------------------------------------------------------------
+
 
 def _cached(read_index, place=True):
     sch = wb.Schedule(matmul(128, 128, 128))
@@ -116,12 +127,12 @@ def _cached(read_index, place=True):
 
 def test_exercise_7_uses_tvm_read_indices():
     right(checks.check_exercise_7(solutions.solution_7()))
-    wrong(checks.check_exercise_7(_cached(0)), "the cache copies ['A'], not B",
-          "read index 0 is A")
+    wrong(checks.check_exercise_7(_cached(0)), "the cache copies ['A'], not B", "read index 0 is A")
     wrong(checks.check_exercise_7(_cached(1, place=False)), "still copies all of B")
 
 
 # -- lesson 6 -----------------------------------------------------------------------------------
+
 
 def test_exercise_8():
     trace = solutions.lesson6_trace()
@@ -138,8 +149,7 @@ def test_exercise_8():
 @pytest.fixture(scope="module")
 def record():
     func = matmul(32, 32, 32)
-    db = wb.tune(func, target="llvm", trials=2, num_trials_per_iter=2, database=":memory:",
-                 baseline=False)
+    db = wb.tune(func, target="llvm", trials=2, num_trials_per_iter=2, database=":memory:", baseline=False)
     return db.best(func, "llvm")
 
 
@@ -151,11 +161,14 @@ def test_exercise_9(record):
     bad[-1] = "x"
     wrong(checks.check_exercise_9(bad, replayed, record), f"decision {len(bad) - 1}", "'x'")
     wrong(checks.check_exercise_9(decisions, None, record), "pass the Schedule")
-    wrong(checks.check_exercise_9(decisions, wb.Schedule(record.trace.base_func), record),
-          "the replayed function differs")
+    wrong(
+        checks.check_exercise_9(decisions, wb.Schedule(record.trace.base_func), record),
+        "the replayed function differs",
+    )
 
 
 # -- lesson 7 -----------------------------------------------------------------------------------
+
 
 class ConstantTiling(ScheduleRule):
     def apply(self, sch, block):
@@ -176,12 +189,14 @@ class DropsBlocks(ScheduleRule):
 def test_exercise_10():
     right(checks.check_exercise_10(solutions.solution_10()))
     wrong(checks.check_exercise_10(ConstantTiling()), "the tile factors are constants")
-    wrong(checks.check_exercise_10(DropsBlocks()),
-          "schedule rule DropsBlocks returned no schedule for block 'root'")
+    wrong(
+        checks.check_exercise_10(DropsBlocks()),
+        "schedule rule DropsBlocks returned no schedule for block 'root'",
+    )
     wrong(checks.check_exercise_10(ConstantTiling), "pass an instance")
 
 
-class TVMSpelling(Mutator):                   # the lesson's starting point
+class TVMSpelling(Mutator):  # the lesson's starting point
     def apply(self, trace, rng):
         for inst in trace.insts:
             if inst.kind.name == "Split":
@@ -189,7 +204,7 @@ class TVMSpelling(Mutator):                   # the lesson's starting point
         return None
 
 
-class Doubles(Mutator):                       # "double a factor": the product changes
+class Doubles(Mutator):  # "double a factor": the product changes
     def apply(self, trace, rng):
         inst = next(i for i in trace.insts if i.kind.matches("SamplePerfectTile"))
         factors = list(inst.decision)
@@ -204,13 +219,17 @@ class Raises(Mutator):
 
 def test_exercise_11():
     right(checks.check_exercise_11(solutions.solution_11()))
-    wrong(checks.check_exercise_11(TVMSpelling()), "returned None 8 times out of 8",
-          "inst.kind.matches('SamplePerfectTile')")
+    wrong(
+        checks.check_exercise_11(TVMSpelling()),
+        "returned None 8 times out of 8",
+        "inst.kind.matches('SamplePerfectTile')",
+    )
     wrong(checks.check_exercise_11(Doubles()), "the product changed")
     wrong(checks.check_exercise_11(Raises()), "Raises.apply raised", "get_block samples nothing")
 
 
 # -- lesson 8 -----------------------------------------------------------------------------------
+
 
 def test_exercise_12():
     right(checks.check_exercise_12(solutions.solution_12))
@@ -219,20 +238,23 @@ def test_exercise_12():
         best = min(latencies)
         return next(n for n, x in enumerate(latencies) if x <= best / fraction)
 
-    wrong(checks.check_exercise_12(zero_based),
-          "trials_to_reach([5.0, 4.0, 1.0], fraction=0.9) returned 2; expected 3",
-          "trials count from 1")
+    wrong(
+        checks.check_exercise_12(zero_based),
+        "trials_to_reach([5.0, 4.0, 1.0], fraction=0.9) returned 2; expected 3",
+        "trials count from 1",
+    )
 
     def no_failures(latencies, fraction=0.9):
-        return solutions.solution_12(latencies, fraction) if all(map(math.isfinite, latencies)) \
-            else 0
+        return solutions.solution_12(latencies, fraction) if all(map(math.isfinite, latencies)) else 0
 
-    wrong(checks.check_exercise_12(no_failures), "[3.0, inf, 2.0, 1.0], fraction=0.5) returned 0",
-          "expected 3")
+    wrong(
+        checks.check_exercise_12(no_failures), "[3.0, inf, 2.0, 1.0], fraction=0.5) returned 0", "expected 3"
+    )
     wrong(checks.check_exercise_12(42), "pass your function itself")
 
 
 # -- lesson 9 -----------------------------------------------------------------------------------
+
 
 def _bound(threads=128, reduction=False):
     sch = wb.Schedule(matmul(64, 64, 64))
@@ -255,6 +277,7 @@ def test_exercise_13():
 
 
 # -- lesson 10 ----------------------------------------------------------------------------------
+
 
 def test_exercise_14():
     right(checks.check_exercise_14(solutions.solution_14()))

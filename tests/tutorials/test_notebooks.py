@@ -2,6 +2,7 @@
 (``WB_NOTEBOOK_TRIALS=2``): no cell may fail, every exercise cell shows its feedback, and each
 notebook shows what it is about. Notebook 01 has its own test (tests/kernel_ext/test_notebook.py).
 """
+
 import pathlib
 import re
 
@@ -14,22 +15,27 @@ pytest.importorskip("plotly", reason="the jupyter extra is not installed")
 
 ROOT = pathlib.Path(__file__).parents[2]
 LESSONS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.ipynb"))
-NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")
-                   if not p.name.startswith("01_"))
+NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb") if not p.name.startswith("01_"))
 
 # what a reader must see in each notebook's outputs (beyond "no cell failed")
 EXPECTED = {
     "02_loop_transformations": ["order i, k, j:", "vector width 16:", "thread(s):"],
     "04_reductions_rfactor": ["feeds reduce iterator", "vector additions in the serial kernel"],
     "05_caching_and_layout": ["A_global", "tiled + packed B"],
-    "06_probabilistic_schedules_traces": ["same function after replay: True",
-                                          "multiplies to 256, not the extent 64"],
-    "07_design_spaces_and_modules": ["returned no schedule for block 'root'",
-                                     "your rule's space, resampled"],
+    "06_probabilistic_schedules_traces": [
+        "same function after replay: True",
+        "multiplies to 256, not the extent 64",
+    ],
+    "07_design_spaces_and_modules": ["returned no schedule for block 'root'", "your rule's space, resampled"],
     "08_cost_models_and_search": ["evolutionary + XGBoost", "random's best / evolutionary's best"],
-    "09_gpus_and_tensor_cores": ["__global__", "GPURaceError", "__syncthreads",
-                                 "threads per block copy the tiles together",
-                                 "tensor-core kernel matches numpy", "wmma::mma_sync("],
+    "09_gpus_and_tensor_cores": [
+        "__global__",
+        "GPURaceError",
+        "__syncthreads",
+        "threads per block copy the tiles together",
+        "tensor-core kernel matches numpy",
+        "wmma::mma_sync(",
+    ],
     "10_capstone_tune_a_network": ["speed-up", "hit:", "miss: tune it"],
     "02_design_space_cbr": ["programs measured; their ff tilings", "best:"],
     "03_tune_paper_workloads": ["numpy / workbench ="],
@@ -49,14 +55,16 @@ def _text(cell) -> str:
 
 @pytest.mark.parametrize("path", LESSONS + NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_runs_with_a_tiny_budget(path, monkeypatch):
-    monkeypatch.setenv("WB_NOTEBOOK_TRIALS", "2")          # the kernel inherits the environment
+    monkeypatch.setenv("WB_NOTEBOOK_TRIALS", "2")  # the kernel inherits the environment
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                                     resources={"metadata": {"path": str(path.parent)}})
-    client.execute()          # raises CellExecutionError, with the cell and traceback, on failure
+    client = nbclient.NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
+    client.execute()  # raises CellExecutionError, with the cell and traceback, on failure
     code = [c for c in nb.cells if c.cell_type == "code"]
-    assert any("parameters" in c.metadata.get("tags", []) and "WB_NOTEBOOK_TRIALS" in c.source
-               for c in code), "no parameters cell reading WB_NOTEBOOK_TRIALS"
+    assert any(
+        "parameters" in c.metadata.get("tags", []) and "WB_NOTEBOOK_TRIALS" in c.source for c in code
+    ), "no parameters cell reading WB_NOTEBOOK_TRIALS"
     for cell in code:
         if re.match(r"check_exercise_\d+\(", cell.source.splitlines()[-1]):
             assert "wb-feedback" in _text(cell), f"no feedback under:\n{cell.source}"
@@ -74,6 +82,7 @@ def test_the_course_is_complete():
     assert positions == sorted(positions), "tutorials/README.md lists the lessons in order"
     exercises = "\n".join(c.source for p in LESSONS for c in nbformat.read(p, as_version=4).cells)
     import checks
+
     for name in checks.__all__:
         if name.startswith("check_exercise_"):
             assert f"{name}(" in exercises, f"{name} is used by no lesson"

@@ -1,4 +1,5 @@
 """Code generation: lowering, the backends (python reference, LLVM, CUDA) and ``Kernel``."""
+
 from .arrays import aligned, empty, zeros
 from .build import build
 from .kernel import Kernel
@@ -6,5 +7,4 @@ from .lower import lower
 from .target import Target
 from .timing import TimingResult
 
-__all__ = ["build", "lower", "Kernel", "Target", "empty", "zeros", "aligned",
-           "TimingResult"]
+__all__ = ["build", "lower", "Kernel", "Target", "empty", "zeros", "aligned", "TimingResult"]

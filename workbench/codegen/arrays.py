@@ -11,6 +11,7 @@ is a speed matter, never a correctness one.
     >>> a = wb.empty((128, 128), "float32")        # uninitialized, 64-byte aligned
     >>> b = wb.aligned(np.random.rand(128, 128))   # a copy when not aligned already
 """
+
 from __future__ import annotations
 
 from typing import Sequence, Union
@@ -28,7 +29,7 @@ def empty(shape: Union[int, Sequence[int]], dtype: str = "float32") -> np.ndarra
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     start = -raw.ctypes.data % ALIGNMENT
-    return raw[start:start + nbytes].view(dtype).reshape(shape)
+    return raw[start : start + nbytes].view(dtype).reshape(shape)
 
 
 def zeros(shape: Union[int, Sequence[int]], dtype: str = "float32") -> np.ndarray:

@@ -23,6 +23,7 @@ loop pair annotated ``{"wmma": "load_matrix_a" | "load_matrix_b" | "store"}`` th
 backend prints as one warp-wide ``load_matrix_sync`` / ``store_matrix_sync``. Copies into
 ``local`` memory are left alone: each thread needs the whole tile.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,6 +46,7 @@ def lower_auto_copy(func: PrimFunc, warp_size: int = 32) -> PrimFunc:
     """``func`` with each cooperative ``auto_copy`` block's loop nest spread over the threads
     (see the module docstring); unchanged when there is none."""
     from ..schedule.state import index, replace_all
+
     idx = index(func)
     lanes = warp_size if func.root.annotations.get(WARP_EXECUTION) else 0
     changes = {}
@@ -62,14 +64,18 @@ def lower_auto_copy(func: PrimFunc, warp_size: int = 32) -> PrimFunc:
         if block.writes[0].buffer.scope not in COOPERATIVE_SCOPES:
             continue
         bindings = dict(zip((iv.var for iv in block.iter_vars), realize.iter_values))
-        used = set().union(*(free_vars(substitute(r.min, bindings))
-                             for r in block.writes[0].region))
-        threads = [l for l in idx.ancestors(realize) if isinstance(l, For)
-                   and l.kind == ForKind.THREAD_BINDING
-                   and (l.thread_tag or "").startswith("threadIdx")]
+        used = set().union(*(free_vars(substitute(r.min, bindings)) for r in block.writes[0].region))
+        threads = [
+            l
+            for l in idx.ancestors(realize)
+            if isinstance(l, For)
+            and l.kind == ForKind.THREAD_BINDING
+            and (l.thread_tag or "").startswith("threadIdx")
+        ]
         has_x = any(l.thread_tag == "threadIdx.x" for l in threads)
-        shared_by = sorted((l for l in threads if l.loop_var not in used),
-                           key=lambda l: l.thread_tag, reverse=True)  # z, y, x: x fastest
+        shared_by = sorted(
+            (l for l in threads if l.loop_var not in used), key=lambda l: l.thread_tag, reverse=True
+        )  # z, y, x: x fastest
         extra = Var("tx") if lanes and not has_x else None
         if not shared_by and extra is None:
             continue
@@ -116,18 +122,21 @@ def _tiles(block: Block, op: str, layout: str):
         loops.append(node)
         node = node.body
     extents = [l.extent.value if isinstance(l.extent, IntImm) else 0 for l in loops]
-    if len(loops) != 2 or not isinstance(node, BufferStore) or any(e % 16 or e == 0
-                                                                   for e in extents):
+    if len(loops) != 2 or not isinstance(node, BufferStore) or any(e % 16 or e == 0 for e in extents):
         return None
     outer = [Var(f"{l.loop_var.name}_o") for l in loops]
     inner = [Var(f"{l.loop_var.name}_i") for l in loops]
     vmap = {l.loop_var: o * 16 + i for l, o, i in zip(loops, outer, inner)}
     ranges = {v: Range.from_extent(16) for v in inner}
     ranges.update({o: Range.from_extent(e // 16) for o, e in zip(outer, extents)})
-    store = BufferStore(node.buffer, substitute(node.value, vmap),
-                        tuple(simplify(substitute(i, vmap), ranges) for i in node.indices))
-    tile = make_for(inner[0], 16, make_for(inner[1], 16, store),
-                    annotations={"wmma": op, "wmma.layout": layout})
+    store = BufferStore(
+        node.buffer,
+        substitute(node.value, vmap),
+        tuple(simplify(substitute(i, vmap), ranges) for i in node.indices),
+    )
+    tile = make_for(
+        inner[0], 16, make_for(inner[1], 16, store), annotations={"wmma": op, "wmma.layout": layout}
+    )
     return make_for(outer[0], extents[0] // 16, make_for(outer[1], extents[1] // 16, tile))
 
 
@@ -136,8 +145,7 @@ def _spread(block: Block, threads: list, lane: Var | None, lanes: int):
     body is not a constant loop nest around one store."""
     loops, node = [], block.body
     while isinstance(node, For):
-        if not isinstance(node.extent, IntImm) or not (isinstance(node.min, IntImm)
-                                                       and node.min.value == 0):
+        if not isinstance(node.extent, IntImm) or not (isinstance(node.min, IntImm) and node.min.value == 0):
             return None
         loops.append(node)
         node = node.body
@@ -157,14 +165,16 @@ def _spread(block: Block, threads: list, lane: Var | None, lanes: int):
     outer, v = Var("o"), Var("v")
     flat = (outer * n_threads + tid) * vec + v
     ranges = {var: Range.from_extent(e) for var, e in parts}
-    ranges.update({outer: Range.from_extent(-(-total // (n_threads * vec))),
-                   v: Range.from_extent(vec)})
+    ranges.update({outer: Range.from_extent(-(-total // (n_threads * vec))), v: Range.from_extent(vec)})
     coords, rest = {}, flat
     for l, e in reversed(list(zip(loops, extents))):
         coords[l.loop_var] = simplify(FloorMod(rest, IntImm(e)), ranges)
         rest = FloorDiv(rest, IntImm(e))
-    stmt = BufferStore(store.buffer, substitute(store.value, coords),
-                       tuple(simplify(substitute(i, coords), ranges) for i in store.indices))
+    stmt = BufferStore(
+        store.buffer,
+        substitute(store.value, coords),
+        tuple(simplify(substitute(i, coords), ranges) for i in store.indices),
+    )
     if total % (n_threads * vec):
         stmt = IfThenElse(simplify(LT(flat, IntImm(total)), ranges), stmt)
     if vec > 1:

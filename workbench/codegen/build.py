@@ -1,4 +1,5 @@
 """``build``: compile a scheduled function for a target into a :class:`Kernel`."""
+
 from __future__ import annotations
 
 import importlib
@@ -22,8 +23,7 @@ def target_kind(target: Any) -> str:
     """``"llvm"`` for ``"llvm -mcpu=skylake"`` or for a target object whose ``kind`` is llvm."""
     kind = getattr(target, "kind", target)
     if not isinstance(kind, str) or not kind.strip():
-        raise BuildError(f"a target is a string such as 'llvm' or an object with a .kind; "
-                         f"got {target!r}")
+        raise BuildError(f"a target is a string such as 'llvm' or an object with a .kind; got {target!r}")
     return kind.split()[0]
 
 

@@ -30,6 +30,7 @@ whose init and reduction loops all lie below the site. When that cannot be shown
 stays where its block allocates it and is only compacted there. A buffer is moved only when it
 also shrinks: moving alone would buy nothing and cost a full-size allocation per iteration.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,8 +43,20 @@ from ..ir.arith.simplifier import Simplifier
 from ..ir.buffer import Buffer
 from ..ir.func import PrimFunc
 from ..ir.functor import children, free_vars, substitute
-from ..ir.stmt import (REDUCE, Allocate, Block, BlockRealize, BufferStore, Evaluate, For, ForKind,
-                       IfThenElse, Range, SeqStmt, Stmt)
+from ..ir.stmt import (
+    REDUCE,
+    Allocate,
+    Block,
+    BlockRealize,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    Range,
+    SeqStmt,
+    Stmt,
+)
 
 __all__ = ["Placement", "plan_allocations"]
 
@@ -92,17 +105,17 @@ class _Loop:
 @dataclass(eq=False)
 class _BlockCtx:
     block: Block
-    values: tuple[E.Expr, ...]       # iterator bindings, in loop variables
+    values: tuple[E.Expr, ...]  # iterator bindings, in loop variables
 
 
 @dataclass(eq=False)
 class _Access:
     write: bool
-    indices: tuple[E.Expr, ...]      # in loop variables
-    path: tuple[_Loop, ...]          # enclosing loops, outermost first
-    guards: tuple[tuple, ...]        # (key, loop depth) of each enclosing condition
-    order: int                       # execution order within one iteration of common loops
-    ctx: Optional[_BlockCtx]         # innermost block
+    indices: tuple[E.Expr, ...]  # in loop variables
+    path: tuple[_Loop, ...]  # enclosing loops, outermost first
+    guards: tuple[tuple, ...]  # (key, loop depth) of each enclosing condition
+    order: int  # execution order within one iteration of common loops
+    ctx: Optional[_BlockCtx]  # innermost block
     in_init: bool
 
 
@@ -125,8 +138,17 @@ class _Walk:
     def record(self, buf: Buffer, indices: Sequence[E.Expr], write: bool) -> None:
         found = self.accesses.get(buf)
         if found is not None:
-            found.append(_Access(write, tuple(self.subst(i) for i in indices), self.path,
-                                 self.guards, len(found), self.ctx, self.in_init))
+            found.append(
+                _Access(
+                    write,
+                    tuple(self.subst(i) for i in indices),
+                    self.path,
+                    self.guards,
+                    len(found),
+                    self.ctx,
+                    self.in_init,
+                )
+            )
 
     def subst(self, e: E.Expr) -> E.Expr:
         """``e`` in loop variables (block iterators replaced by their bindings)."""
@@ -255,8 +277,7 @@ class _Planner:
         key = (id(path), depth, self.thread_shared)
         found = self._relaxers.get(key)
         if found is None:
-            found = self._relaxers[key] = Relaxer(self.sim, {f.var: f.rng
-                                                             for f in self.relaxed(path, depth)})
+            found = self._relaxers[key] = Relaxer(self.sim, {f.var: f.rng for f in self.relaxed(path, depth)})
         return found
 
     def relaxed(self, path: tuple[_Loop, ...], depth: int) -> list[_Loop]:
@@ -264,12 +285,14 @@ class _Planner:
         shared buffer the thread loops above that share it."""
         out = list(path[depth:])
         if self.thread_shared:
-            out += [f for f in path[:depth] if f.kind == ForKind.THREAD_BINDING
-                    and not (f.thread_tag or "").startswith("blockIdx")]
+            out += [
+                f
+                for f in path[:depth]
+                if f.kind == ForKind.THREAD_BINDING and not (f.thread_tag or "").startswith("blockIdx")
+            ]
         return out
 
-    def point_range(self, idx: E.Expr, path: tuple[_Loop, ...], depth: int,
-                    extent: Optional[int]) -> Range:
+    def point_range(self, idx: E.Expr, path: tuple[_Loop, ...], depth: int, extent: Optional[int]) -> Range:
         """The values of index ``idx`` while the loops ``path[depth:]`` run (``[0, extent)``
         where unbounded)."""
         # (a reduction reads what it writes: the same idx)
@@ -355,11 +378,14 @@ class _Planner:
         """
         loops = {f.var: f for f in self.relaxed(w.path, depth)}
         for f in loops.values():
-            if not isinstance(f.rng.extent, E.IntImm) or f.rng.extent.value < 1 \
-                    or free_vars(f.rng.min) & loops.keys():
+            if (
+                not isinstance(f.rng.extent, E.IntImm)
+                or f.rng.extent.value < 1
+                or free_vars(f.rng.min) & loops.keys()
+            ):
                 return False
         seen: set = set()
-        split_by: dict[E.Var, object] = {}   # loop var -> its divisor, or None: used whole
+        split_by: dict[E.Var, object] = {}  # loop var -> its divisor, or None: used whole
         for idx in w.indices:
             terms = []
             if idx.dtype not in ("int32", "int64"):
@@ -390,9 +416,13 @@ class _Planner:
             return False
         sim = self.sim
         init_write = any(
-            a.write and a.in_init and a.ctx is ctx and len(a.guards) == len(r.guards) + 1
+            a.write
+            and a.in_init
+            and a.ctx is ctx
+            and len(a.guards) == len(r.guards) + 1
             and all(sim.same(sim.visit(x), sim.visit(y)) for x, y in zip(a.indices, r.indices))
-            for a in accesses)
+            for a in accesses
+        )
         if not init_write:
             return False
         reduce_vars: set[E.Var] = set()
@@ -409,8 +439,13 @@ def _loop_part(atom: E.Expr, loops: dict) -> Optional[tuple]:
     ``c`` divides (``v // c`` then takes extent / c values, ``v % c`` takes c)."""
     if type(atom) is E.Var and atom in loops:
         return atom, atom, None, loops[atom].rng.extent.value
-    if isinstance(atom, (E.FloorDiv, E.FloorMod)) and type(atom.a) is E.Var \
-            and atom.a in loops and isinstance(atom.b, E.IntImm) and atom.b.value > 0:
+    if (
+        isinstance(atom, (E.FloorDiv, E.FloorMod))
+        and type(atom.a) is E.Var
+        and atom.a in loops
+        and isinstance(atom.b, E.IntImm)
+        and atom.b.value > 0
+    ):
         c, extent = atom.b.value, loops[atom.a].rng.extent.value
         if extent % c == 0:
             part = extent // c if isinstance(atom, E.FloorDiv) else c
@@ -436,8 +471,7 @@ def _site_depth(buf: Buffer, accesses: list[_Access], alloc_depth: int) -> int:
         depth = min(depth, _common_depth(path, a.path))
     for d in range(alloc_depth, depth):
         f = path[d]
-        if f.kind == ForKind.VECTORIZED or (f.kind == ForKind.THREAD_BINDING
-                                            and buf.scope == "global"):
+        if f.kind == ForKind.VECTORIZED or (f.kind == ForKind.THREAD_BINDING and buf.scope == "global"):
             return d
     return depth
 

@@ -4,6 +4,7 @@ Backend-neutral: a backend compiles the function and hands over an ``entry`` cal
 it on arrays already checked here. Every argument is checked *before* anything runs, and a bad
 one raises ``TypeError`` / ``ValueError`` naming the parameter, what was expected and what came.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional, Union
@@ -35,8 +36,13 @@ class Kernel:
         backends that produce several (e.g. LLVM IR and assembly); the first is the default.
     """
 
-    def __init__(self, func: PrimFunc, target: Any, entry: Callable[..., Any],
-                 source_text: Union[str, Mapping[str, str]]):
+    def __init__(
+        self,
+        func: PrimFunc,
+        target: Any,
+        entry: Callable[..., Any],
+        source_text: Union[str, Mapping[str, str]],
+    ):
         self.func = func
         self.target = target
         self.entry = entry
@@ -56,8 +62,14 @@ class Kernel:
         self.check_args(arrays)
         self.entry(*arrays)
 
-    def time(self, *arrays: Any, number: Optional[int] = None, repeat: int = 5,
-             min_repeat_ms: float = MIN_REPEAT_MS, warmup: int = 1) -> TimingResult:
+    def time(
+        self,
+        *arrays: Any,
+        number: Optional[int] = None,
+        repeat: int = 5,
+        min_repeat_ms: float = MIN_REPEAT_MS,
+        warmup: int = 1,
+    ) -> TimingResult:
         """Seconds per run: the median of ``repeat`` repeats of ``number`` runs each.
 
         ``number`` None: grown until one repeat lasts ``min_repeat_ms`` (TVM's rule), so short
@@ -71,8 +83,14 @@ class Kernel:
         if number is not None and number < 1:
             raise ValueError(f"time: number must be >= 1 or None, got {number}")
         self.check_args(arrays)
-        return time_runs(self.entry, arrays, number=number or 1, repeat=repeat, warmup=warmup,
-                         min_repeat_ms=min_repeat_ms if number is None else 0.0)
+        return time_runs(
+            self.entry,
+            arrays,
+            number=number or 1,
+            repeat=repeat,
+            warmup=warmup,
+            min_repeat_ms=min_repeat_ms if number is None else 0.0,
+        )
 
     def check_args(self, arrays: tuple) -> None:
         """Raise ``TypeError`` / ``ValueError`` naming the first bad argument."""
@@ -82,20 +100,20 @@ class Kernel:
             raise TypeError(f"{fn}() takes {len(params)} arrays ({names}), got {len(arrays)}")
         for buf, arr, writes in zip(params, arrays, self._writes):
             if not isinstance(arr, np.ndarray):
-                raise TypeError(f"{fn}(): argument {buf.name!r} must be a numpy.ndarray, "
-                                f"got {type(arr).__name__}")
+                raise TypeError(
+                    f"{fn}(): argument {buf.name!r} must be a numpy.ndarray, got {type(arr).__name__}"
+                )
             if arr.dtype != np.dtype(buf.dtype):
-                raise TypeError(f"{fn}(): argument {buf.name!r} has dtype {arr.dtype}, "
-                                f"expected {buf.dtype}")
+                raise TypeError(f"{fn}(): argument {buf.name!r} has dtype {arr.dtype}, expected {buf.dtype}")
             if arr.shape != buf.shape:
-                raise ValueError(f"{fn}(): argument {buf.name!r} has shape {arr.shape}, "
-                                 f"expected {buf.shape}")
+                raise ValueError(f"{fn}(): argument {buf.name!r} has shape {arr.shape}, expected {buf.shape}")
             if not arr.flags.c_contiguous:
-                raise ValueError(f"{fn}(): argument {buf.name!r} is not C-contiguous; "
-                                 f"pass np.ascontiguousarray({buf.name})")
+                raise ValueError(
+                    f"{fn}(): argument {buf.name!r} is not C-contiguous; "
+                    f"pass np.ascontiguousarray({buf.name})"
+                )
             if writes and not arr.flags.writeable:
-                raise ValueError(f"{fn}(): argument {buf.name!r} is read-only, but the kernel "
-                                 f"writes it")
+                raise ValueError(f"{fn}(): argument {buf.name!r} is read-only, but the kernel writes it")
 
     # inspection ------------------------------------------------------------------------------
     def source(self, kind: Optional[str] = None) -> str:
@@ -113,7 +131,8 @@ class Kernel:
     def __repr__(self) -> str:
         args = ", ".join(
             f"{b.name}: {b.dtype}{list(b.shape)}{' (out)' if w else ''}"
-            for b, w in zip(self._params, self._writes))
+            for b, w in zip(self._params, self._writes)
+        )
         return f"Kernel({self.func.name}({args}), target={str(self.target)!r})"
 
     def _repr_pretty_(self, p, cycle):  # IPython plain-text display

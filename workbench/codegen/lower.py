@@ -26,6 +26,7 @@ Indices stay multi-dimensional (backends flatten them with ``Buffer.strides()``)
 thread tags and annotations are kept for the backends to interpret (and the block annotations
 of :data:`LOWERED_BLOCK_ANNOTATIONS`, moved to the block's outermost loop).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -37,8 +38,20 @@ from ..ir.buffer import Buffer
 from ..ir.expr import EQ, And, BufferLoad, Expr, FloatImm, IntImm, Sub, Var, is_const
 from ..ir.func import PrimFunc
 from ..ir.functor import transform
-from ..ir.stmt import (REDUCE, Allocate, Block, BlockRealize, BufferStore, Evaluate, For,
-                       IfThenElse, Range, SeqStmt, Stmt, seq)
+from ..ir.stmt import (
+    REDUCE,
+    Allocate,
+    Block,
+    BlockRealize,
+    BufferStore,
+    Evaluate,
+    For,
+    IfThenElse,
+    Range,
+    SeqStmt,
+    Stmt,
+    seq,
+)
 from .compaction import Placement, plan_allocations
 from .pipeline import inject, is_pipelined
 
@@ -98,9 +111,11 @@ class _Lowerer:
             try:
                 if is_pipelined(s):
                     children = s.body.seq if isinstance(s.body, SeqStmt) else (s.body,)
-                    return inject(replace(s, min=lo, extent=ext),
-                                  [self.stmt(c, vmap) for c in children],
-                                  self.sites.get(s.loop_var, ()))
+                    return inject(
+                        replace(s, min=lo, extent=ext),
+                        [self.stmt(c, vmap) for c in children],
+                        self.sites.get(s.loop_var, ()),
+                    )
                 body = self.stmt(s.body, vmap)
             finally:
                 self.enclosing.pop()
@@ -115,8 +130,11 @@ class _Lowerer:
             buf, indices = self.access(s.buffer, s.indices, vmap)
             return BufferStore(buf, self.expr(s.value, vmap), indices)
         if isinstance(s, IfThenElse):
-            return self.guard(self.cond(s.condition, vmap), self.stmt(s.then_case, vmap),
-                              None if s.else_case is None else self.stmt(s.else_case, vmap))
+            return self.guard(
+                self.cond(s.condition, vmap),
+                self.stmt(s.then_case, vmap),
+                None if s.else_case is None else self.stmt(s.else_case, vmap),
+            )
         if isinstance(s, Evaluate):
             return Evaluate(self.expr(s.value, vmap))
         if isinstance(s, Allocate):
@@ -128,8 +146,10 @@ class _Lowerer:
     def realize(self, r: BlockRealize, vmap: Mapping[Var, Expr]) -> Stmt:
         blk: Block = r.block
         if len(r.iter_values) != len(blk.iter_vars):
-            raise BuildError(f"lower: block {blk.name!r} has {len(blk.iter_vars)} iterators "
-                             f"but {len(r.iter_values)} bindings")
+            raise BuildError(
+                f"lower: block {blk.name!r} has {len(blk.iter_vars)} iterators "
+                f"but {len(r.iter_values)} bindings"
+            )
         values = [self.index(v, vmap) for v in r.iter_values]
         inner = dict(vmap)
         inner.update((iv.var, v) for iv, v in zip(blk.iter_vars, values))
@@ -149,8 +169,7 @@ class _Lowerer:
                 body = Allocate(plan.buffer, body)
         return body
 
-    def init_condition(self, blk: Block, values: list[Expr],
-                       vmap: Mapping[Var, Expr]) -> Optional[Expr]:
+    def init_condition(self, blk: Block, values: list[Expr], vmap: Mapping[Var, Expr]) -> Optional[Expr]:
         """``value == dom.min`` for every reduce iterator (None when always true)."""
         cond: Optional[Expr] = None
         for iv, v in zip(blk.iter_vars, values):
@@ -190,8 +209,9 @@ class _Lowerer:
 
         return transform(e, _keep, pre)
 
-    def access(self, buf: Buffer, indices: tuple[Expr, ...],
-               vmap: Mapping[Var, Expr]) -> tuple[Buffer, tuple[Expr, ...]]:
+    def access(
+        self, buf: Buffer, indices: tuple[Expr, ...], vmap: Mapping[Var, Expr]
+    ) -> tuple[Buffer, tuple[Expr, ...]]:
         """The buffer an access goes to and its lowered indices (shifted into a compacted
         buffer's region)."""
         plan = self.plans.get(buf)

@@ -20,6 +20,7 @@ backend; on a GPU the copies of the next tile overlap the math of this one.
 ``software_pipeline_async_stages`` (asynchronous copies, ``cp.async``) is accepted and the
 copies are made synchronously: the same values, without that overlap.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -30,8 +31,7 @@ from ..ir.buffer import Buffer
 from ..ir.functor import pre_order, substitute, transform
 from ..ir.stmt import Allocate, BufferStore, For, ForKind, IfThenElse, Stmt, seq
 
-STAGE, ORDER, ASYNC = ("software_pipeline_stage", "software_pipeline_order",
-                       "software_pipeline_async_stages")
+STAGE, ORDER, ASYNC = ("software_pipeline_stage", "software_pipeline_order", "software_pipeline_async_stages")
 
 
 def is_pipelined(loop: For) -> bool:
@@ -48,17 +48,20 @@ def inject(loop: For, children: Sequence[Stmt], local: Sequence[Buffer]) -> Stmt
     stages = list(loop.annotations.get(STAGE, [0] * n))
     order = list(loop.annotations.get(ORDER, range(n)))
     if len(stages) != n or len(order) != n:
-        raise BuildError(f"software pipeline of loop {name!r}: its body has {n} statements but "
-                         f"{STAGE} has {len(stages)} entries and {ORDER} {len(order)}")
+        raise BuildError(
+            f"software pipeline of loop {name!r}: its body has {n} statements but "
+            f"{STAGE} has {len(stages)} entries and {ORDER} {len(order)}"
+        )
     if sorted(order) != list(range(n)):
-        raise BuildError(f"software pipeline of loop {name!r}: {ORDER}={order} is not a "
-                         f"permutation of 0..{n - 1}")
+        raise BuildError(
+            f"software pipeline of loop {name!r}: {ORDER}={order} is not a permutation of 0..{n - 1}"
+        )
     if any(not isinstance(s, int) or s < 0 for s in stages):
-        raise BuildError(f"software pipeline of loop {name!r}: {STAGE}={stages} must be "
-                         f"non-negative integers")
+        raise BuildError(
+            f"software pipeline of loop {name!r}: {STAGE}={stages} must be non-negative integers"
+        )
     if not isinstance(loop.extent, E.IntImm):
-        raise BuildError(f"software pipeline of loop {name!r}: needs a constant extent, has "
-                         f"{loop.extent}")
+        raise BuildError(f"software pipeline of loop {name!r}: needs a constant extent, has {loop.extent}")
     extent, depth = loop.extent.value, max(stages)
 
     # versions: a buffer of the body read in a later stage than it is written
@@ -74,7 +77,8 @@ def inject(loop: For, children: Sequence[Stmt], local: Sequence[Buffer]) -> Stmt
                             f"software pipeline of loop {name!r}: buffer {buf.name} is written "
                             f"in stage {stages[i]} and read in stage {stages[j]}, but it is "
                             f"allocated outside the loop, so it cannot get a version per "
-                            f"iteration in flight")
+                            f"iteration in flight"
+                        )
                     versions[buf] = max(versions.get(buf, 1), stages[j] - stages[i] + 1)
     versioned = {b: b.with_(shape=(v,) + b.shape) for b, v in versions.items()}
 
@@ -95,17 +99,23 @@ def inject(loop: For, children: Sequence[Stmt], local: Sequence[Buffer]) -> Stmt
     for buf in reversed([b for b in local if b not in versioned]):
         body = Allocate(buf, body)
     annotations = {k: v for k, v in loop.annotations.items() if k not in (STAGE, ORDER, ASYNC)}
-    out: Stmt = For(step, E.IntImm(0, loop.loop_var.dtype),
-                    E.IntImm(extent + depth, loop.loop_var.dtype),
-                    ForKind.SERIAL if loop.kind == ForKind.SERIAL else loop.kind, body,
-                    loop.thread_tag, annotations)
+    out: Stmt = For(
+        step,
+        E.IntImm(0, loop.loop_var.dtype),
+        E.IntImm(extent + depth, loop.loop_var.dtype),
+        ForKind.SERIAL if loop.kind == ForKind.SERIAL else loop.kind,
+        body,
+        loop.thread_tag,
+        annotations,
+    )
     for buf in reversed(list(versioned.values())):
         out = Allocate(buf, out)
     return out
 
 
-def _add_version(body: Stmt, versioned: dict[Buffer, Buffer], versions: dict[Buffer, int],
-                 iteration: E.Expr) -> Stmt:
+def _add_version(
+    body: Stmt, versioned: dict[Buffer, Buffer], versions: dict[Buffer, int], iteration: E.Expr
+) -> Stmt:
     """Accesses of the versioned buffers in ``body`` take ``iteration % versions`` first."""
     if not versioned:
         return body

@@ -28,6 +28,7 @@ Semantics and their limits (documented choices, not accidents):
 * Loop kinds and thread bindings are ignored: every loop runs serially.
 * Indices are not bounds-checked (a negative flat index would wrap around, as lists do).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -44,8 +45,19 @@ from ..ir import expr as E
 from ..ir.buffer import Buffer
 from ..ir.func import PrimFunc
 from ..ir.functor import pre_order, uses_var
-from ..ir.stmt import (Allocate, Block, BlockRealize, BufferStore, Evaluate, For, ForKind,
-                       IfThenElse, Range, SeqStmt, Stmt)
+from ..ir.stmt import (
+    Allocate,
+    Block,
+    BlockRealize,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    Range,
+    SeqStmt,
+    Stmt,
+)
 from .kernel import Kernel
 from .lower import lower
 
@@ -55,12 +67,14 @@ from .lower import lower
 
 def _ieee(fast: Callable[..., float], slow: Callable[..., Any]) -> Callable[..., float]:
     """``fast`` (a ``math`` function), falling back to numpy's IEEE result where it raises."""
+
     def f(*args):
         try:
             return fast(*args)
         except (ValueError, OverflowError, ZeroDivisionError):
             with np.errstate(all="ignore"):
                 return float(slow(*args))
+
     f.__name__ = fast.__name__
     return f
 
@@ -133,10 +147,21 @@ _MAX_PLAIN_DEPTH = 12
 _P_COND, _P_OR, _P_AND, _P_NOT, _P_CMP = 0, 1, 2, 3, 4
 _P_ADD, _P_MUL, _P_UNARY, _P_ATOM = 6, 7, 8, 10
 
-_BINOPS = {E.Add: ("+", _P_ADD), E.Sub: ("-", _P_ADD), E.Mul: ("*", _P_MUL),
-           E.FloorDiv: ("//", _P_MUL), E.FloorMod: ("%", _P_MUL),
-           E.EQ: ("==", _P_CMP), E.NE: ("!=", _P_CMP), E.LT: ("<", _P_CMP), E.LE: ("<=", _P_CMP),
-           E.GT: (">", _P_CMP), E.GE: (">=", _P_CMP), E.And: ("and", _P_AND), E.Or: ("or", _P_OR)}
+_BINOPS = {
+    E.Add: ("+", _P_ADD),
+    E.Sub: ("-", _P_ADD),
+    E.Mul: ("*", _P_MUL),
+    E.FloorDiv: ("//", _P_MUL),
+    E.FloorMod: ("%", _P_MUL),
+    E.EQ: ("==", _P_CMP),
+    E.NE: ("!=", _P_CMP),
+    E.LT: ("<", _P_CMP),
+    E.LE: ("<=", _P_CMP),
+    E.GT: (">", _P_CMP),
+    E.GE: (">=", _P_CMP),
+    E.And: ("and", _P_AND),
+    E.Or: ("or", _P_OR),
+}
 
 
 def _identifier(name: str) -> str:
@@ -186,8 +211,10 @@ class PythonCodegen:
         for b in f.params:
             dense = Buffer(b.name, b.shape, b.dtype).strides()
             if self.strides[b] != dense:
-                raise BuildError(f"python target: parameter {b.name} has padded strides "
-                                 f"{self.strides[b]}; parameters must be dense row-major")
+                raise BuildError(
+                    f"python target: parameter {b.name} has padded strides "
+                    f"{self.strides[b]}; parameters must be dense row-major"
+                )
         self.emit(0, f"def {fname}({', '.join(args)}):")
         for b, a in zip(f.params, args):
             self.emit(1, f"{self.bufs[b]} = {a}.ravel().tolist()")
@@ -210,8 +237,11 @@ class PythonCodegen:
         elif isinstance(s, BufferStore):
             target, v = self.access(s.buffer, s.indices), s.value
             # ``C[..] += x`` for accumulations: shorter, and CPython computes the index once
-            if (isinstance(v, E.Add) and isinstance(v.a, E.BufferLoad)
-                    and self.access(v.a.buffer, v.a.indices) == target):
+            if (
+                isinstance(v, E.Add)
+                and isinstance(v.a, E.BufferLoad)
+                and self.access(v.a.buffer, v.a.indices) == target
+            ):
                 self.emit(d, f"{target} += {self.expr(v.b)[0]}")
             else:
                 self.emit(d, f"{target} = {self.expr(v)[0]}")
@@ -224,8 +254,9 @@ class PythonCodegen:
         elif isinstance(s, Allocate):
             b = s.buffer
             zero = "False" if b.dtype == "bool" else "0" if E.is_int(b.dtype) else "0.0"
-            self.emit(d, f"{self.bufs[b]} = [{zero}] * {b.alloc_size()}  "
-                         f"# {b.dtype}{list(b.shape)}, {b.scope}")
+            self.emit(
+                d, f"{self.bufs[b]} = [{zero}] * {b.alloc_size()}  # {b.dtype}{list(b.shape)}, {b.scope}"
+            )
             self.stmt(s.body, d)
         elif isinstance(s, Evaluate):
             if not E.is_const(s.value):
@@ -241,13 +272,17 @@ class PythonCodegen:
         chain = [s]
         if d >= _MAX_PLAIN_DEPTH:
             while isinstance(chain[-1].body, For) and not any(
-                    uses_var(chain[-1].body.min, f.loop_var) or uses_var(chain[-1].body.extent, f.loop_var)
-                    for f in chain):
+                uses_var(chain[-1].body.min, f.loop_var) or uses_var(chain[-1].body.extent, f.loop_var)
+                for f in chain
+            ):
                 chain.append(chain[-1].body)
         names = [self.fresh(f.loop_var.name) for f in chain]
         ranges = [f"range({self.loop_range(f)})" for f in chain]
-        note = "".join(f"  # {f.kind.value}" + (f" {f.thread_tag}" if f.thread_tag else "")
-                       for f in chain if f.kind != ForKind.SERIAL)
+        note = "".join(
+            f"  # {f.kind.value}" + (f" {f.thread_tag}" if f.thread_tag else "")
+            for f in chain
+            if f.kind != ForKind.SERIAL
+        )
         if len(chain) == 1:
             self.emit(d, f"for {names[0]} in {ranges[0]}:{note}")
         else:
@@ -274,8 +309,7 @@ class PythonCodegen:
     def access(self, buf: Buffer, indices: tuple[E.Expr, ...]) -> str:
         """``name[flat index]``, row-major with the buffer's strides, simplified."""
         if buf not in self.bufs:
-            raise BuildError(f"python target: buffer {buf.name} is neither a parameter nor "
-                             f"allocated")
+            raise BuildError(f"python target: buffer {buf.name} is neither a parameter nor allocated")
         flat: E.Expr = E.IntImm(0)
         for idx, stride in zip(indices, self.strides[buf]):
             flat = flat + idx * stride
@@ -324,8 +358,10 @@ class PythonCodegen:
         if t is E.Not:
             return f"not {self.paren(e.a, _P_NOT)}", _P_NOT
         if t is E.Select:
-            return (f"{self.paren(e.true_value, _P_OR)} if {self.paren(e.condition, _P_OR)} "
-                    f"else {self.paren(e.false_value, _P_COND)}"), _P_COND
+            return (
+                f"{self.paren(e.true_value, _P_OR)} if {self.paren(e.condition, _P_OR)} "
+                f"else {self.paren(e.false_value, _P_COND)}"
+            ), _P_COND
         if t is E.Cast:
             return self.cast(e)
         if t is E.Call:
@@ -339,7 +375,7 @@ class PythonCodegen:
         if dst == "bool":
             return f"bool({inner})", _P_ATOM
         if E.is_float(dst):
-            return (self.expr(e.value) if E.is_float(src) else (f"float({inner})", _P_ATOM))
+            return self.expr(e.value) if E.is_float(src) else (f"float({inner})", _P_ATOM)
         if E.is_int(src):  # int -> int: Python ints are unbounded, nothing to do
             return self.expr(e.value)
         return f"int({inner})", _P_ATOM  # float/bool -> int truncates towards zero

@@ -26,18 +26,24 @@ OS as the host, and every instruction-set extension the target's CPU has (a tabl
 as LLVM names them, plus ``-mattr``) present on the host. Code for ``-mcpu=skylake-avx512``
 is therefore never run on an AVX2-only host (it would die of SIGILL); it can still be compiled.
 """
+
 from __future__ import annotations
 
 import os
 import re
-from functools import cached_property, lru_cache
+from functools import cached_property, cache
 from typing import Any, Mapping, Optional, Union
 
 #: Options each target kind accepts (``-key=value``).
 KIND_OPTIONS: Mapping[str, tuple[str, ...]] = {
     "llvm": ("mcpu", "mattr", "mtriple", "num-cores"),
-    "cuda": ("arch", "max-threads-per-block", "max-shared-memory-per-block", "thread-warp-size",
-             "registers-per-block"),
+    "cuda": (
+        "arch",
+        "max-threads-per-block",
+        "max-shared-memory-per-block",
+        "thread-warp-size",
+        "registers-per-block",
+    ),
     "python": (),
 }
 #: the emulator runs CUDA kernels on the CPU with the limits of the GPU it stands for
@@ -65,28 +71,43 @@ _SLM = _V2 | {"movbe"}
 #: compiled for, but code for it runs only when it is the host's own CPU.
 X86_CPU_FEATURES: Mapping[str, frozenset] = {
     **dict.fromkeys(("x86-64", "generic"), frozenset()),
-    "core2": frozenset({"sse3", "ssse3"}), "penryn": frozenset({"sse3", "ssse3", "sse4.1"}),
+    "core2": frozenset({"sse3", "ssse3"}),
+    "penryn": frozenset({"sse3", "ssse3", "sse4.1"}),
     **dict.fromkeys(("x86-64-v2", "nehalem", "corei7", "westmere"), _V2),
     **dict.fromkeys(("silvermont", "slm", "goldmont", "goldmont-plus"), _SLM),
     "tremont": _SLM | {"gfni"},
     **dict.fromkeys(("sandybridge", "corei7-avx"), _AVX),
     **dict.fromkeys(("ivybridge", "core-avx-i"), _IVB),
-    **dict.fromkeys(("haswell", "core-avx2", "broadwell", "skylake", "x86-64-v3", "znver1",
-                     "znver2", "znver3"), _HSW),
+    **dict.fromkeys(
+        ("haswell", "core-avx2", "broadwell", "skylake", "x86-64-v3", "znver1", "znver2", "znver3"), _HSW
+    ),
     **dict.fromkeys(("knl", "knm"), _HSW | {"avx512f", "avx512cd"}),
     **dict.fromkeys(("skylake-avx512", "skx", "x86-64-v4"), _SKX),
     "cascadelake": _SKX | {"avx512vnni"},
     "cooperlake": _SKX | {"avx512vnni", "avx512bf16"},
     "cannonlake": _CNL,
     **dict.fromkeys(("icelake-client", "icelake-server", "tigerlake", "rocketlake"), _ICL),
-    **dict.fromkeys(("sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d"),
-                    _SPR),
+    **dict.fromkeys(("sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d"), _SPR),
     "diamondrapids": _SPR | _SRF | {"avx10.1", "avx10.2"},
     **dict.fromkeys(("alderlake", "raptorlake", "meteorlake", "gracemont"), _ADL),
-    **dict.fromkeys(("sierraforest", "grandridge", "arrowlake", "arrowlake-s", "lunarlake",
-                     "pantherlake", "clearwaterforest"), _SRF),
-    "znver4": _ZN4, "znver5": _ZN4 | {"avxvnni"},
-    "bdver1": _BD1, "bdver2": _BD2, "bdver3": _BD2, "bdver4": _BD2 | {"avx2", "bmi2", "movbe"},
+    **dict.fromkeys(
+        (
+            "sierraforest",
+            "grandridge",
+            "arrowlake",
+            "arrowlake-s",
+            "lunarlake",
+            "pantherlake",
+            "clearwaterforest",
+        ),
+        _SRF,
+    ),
+    "znver4": _ZN4,
+    "znver5": _ZN4 | {"avxvnni"},
+    "bdver1": _BD1,
+    "bdver2": _BD2,
+    "bdver3": _BD2,
+    "bdver4": _BD2 | {"avx2", "bmi2", "movbe"},
     "btver2": _AVX | {"f16c", "bmi", "movbe", "lzcnt"},
 }
 _CHECKED = frozenset().union(*X86_CPU_FEATURES.values())
@@ -94,14 +115,27 @@ _CHECKED = frozenset().union(*X86_CPU_FEATURES.values())
 #: feature -> the features it implies (LLVM's), so ``-mattr=+avx512f`` brings AVX2 and
 #: ``-mattr=-avx`` takes AVX2, FMA and AVX-512 away
 _IMPLIES: Mapping[str, tuple[str, ...]] = {
-    "ssse3": ("sse3",), "sse4.1": ("ssse3",), "sse4.2": ("sse4.1",), "avx": ("sse4.2",),
-    "avx2": ("avx",), "fma": ("avx",), "f16c": ("avx",), "fma4": ("avx",), "xop": ("fma4",),
-    "avxvnni": ("avx2",), "avxifma": ("avx2",), "avxvnniint8": ("avx2",),
-    "avxneconvert": ("avx2",), "avx512f": ("avx2", "fma", "f16c"),
-    **dict.fromkeys(("avx512cd", "avx512bw", "avx512dq", "avx512vl", "avx512vnni", "avx512ifma",
-                     "avx512vpopcntdq"), ("avx512f",)),
+    "ssse3": ("sse3",),
+    "sse4.1": ("ssse3",),
+    "sse4.2": ("sse4.1",),
+    "avx": ("sse4.2",),
+    "avx2": ("avx",),
+    "fma": ("avx",),
+    "f16c": ("avx",),
+    "fma4": ("avx",),
+    "xop": ("fma4",),
+    "avxvnni": ("avx2",),
+    "avxifma": ("avx2",),
+    "avxvnniint8": ("avx2",),
+    "avxneconvert": ("avx2",),
+    "avx512f": ("avx2", "fma", "f16c"),
+    **dict.fromkeys(
+        ("avx512cd", "avx512bw", "avx512dq", "avx512vl", "avx512vnni", "avx512ifma", "avx512vpopcntdq"),
+        ("avx512f",),
+    ),
     **dict.fromkeys(("avx512vbmi", "avx512vbmi2", "avx512bitalg", "avx512bf16"), ("avx512bw",)),
-    "avx512fp16": ("avx512bw", "avx512dq", "avx512vl"), "avx10.1": ("avx512fp16",),
+    "avx512fp16": ("avx512bw", "avx512dq", "avx512vl"),
+    "avx10.1": ("avx512fp16",),
     "avx10.2": ("avx10.1",),
 }
 
@@ -144,9 +178,10 @@ def _apply(features: set, changes: str) -> set:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def _host_features() -> str:
     import llvmlite.binding as llvm
+
     return llvm.get_host_cpu_features().flatten()
 
 
@@ -169,8 +204,9 @@ class Target:
             raise ValueError(f"target must be a non-empty string such as 'llvm', got {spec!r}")
         kind, *opts = spec.split()
         if kind not in KIND_OPTIONS:
-            raise ValueError(f"unknown target kind {kind!r} in {spec!r}; "
-                             f"expected one of {', '.join(KIND_OPTIONS)}")
+            raise ValueError(
+                f"unknown target kind {kind!r} in {spec!r}; expected one of {', '.join(KIND_OPTIONS)}"
+            )
         options: dict[str, str] = {}
         for opt in opts:
             key, eq, value = opt.lstrip("-").partition("=")
@@ -178,22 +214,22 @@ class Target:
                 raise ValueError(f"target {spec!r}: option {opt!r} must look like -key=value")
             if key not in KIND_OPTIONS[kind]:
                 known = ", ".join(f"-{k}" for k in KIND_OPTIONS[kind]) or "none"
-                raise ValueError(f"target {spec!r}: unknown option -{key} for {kind}; "
-                                 f"known: {known}")
+                raise ValueError(f"target {spec!r}: unknown option -{key} for {kind}; known: {known}")
             options[key] = value
-        for key in ("max-threads-per-block", "max-shared-memory-per-block", "thread-warp-size",
-                    "registers-per-block"):
+        for key in (
+            "max-threads-per-block",
+            "max-shared-memory-per-block",
+            "thread-warp-size",
+            "registers-per-block",
+        ):
             if key in options and (not options[key].isdigit() or int(options[key]) < 1):
-                raise ValueError(f"target {spec!r}: -{key} must be a positive integer, "
-                                 f"got {options[key]!r}")
+                raise ValueError(f"target {spec!r}: -{key} must be a positive integer, got {options[key]!r}")
         if "arch" in options and not re.fullmatch(r"sm_\d+[a-z]?", options["arch"]):
-            raise ValueError(f"target {spec!r}: -arch must look like sm_80, "
-                             f"got {options['arch']!r}")
+            raise ValueError(f"target {spec!r}: -arch must look like sm_80, got {options['arch']!r}")
         if "num-cores" in options:
             n = options["num-cores"]
             if not n.isdigit() or int(n) < 1:
-                raise ValueError(f"target {spec!r}: -num-cores must be a positive integer, "
-                                 f"got {n!r}")
+                raise ValueError(f"target {spec!r}: -num-cores must be a positive integer, got {n!r}")
         self.kind = kind
         self.options: Mapping[str, str] = dict(sorted(options.items()))
 
@@ -219,12 +255,12 @@ class Target:
     @property
     def is_host_cpu(self) -> bool:
         """Whether this target is the host's own CPU (no ``-mcpu``, or the host's name)."""
-        return self._host_arch and self.options.get("mcpu", self.mcpu_of_host()) == \
-            self.mcpu_of_host()
+        return self._host_arch and self.options.get("mcpu", self.mcpu_of_host()) == self.mcpu_of_host()
 
     @staticmethod
     def mcpu_of_host() -> str:
         import llvmlite.binding as llvm
+
         return llvm.get_host_cpu_name()
 
     @cached_property
@@ -297,14 +333,17 @@ class Target:
         if "mtriple" in self.options:
             return self.options["mtriple"]
         import llvmlite.binding as llvm
+
         return llvm.get_process_triple()
 
     @property
     def _host_arch(self) -> bool:
         """Same architecture and OS as the host (no ``-mtriple``, or the host's)."""
         import llvmlite.binding as llvm
-        return "mtriple" not in self.options or \
-            _arch_os(self.options["mtriple"]) == _arch_os(llvm.get_process_triple())
+
+        return "mtriple" not in self.options or _arch_os(self.options["mtriple"]) == _arch_os(
+            llvm.get_process_triple()
+        )
 
     # GPU properties (kind "cuda"; defaults are those of every GPU from sm_75 on) -------------
     @property
@@ -336,7 +375,7 @@ class Target:
 
     #: largest extent of threadIdx.x / .y / .z and of blockIdx.x / .y / .z
     max_thread_dims = (1024, 1024, 64)
-    max_grid_dims = (2 ** 31 - 1, 65535, 65535)
+    max_grid_dims = (2**31 - 1, 65535, 65535)
 
     # running ----------------------------------------------------------------------------------
     def cannot_run(self, host: Optional["Target"] = None) -> Optional[str]:
@@ -359,9 +398,11 @@ class Target:
             return f"{what} ({self.triple}) cannot run on this {host.triple} host"
         need, have = self.isa_features, host.isa_features
         if need is None:
-            return (f"{what}: CPU {self.mcpu!r} is not one whose features workbench knows, so it "
-                    f"may not run on the host ({host.mcpu}); leave out -mcpu to build for the "
-                    f"host, or name a known CPU ({', '.join(sorted(X86_CPU_FEATURES)[:6])}, ...)")
+            return (
+                f"{what}: CPU {self.mcpu!r} is not one whose features workbench knows, so it "
+                f"may not run on the host ({host.mcpu}); leave out -mcpu to build for the "
+                f"host, or name a known CPU ({', '.join(sorted(X86_CPU_FEATURES)[:6])}, ...)"
+            )
         explicit = {c[1:] for c in self.options.get("mattr", "").split(",") if c[:1] == "+"}
         missing = sorted(((need & _CHECKED) | explicit) - (have or frozenset()))
         if missing:

@@ -10,6 +10,7 @@ is grown until a repeat lasts ``min_repeat_ms``, so that timer resolution and ca
 not dominate small kernels. The median of the repeats is the value (not the best, which a lucky
 repeat sets, nor the mean, which one descheduled repeat on a shared machine sets).
 """
+
 from __future__ import annotations
 
 import math
@@ -73,8 +74,10 @@ class TimingResult(float):
         return max(abs(x - med) for x in self.samples) / med
 
     def __repr__(self) -> str:
-        return (f"{format_seconds(float(self))} ± {self.deviation * 100:.2g}% "
-                f"(median of {self.repeat} × {self.number} runs)")
+        return (
+            f"{format_seconds(float(self))} ± {self.deviation * 100:.2g}% "
+            f"(median of {self.repeat} × {self.number} runs)"
+        )
 
     def __str__(self) -> str:  # print(t, "s") and f"{t}" as for any float
         return float.__repr__(self)
@@ -95,9 +98,16 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds * 1e3:.4g} ms"
 
 
-def time_runs(fn: Callable[..., Any], args: Sequence[Any] = (), *, number: int = 1,
-              repeat: int = 5, min_repeat_ms: float = 0.0, warmup: int = 0,
-              clock: Callable[[], float] = time.perf_counter) -> TimingResult:
+def time_runs(
+    fn: Callable[..., Any],
+    args: Sequence[Any] = (),
+    *,
+    number: int = 1,
+    repeat: int = 5,
+    min_repeat_ms: float = 0.0,
+    warmup: int = 0,
+    clock: Callable[[], float] = time.perf_counter,
+) -> TimingResult:
     """Time ``fn(*args)``: ``repeat`` repeats of ``number`` runs each, after ``warmup`` runs.
 
     With ``min_repeat_ms > 0``, ``number`` is where calibration starts: it grows (the short
@@ -107,15 +117,20 @@ def time_runs(fn: Callable[..., Any], args: Sequence[Any] = (), *, number: int =
     With ``min_repeat_ms == 0`` every repeat is exactly ``number`` runs.
     """
     counts = (number, repeat, warmup)
-    if not all(isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in counts) \
-            or not isinstance(min_repeat_ms, numbers.Real):
-        raise TypeError(f"time: number, repeat and warmup are ints, min_repeat_ms a number; got "
-                        f"number={number!r}, repeat={repeat!r}, warmup={warmup!r}, "
-                        f"min_repeat_ms={min_repeat_ms!r}")
+    if not all(isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in counts) or not isinstance(
+        min_repeat_ms, numbers.Real
+    ):
+        raise TypeError(
+            f"time: number, repeat and warmup are ints, min_repeat_ms a number; got "
+            f"number={number!r}, repeat={repeat!r}, warmup={warmup!r}, "
+            f"min_repeat_ms={min_repeat_ms!r}"
+        )
     if number < 1 or repeat < 1 or warmup < 0 or not 0 <= min_repeat_ms < math.inf:
-        raise ValueError(f"time: need number >= 1, repeat >= 1, warmup >= 0 and "
-                         f"min_repeat_ms >= 0, got number={number}, repeat={repeat}, "
-                         f"warmup={warmup}, min_repeat_ms={min_repeat_ms}")
+        raise ValueError(
+            f"time: need number >= 1, repeat >= 1, warmup >= 0 and "
+            f"min_repeat_ms >= 0, got number={number}, repeat={repeat}, "
+            f"warmup={warmup}, min_repeat_ms={min_repeat_ms}"
+        )
     for _ in range(warmup):
         fn(*args)
     min_s = min_repeat_ms / 1e3

@@ -1,4 +1,5 @@
 """Buffers: named, statically shaped, typed storage with a scope."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -6,8 +7,7 @@ from typing import Any
 
 #: Storage scopes a buffer may live in. ``global`` is the function's memory (parameters and
 #: intermediates); ``local`` is per-thread (registers / stack); ``shared`` is GPU shared memory.
-SCOPES = ("global", "shared", "shared.dyn", "local", "wmma.matrix_a", "wmma.matrix_b",
-          "wmma.accumulator")
+SCOPES = ("global", "shared", "shared.dyn", "local", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
 
 
 @dataclass(frozen=True, eq=False)
@@ -26,11 +26,14 @@ class Buffer:
 
     def __post_init__(self):
         from .expr import check_dtype
+
         check_dtype(self.dtype)
         object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
         if self.scope not in SCOPES:
-            raise ValueError(f"buffer {self.name}: unknown storage scope {self.scope!r}; "
-                             f"expected one of {', '.join(SCOPES)}")
+            raise ValueError(
+                f"buffer {self.name}: unknown storage scope {self.scope!r}; "
+                f"expected one of {', '.join(SCOPES)}"
+            )
 
     @property
     def ndim(self) -> int:
@@ -68,11 +71,11 @@ class Buffer:
 
     def __getitem__(self, indices):
         from .expr import BufferLoad, convert
+
         if not isinstance(indices, tuple):
             indices = (indices,)
         if len(indices) != self.ndim:
-            raise IndexError(f"buffer {self.name} has {self.ndim} dimensions, "
-                             f"indexed with {len(indices)}")
+            raise IndexError(f"buffer {self.name} has {self.ndim} dimensions, indexed with {len(indices)}")
         return BufferLoad(self, tuple(convert(i) for i in indices))
 
     def __str__(self) -> str:

@@ -9,6 +9,7 @@
 Each ``compute`` becomes one block named after the tensor, nested in one loop per axis (spatial
 axes first, then reduce axes), exactly what TensorIR's ``create_prim_func`` produces.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -17,16 +18,51 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, Union
 
 from .buffer import Buffer
-from .expr import (Expr, FloatImm, IntImm, Max, Min, Var, call, cast, check_dtype, const, convert,
-                   if_then_else, is_float)
+from .expr import (
+    Expr,
+    FloatImm,
+    IntImm,
+    Max,
+    Min,
+    Var,
+    call,
+    cast,
+    check_dtype,
+    const,
+    convert,
+    if_then_else,
+    is_float,
+)
 from .func import PrimFunc
 from .functor import pre_order, substitute
-from .stmt import (REDUCE, SPATIAL, Block, BlockRealize, BufferStore, IterVar, Range, Stmt, TRUE,
-                   make_for, seq)
+from .stmt import REDUCE, SPATIAL, Block, BlockRealize, BufferStore, IterVar, Range, Stmt, TRUE, make_for, seq
 
-__all__ = ["Tensor", "ReduceAxis", "placeholder", "compute", "reduce_axis", "sum", "max", "min",
-           "maximum", "minimum", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "fabs", "pow",
-           "erf", "if_then_else", "cast", "create_func", "all_of", "any_of"]
+__all__ = [
+    "Tensor",
+    "ReduceAxis",
+    "placeholder",
+    "compute",
+    "reduce_axis",
+    "sum",
+    "max",
+    "min",
+    "maximum",
+    "minimum",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "tanh",
+    "sigmoid",
+    "fabs",
+    "pow",
+    "erf",
+    "if_then_else",
+    "cast",
+    "create_func",
+    "all_of",
+    "any_of",
+]
 
 
 #: compute buffer -> its Tensor, so create_func can walk from outputs to producers
@@ -52,7 +88,7 @@ class ReduceAxis(Var):
 class Reduce(Expr):
     """``combiner`` over ``axes`` of ``source``: only valid as the whole body of a compute."""
 
-    combiner: str                      # "sum" | "max" | "min"
+    combiner: str  # "sum" | "max" | "min"
     source: Expr
     axes: tuple[ReduceAxis, ...]
     init: Expr
@@ -68,7 +104,7 @@ class Tensor:
 
     buffer: Buffer
     axes: tuple[Var, ...] = ()
-    body: Optional[Expr] = None       # None for placeholders
+    body: Optional[Expr] = None  # None for placeholders
 
     @property
     def name(self) -> str:
@@ -105,8 +141,9 @@ def reduce_axis(dom: Union[int, tuple[int, int]], name: str = "k") -> ReduceAxis
     return ReduceAxis(name, "int32", Range(IntImm(lo), IntImm(hi - lo)))
 
 
-def compute(shape: Sequence[int], fcompute: Callable[..., Any], name: str = "compute",
-            dtype: Optional[str] = None) -> Tensor:
+def compute(
+    shape: Sequence[int], fcompute: Callable[..., Any], name: str = "compute", dtype: Optional[str] = None
+) -> Tensor:
     """A stage ``name[i, j, ...] = fcompute(i, j, ...)``; axis names come from the lambda."""
     try:
         params = list(inspect.signature(fcompute).parameters)
@@ -138,11 +175,11 @@ def _axes(axis: Any) -> tuple[ReduceAxis, ...]:
 
 
 def _lowest(dtype: str) -> Expr:
-    return FloatImm(float("-inf"), dtype) if is_float(dtype) else const(-(2 ** 31), dtype)
+    return FloatImm(float("-inf"), dtype) if is_float(dtype) else const(-(2**31), dtype)
 
 
 def _highest(dtype: str) -> Expr:
-    return FloatImm(float("inf"), dtype) if is_float(dtype) else const(2 ** 31 - 1, dtype)
+    return FloatImm(float("inf"), dtype) if is_float(dtype) else const(2**31 - 1, dtype)
 
 
 def sum(expr: Any, axis: Any, init: Any = None) -> Reduce:  # noqa: A001  (DSL name)
@@ -170,15 +207,40 @@ def minimum(a: Any, b: Any) -> Expr:
     return Min.make(a, b)
 
 
-def exp(x): return call("exp", x)
-def log(x): return call("log", x)
-def sqrt(x): return call("sqrt", x)
-def rsqrt(x): return call("rsqrt", x)
-def tanh(x): return call("tanh", x)
-def sigmoid(x): return call("sigmoid", x)
-def fabs(x): return call("fabs", x)
-def pow(x, y): return call("pow", x, y)  # noqa: A001
-def erf(x): return call("erf", x)
+def exp(x):
+    return call("exp", x)
+
+
+def log(x):
+    return call("log", x)
+
+
+def sqrt(x):
+    return call("sqrt", x)
+
+
+def rsqrt(x):
+    return call("rsqrt", x)
+
+
+def tanh(x):
+    return call("tanh", x)
+
+
+def sigmoid(x):
+    return call("sigmoid", x)
+
+
+def fabs(x):
+    return call("fabs", x)
+
+
+def pow(x, y):
+    return call("pow", x, y)  # noqa: A001
+
+
+def erf(x):
+    return call("erf", x)
 
 
 def all_of(*conds: Any) -> Expr:
@@ -201,12 +263,14 @@ def any_of(*conds: Any) -> Expr:
 
 def _loads(expr: Expr) -> list:
     from .expr import BufferLoad
+
     return [n for n in pre_order(expr) if isinstance(n, BufferLoad)]
 
 
 def _stage_block(t: Tensor) -> Stmt:
     """Loops + block of one compute stage."""
     from .region import infer_access_regions
+
     body = t.body
     red = body if isinstance(body, Reduce) else None
     raxes = red.axes if red else ()
@@ -263,11 +327,12 @@ def create_func(tensors: Sequence[Tensor], name: str = "main") -> PrimFunc:
         for p in _producers(t):
             visit(p, path + (id(t),))
         if t.body is not None:
-            for e in ([t.body.source, t.body.init] if isinstance(t.body, Reduce) else [t.body]):
+            for e in [t.body.source, t.body.init] if isinstance(t.body, Reduce) else [t.body]:
                 for ld in _loads(e):
                     if ld.buffer not in _PRODUCER and ld.buffer not in params:
-                        raise ValueError(f"create_func: stage {t.name} reads {ld.buffer.name}, "
-                                         f"which is not a parameter")
+                        raise ValueError(
+                            f"create_func: stage {t.name} reads {ld.buffer.name}, which is not a parameter"
+                        )
             stages.append(t)
         done.add(id(t))
 
@@ -278,7 +343,7 @@ def create_func(tensors: Sequence[Tensor], name: str = "main") -> PrimFunc:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"create_func: several tensors are named {dup}; names must be unique")
-    intermediates = tuple(all_buffers[len(params):])
+    intermediates = tuple(all_buffers[len(params) :])
     body = seq(*[_stage_block(t) for t in stages])
     root = Block("root", (), (), (), body, alloc_buffers=intermediates)
     return PrimFunc(name, params, BlockRealize((), TRUE, root))

@@ -13,6 +13,7 @@ Design notes
   computed once at construction.
 * ``//`` and ``%`` are *floor* division and modulo (Python semantics), for ints.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,8 +25,23 @@ FLOAT_DTYPES = ("float16", "float32", "float64")
 DTYPES = INT_DTYPES + FLOAT_DTYPES + ("bool",)
 
 #: Intrinsic functions the IR knows (all elementwise, float in, float out unless noted).
-INTRINSICS = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "fabs", "pow", "erf", "floor", "ceil",
-              "round", "sin", "cos", "abs")
+INTRINSICS = (
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "tanh",
+    "sigmoid",
+    "fabs",
+    "pow",
+    "erf",
+    "floor",
+    "ceil",
+    "round",
+    "sin",
+    "cos",
+    "abs",
+)
 
 
 def is_int(dtype: str) -> bool:
@@ -49,38 +65,85 @@ class Expr:
     dtype: str
 
     # arithmetic -------------------------------------------------------------------------
-    def __add__(self, o): return Add.make(self, o)
-    def __radd__(self, o): return Add.make(o, self)
-    def __sub__(self, o): return Sub.make(self, o)
-    def __rsub__(self, o): return Sub.make(o, self)
-    def __mul__(self, o): return Mul.make(self, o)
-    def __rmul__(self, o): return Mul.make(o, self)
-    def __truediv__(self, o): return Div.make(self, o)
-    def __rtruediv__(self, o): return Div.make(o, self)
-    def __floordiv__(self, o): return FloorDiv.make(self, o)
-    def __rfloordiv__(self, o): return FloorDiv.make(o, self)
-    def __mod__(self, o): return FloorMod.make(self, o)
-    def __rmod__(self, o): return FloorMod.make(o, self)
-    def __neg__(self): return Sub.make(const(0, self.dtype), self)
+    def __add__(self, o):
+        return Add.make(self, o)
+
+    def __radd__(self, o):
+        return Add.make(o, self)
+
+    def __sub__(self, o):
+        return Sub.make(self, o)
+
+    def __rsub__(self, o):
+        return Sub.make(o, self)
+
+    def __mul__(self, o):
+        return Mul.make(self, o)
+
+    def __rmul__(self, o):
+        return Mul.make(o, self)
+
+    def __truediv__(self, o):
+        return Div.make(self, o)
+
+    def __rtruediv__(self, o):
+        return Div.make(o, self)
+
+    def __floordiv__(self, o):
+        return FloorDiv.make(self, o)
+
+    def __rfloordiv__(self, o):
+        return FloorDiv.make(o, self)
+
+    def __mod__(self, o):
+        return FloorMod.make(self, o)
+
+    def __rmod__(self, o):
+        return FloorMod.make(o, self)
+
+    def __neg__(self):
+        return Sub.make(const(0, self.dtype), self)
 
     # comparisons ------------------------------------------------------------------------
-    def __lt__(self, o): return LT.make(self, o)
-    def __le__(self, o): return LE.make(self, o)
-    def __gt__(self, o): return GT.make(self, o)
-    def __ge__(self, o): return GE.make(self, o)
-    def __eq__(self, o): return EQ.make(self, o)
-    def __ne__(self, o): return NE.make(self, o)
+    def __lt__(self, o):
+        return LT.make(self, o)
+
+    def __le__(self, o):
+        return LE.make(self, o)
+
+    def __gt__(self, o):
+        return GT.make(self, o)
+
+    def __ge__(self, o):
+        return GE.make(self, o)
+
+    def __eq__(self, o):
+        return EQ.make(self, o)
+
+    def __ne__(self, o):
+        return NE.make(self, o)
+
     __hash__ = object.__hash__
 
     # logic (bool expressions) -----------------------------------------------------------
-    def __and__(self, o): return And(self, convert(o, "bool"))
-    def __rand__(self, o): return And(convert(o, "bool"), self)
-    def __or__(self, o): return Or(self, convert(o, "bool"))
-    def __ror__(self, o): return Or(convert(o, "bool"), self)
-    def __invert__(self): return Not(self)
+    def __and__(self, o):
+        return And(self, convert(o, "bool"))
+
+    def __rand__(self, o):
+        return And(convert(o, "bool"), self)
+
+    def __or__(self, o):
+        return Or(self, convert(o, "bool"))
+
+    def __ror__(self, o):
+        return Or(convert(o, "bool"), self)
+
+    def __invert__(self):
+        return Not(self)
 
     def __str__(self) -> str:
         from .printer import expr_str
+
         return expr_str(self)
 
     __repr__ = __str__
@@ -196,14 +259,36 @@ class BinaryOp(Expr):
         return cls(a, b)
 
 
-class Add(BinaryOp): symbol = "+"
-class Sub(BinaryOp): symbol = "-"
-class Mul(BinaryOp): symbol = "*"
-class Div(BinaryOp): symbol = "/"        # true division (floats); on ints it truncates like C
-class FloorDiv(BinaryOp): symbol = "//"
-class FloorMod(BinaryOp): symbol = "%"
-class Min(BinaryOp): symbol = ""
-class Max(BinaryOp): symbol = ""
+class Add(BinaryOp):
+    symbol = "+"
+
+
+class Sub(BinaryOp):
+    symbol = "-"
+
+
+class Mul(BinaryOp):
+    symbol = "*"
+
+
+class Div(BinaryOp):
+    symbol = "/"  # true division (floats); on ints it truncates like C
+
+
+class FloorDiv(BinaryOp):
+    symbol = "//"
+
+
+class FloorMod(BinaryOp):
+    symbol = "%"
+
+
+class Min(BinaryOp):
+    symbol = ""
+
+
+class Max(BinaryOp):
+    symbol = ""
 
 
 class CmpOp(BinaryOp):
@@ -226,14 +311,28 @@ class NE(CmpOp):
         return self.a is not self.b
 
 
-class LT(CmpOp): symbol = "<"
-class LE(CmpOp): symbol = "<="
-class GT(CmpOp): symbol = ">"
-class GE(CmpOp): symbol = ">="
+class LT(CmpOp):
+    symbol = "<"
 
 
-class And(CmpOp): symbol = "and"
-class Or(CmpOp): symbol = "or"
+class LE(CmpOp):
+    symbol = "<="
+
+
+class GT(CmpOp):
+    symbol = ">"
+
+
+class GE(CmpOp):
+    symbol = ">="
+
+
+class And(CmpOp):
+    symbol = "and"
+
+
+class Or(CmpOp):
+    symbol = "or"
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -1,4 +1,5 @@
 """``PrimFunc``: a named function over buffers (destination passing: outputs are parameters)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -12,7 +13,7 @@ from .stmt import Block, BlockRealize, For, Stmt
 class PrimFunc:
     name: str
     params: tuple[Buffer, ...]
-    body: Stmt                      # BlockRealize of the block "root"
+    body: Stmt  # BlockRealize of the block "root"
     attrs: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -31,12 +32,14 @@ class PrimFunc:
     def blocks(self) -> Iterator[Block]:
         """All blocks, pre-order (the root first)."""
         from .functor import pre_order
+
         for node in pre_order(self.body):
             if isinstance(node, Block):
                 yield node
 
     def loops(self) -> Iterator[For]:
         from .functor import pre_order
+
         for node in pre_order(self.body):
             if isinstance(node, For):
                 yield node
@@ -45,11 +48,13 @@ class PrimFunc:
         for b in self.blocks():
             if b.name == name:
                 return b
-        raise KeyError(f"no block named {name!r} in {self.name}; blocks: "
-                       f"{', '.join(b.name for b in self.blocks())}")
+        raise KeyError(
+            f"no block named {name!r} in {self.name}; blocks: {', '.join(b.name for b in self.blocks())}"
+        )
 
     def __str__(self) -> str:
         from .printer import func_str
+
         return func_str(self)
 
     def _repr_pretty_(self, p, cycle):  # IPython plain-text display
@@ -60,4 +65,5 @@ class PrimFunc:
 
     def structural_hash(self) -> str:
         from .structural import structural_hash
+
         return structural_hash(self)

@@ -5,6 +5,7 @@ Nodes are frozen dataclasses; their children are the fields holding IR nodes (``
 rewrites can swap through ``buffer_map``. A rewrite rebuilds only the path to what changed, so
 unchanged subtrees are shared between the old and the new function.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,9 +54,12 @@ def post_order_visit(node: Any, fn: Callable[[Any], None]) -> None:
         fn(n)
 
 
-def transform(node: Any, post: Callable[[Any], Any],
-              pre: Optional[Callable[[Any], Any]] = None,
-              buffer_map: Optional[Mapping[Buffer, Buffer]] = None) -> Any:
+def transform(
+    node: Any,
+    post: Callable[[Any], Any],
+    pre: Optional[Callable[[Any], Any]] = None,
+    buffer_map: Optional[Mapping[Buffer, Buffer]] = None,
+) -> Any:
     """Rebuild ``node`` bottom-up.
 
     ``pre(n)`` may return a replacement that is used as is (its subtree is not visited);
@@ -106,6 +110,7 @@ def substitute(node: Any, vmap: Mapping[Var, Any]) -> Any:
     if not vmap:
         return node
     from .expr import convert
+
     table = {v: convert(e) for v, e in vmap.items()}
 
     def pre(n: Any) -> Any:

@@ -12,6 +12,7 @@ The analyses the primitives need live here too: the shape a map sends a buffer t
 (:meth:`~IndexMap.is_injective`, checked by evaluating it on every index), and the inverse of
 a bijective affine map (:meth:`~IndexMap.inverse`: splits, fuses and reorders of iterators).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -21,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .expr import (Add, BinaryOp, Expr, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, convert, is_const)
+from .expr import Add, BinaryOp, Expr, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, convert, is_const
 from .functor import pre_order, substitute
 from .stmt import Range
 
@@ -51,12 +52,11 @@ class IndexMap:
                 if isinstance(n, Var) and n not in self.params:
                     raise ValueError(f"index map result {e} uses {n.name!r}, not a parameter")
                 if type(n) not in (Var, IntImm) + tuple(_SYMBOL):
-                    raise ValueError(f"index maps use + - * // % on ints only; {e} contains "
-                                     f"a {type(n).__name__}")
-                if type(n) in (FloorDiv, FloorMod) and not (
-                        isinstance(n.b, IntImm) and n.b.value > 0):
-                    raise ValueError(f"in {e}: the divisor of // and % must be a positive "
-                                     f"integer constant")
+                    raise ValueError(
+                        f"index maps use + - * // % on ints only; {e} contains a {type(n).__name__}"
+                    )
+                if type(n) in (FloorDiv, FloorMod) and not (isinstance(n.b, IntImm) and n.b.value > 0):
+                    raise ValueError(f"in {e}: the divisor of // and % must be a positive integer constant")
                 if n.dtype != "int32":
                     raise ValueError(f"index map expression {n} has dtype {n.dtype}, not int32")
 
@@ -67,8 +67,9 @@ class IndexMap:
         params = []
         for p in inspect.signature(fn).parameters.values():
             if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-                raise ValueError(f"an index map takes plain positional parameters; "
-                                 f"{p.name!r} is {p.kind.description}")
+                raise ValueError(
+                    f"an index map takes plain positional parameters; {p.name!r} is {p.kind.description}"
+                )
             params.append(Var(p.name))
         out = fn(*params)
         results = tuple(out) if isinstance(out, (tuple, list)) else (out,)
@@ -88,8 +89,7 @@ class IndexMap:
             return cls.parse(value)
         if callable(value):
             return cls.from_func(value)
-        raise TypeError(f"expected an index map (a lambda, its text or an IndexMap), "
-                        f"got {value!r}")
+        raise TypeError(f"expected an index map (a lambda, its text or an IndexMap), got {value!r}")
 
     @classmethod
     def __trace_arg__(cls, value: Any) -> str:
@@ -115,20 +115,24 @@ class IndexMap:
 
     def _ranges(self, shape: Sequence[int]) -> dict[Var, Range]:
         if len(shape) != len(self.params):
-            raise ValueError(f"{self} takes {len(self.params)} indices; the shape "
-                             f"{list(shape)} has {len(shape)}")
+            raise ValueError(
+                f"{self} takes {len(self.params)} indices; the shape {list(shape)} has {len(shape)}"
+            )
         return {p: Range.from_extent(int(s)) for p, s in zip(self.params, shape)}
 
     def map_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
         """The smallest shape holding every mapped index of ``shape`` (bound analysis)."""
         from .arith import const_int_bound
+
         ranges = self._ranges(shape)
         out = []
         for r in self.results:
             lo, hi = const_int_bound(r, ranges)
             if lo is None or hi is None or lo < 0:
-                raise ValueError(f"{r} takes values in [{lo}, {hi}] on shape {list(shape)}; "
-                                 f"an index map must send indices to non-negative ones")
+                raise ValueError(
+                    f"{r} takes values in [{lo}, {hi}] on shape {list(shape)}; "
+                    f"an index map must send indices to non-negative ones"
+                )
             out.append(hi + 1)
         return tuple(out)
 
@@ -136,8 +140,10 @@ class IndexMap:
         """True if no two indices of ``shape`` map to the same index (checked on all of them)."""
         total = int(np.prod(shape, dtype=np.int64))
         if total > MAX_CHECKED_POINTS:
-            raise ValueError(f"shape {list(shape)} has {total} indices, more than the "
-                             f"{MAX_CHECKED_POINTS} that injectivity is checked on")
+            raise ValueError(
+                f"shape {list(shape)} has {total} indices, more than the "
+                f"{MAX_CHECKED_POINTS} that injectivity is checked on"
+            )
         points = np.indices(tuple(shape), dtype=np.int64).reshape(len(shape), -1)
         env = dict(zip(self.params, points))
         new_shape = self.map_shape(shape)
@@ -162,7 +168,7 @@ def _text(e: Expr) -> str:
         return e.name
     if isinstance(e, IntImm):
         return str(e.value)
-    assert isinstance(e, BinaryOp), e     # index maps hold variables, constants and + - * // %
+    assert isinstance(e, BinaryOp), e  # index maps hold variables, constants and + - * // %
     prec = _PRECEDENCE[type(e)]
     left, right = _text(e.a), _text(e.b)
     # left-associative: the right operand of an equal-precedence operator keeps its parens
@@ -210,8 +216,7 @@ class _Parser:
         while self.peek() != ":":
             name = self.take()
             if not name.isidentifier() or name in self.vars:
-                raise ValueError(f"index map {self.text!r}: parameters must be distinct "
-                                 f"names, got {name!r}")
+                raise ValueError(f"index map {self.text!r}: parameters must be distinct names, got {name!r}")
             self.vars[name] = Var(name)
             if self.peek() != ":":
                 self.take(",")
@@ -324,12 +329,12 @@ class _Inverter:
         self.imap = imap
         self.extent = {p: int(s) for p, s in zip(imap.params, shape)}
         if len(shape) != len(imap.params):
-            raise ValueError(f"{imap} takes {len(imap.params)} indices; the shape "
-                             f"{list(shape)} has {len(shape)}")
+            raise ValueError(
+                f"{imap} takes {len(imap.params)} indices; the shape {list(shape)} has {len(shape)}"
+            )
 
     def fail(self, why: str) -> ValueError:
-        return ValueError(f"{self.imap} is not a bijective affine map on "
-                          f"{list(self.extent.values())}: {why}")
+        return ValueError(f"{self.imap} is not a bijective affine map on {list(self.extent.values())}: {why}")
 
     def digits(self, e: Expr) -> list[_Digit]:
         if isinstance(e, Var):
@@ -341,9 +346,8 @@ class _Inverter:
         if isinstance(e, Mul):
             const, other = (e.a, e.b) if isinstance(e.a, IntImm) else (e.b, e.a)
             if isinstance(const, IntImm) and const.value > 0:
-                return [_Digit(d.var, d.lower, d.extent, d.scale * const.value)
-                        for d in self.digits(other)]
-        if isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm):   # else: fail below
+                return [_Digit(d.var, d.lower, d.extent, d.scale * const.value) for d in self.digits(other)]
+        if isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm):  # else: fail below
             terms = sorted(self.digits(e.a), key=lambda d: d.scale)
             return self.divmod(terms, e.b.value, isinstance(e, FloorDiv), e)
         raise self.fail(f"{_text(e)} is not a sum of scaled splits of the parameters")
@@ -378,13 +382,14 @@ class _Inverter:
                     out.append(_Digit(d.var, d.lower, rest, d.scale))
                 rest = 1
             else:
-                raise self.fail(f"{_text(e)}: {c} does not align with a digit of extent "
-                                f"{d.extent} of {d.var.name}")
+                raise self.fail(
+                    f"{_text(e)}: {c} does not align with a digit of extent {d.extent} of {d.var.name}"
+                )
         return out
 
     def run(self) -> tuple[IndexMap, tuple[int, ...]]:
         shape: list[int] = []
-        placed: list[tuple[_Digit, int]] = []     # (digit, result position)
+        placed: list[tuple[_Digit, int]] = []  # (digit, result position)
         for k, r in enumerate(self.imap.results):
             terms = sorted(self.digits(r), key=lambda d: d.scale)
             expect = 1
@@ -412,8 +417,9 @@ class _Inverter:
                 term = digit if d.lower == 1 else Mul(digit, IntImm(d.lower))
                 value = term if is_const(value, 0) else Add(value, term)
             if expect != self.extent[p]:
-                raise self.fail(f"{p.name} has extent {self.extent[p]} but the results "
-                                f"cover {expect} of its values")
+                raise self.fail(
+                    f"{p.name} has extent {self.extent[p]} but the results cover {expect} of its values"
+                )
             inverse.append(value)
         return IndexMap(new_vars, tuple(inverse)), tuple(shape)
 

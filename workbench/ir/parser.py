@@ -20,6 +20,7 @@ Every error is a :class:`~workbench.errors.TVMScriptError` with the line and col
 of the text it is about. ``T.reads`` / ``T.writes`` are optional: when absent they are inferred
 by :func:`~workbench.ir.region.infer_access_regions`, the rule the compute DSL uses.
 """
+
 from __future__ import annotations
 
 import ast
@@ -28,13 +29,59 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..errors import TVMScriptError
 from .buffer import Buffer
-from .expr import (DTYPES, INTRINSICS, Add, And, Cast, Div, EQ, Expr, FloorDiv, FloorMod, FloatImm, GE,
-                   GT, IntImm, LE, LT, Max, Min, Mul, NE, Not, Or, Sub, Var, call, cast, const,
-                   convert, if_then_else, is_float)
+from .expr import (
+    DTYPES,
+    INTRINSICS,
+    Add,
+    And,
+    Cast,
+    Div,
+    EQ,
+    Expr,
+    FloorDiv,
+    FloorMod,
+    FloatImm,
+    GE,
+    GT,
+    IntImm,
+    LE,
+    LT,
+    Max,
+    Min,
+    Mul,
+    NE,
+    Not,
+    Or,
+    Sub,
+    Var,
+    call,
+    cast,
+    const,
+    convert,
+    if_then_else,
+    is_float,
+)
 from .func import PrimFunc
 from .region import infer_access_regions
-from .stmt import (OPAQUE, REDUCE, SPATIAL, TRUE, Allocate, Block, BlockRealize, BufferRegion, BufferStore,
-                   Evaluate, For, ForKind, IfThenElse, IterVar, Range, Stmt, seq)
+from .stmt import (
+    OPAQUE,
+    REDUCE,
+    SPATIAL,
+    TRUE,
+    Allocate,
+    Block,
+    BlockRealize,
+    BufferRegion,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    IterVar,
+    Range,
+    Stmt,
+    seq,
+)
 from .structural import structural_equal
 
 __all__ = ["parse", "from_tvmscript"]
@@ -43,25 +90,53 @@ __all__ = ["parse", "from_tvmscript"]
 _BLOCK = ("block", "sblock")
 _ALLOC = ("alloc_buffer", "sblock_alloc_buffer")
 _BLOCK_ATTR = ("block_attr", "sblock_attr")
-_LOOPS = {"serial": ForKind.SERIAL, "parallel": ForKind.PARALLEL,
-          "vectorized": ForKind.VECTORIZED, "unroll": ForKind.UNROLLED,
-          "thread_binding": ForKind.THREAD_BINDING}
+_LOOPS = {
+    "serial": ForKind.SERIAL,
+    "parallel": ForKind.PARALLEL,
+    "vectorized": ForKind.VECTORIZED,
+    "unroll": ForKind.UNROLLED,
+    "thread_binding": ForKind.THREAD_BINDING,
+}
 _AXES = {"spatial": SPATIAL, "S": SPATIAL, "reduce": REDUCE, "R": REDUCE, "opaque": OPAQUE}
 _BINOPS: dict[type, Callable[[Any, Any], Expr]] = {
-    ast.Add: Add.make, ast.Sub: Sub.make, ast.Mult: Mul.make, ast.Div: Div.make,
-    ast.FloorDiv: FloorDiv.make, ast.Mod: FloorMod.make}
-_CMPOPS = {ast.Lt: LT.make, ast.LtE: LE.make, ast.Gt: GT.make, ast.GtE: GE.make,
-           ast.Eq: EQ.make, ast.NotEq: NE.make}
-_FUNCS2 = {"max": Max.make, "min": Min.make, "floordiv": FloorDiv.make,
-           "floormod": FloorMod.make, "truncdiv": Div.make}
+    ast.Add: Add.make,
+    ast.Sub: Sub.make,
+    ast.Mult: Mul.make,
+    ast.Div: Div.make,
+    ast.FloorDiv: FloorDiv.make,
+    ast.Mod: FloorMod.make,
+}
+_CMPOPS = {
+    ast.Lt: LT.make,
+    ast.LtE: LE.make,
+    ast.Gt: GT.make,
+    ast.GtE: GE.make,
+    ast.Eq: EQ.make,
+    ast.NotEq: NE.make,
+}
+_FUNCS2 = {
+    "max": Max.make,
+    "min": Min.make,
+    "floordiv": FloorDiv.make,
+    "floormod": FloorMod.make,
+    "truncdiv": Div.make,
+}
 #: the T.* functions an expression may call (for "did you mean" hints)
-_EXPR_FUNCS = (*_FUNCS2, *INTRINSICS, *DTYPES, "if_then_else", "Select", "Cast", "cast",
-               "max_value", "min_value")
+_EXPR_FUNCS = (
+    *_FUNCS2,
+    *INTRINSICS,
+    *DTYPES,
+    "if_then_else",
+    "Select",
+    "Cast",
+    "cast",
+    "max_value",
+    "min_value",
+)
 #: function attributes that mean nothing here: every function is its own symbol, and
 #: workbench buffers never alias
 _DROPPED_ATTRS = ("global_symbol", "tir.noalias", "tirx.noalias")
-_MODULES = ("tvm.script", "tvm.script.tir", "tvm.script.tirx", "tvm.script.ir",
-            "tvm.script.ir_builder")
+_MODULES = ("tvm.script", "tvm.script.tir", "tvm.script.tirx", "tvm.script.ir", "tvm.script.ir_builder")
 
 
 def parse(text: str) -> PrimFunc:
@@ -74,8 +149,9 @@ def parse(text: str) -> PrimFunc:
         _reject_dunders(tree, text)
         return _Parser(text).module(tree)
     except SyntaxError as exc:
-        raise TVMScriptError(f"not valid Python syntax: {exc.msg}", exc.lineno or 1,
-                             exc.offset or 1, text) from None
+        raise TVMScriptError(
+            f"not valid Python syntax: {exc.msg}", exc.lineno or 1, exc.offset or 1, text
+        ) from None
     except (RecursionError, MemoryError):
         raise TVMScriptError("the text nests too deeply to be read", 1, 1, text) from None
 
@@ -88,13 +164,24 @@ def _reject_dunders(tree: ast.AST, text: str) -> None:
     if "__" not in text:
         return
     for node in ast.walk(tree):
-        name = (node.id if isinstance(node, ast.Name) else
-                node.attr if isinstance(node, ast.Attribute) else
-                node.name if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else
-                node.arg if isinstance(node, (ast.arg, ast.keyword)) else None)
+        name = (
+            node.id
+            if isinstance(node, ast.Name)
+            else node.attr
+            if isinstance(node, ast.Attribute)
+            else node.name
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+            else node.arg
+            if isinstance(node, (ast.arg, ast.keyword))
+            else None
+        )
         if name and "__" in name:
-            raise TVMScriptError(f"`{name}` is not TVMScript (the parser never runs code)",
-                                 node.lineno, node.col_offset + 1, text)
+            raise TVMScriptError(
+                f"`{name}` is not TVMScript (the parser never runs code)",
+                node.lineno,
+                node.col_offset + 1,
+                text,
+            )
 
 
 class _Block:
@@ -109,15 +196,16 @@ class _Block:
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
-        self.T, self.I = {"T"}, {"I"}     # aliases the imports give the two modules
+        self.T, self.I = {"T"}, {"I"}  # aliases the imports give the two modules
         self.scopes: list[dict[str, Any]] = [{}]
-        self.loops: dict[Var, tuple[Expr, Expr]] = {}   # enclosing loop var -> (min, extent)
+        self.loops: dict[Var, tuple[Expr, Expr]] = {}  # enclosing loop var -> (min, extent)
         self.block_names: set[str] = set()
 
     # errors and names -----------------------------------------------------------------
     def error(self, node: ast.AST, message: str) -> TVMScriptError:
-        return TVMScriptError(message, getattr(node, "lineno", 1),
-                              getattr(node, "col_offset", 0) + 1, self.text)
+        return TVMScriptError(
+            message, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1, self.text
+        )
 
     def lookup(self, name: str) -> Any:
         for scope in reversed(self.scopes):
@@ -152,8 +240,9 @@ class _Parser:
             elif isinstance(node, ast.ClassDef):
                 funcs.extend(self.ir_module(node))
             elif not _is_docstring(node):
-                raise self.error(node, "expected one @T.prim_func (and imports of tvm.script), "
-                                       f"found {_a(_what(node))}")
+                raise self.error(
+                    node, f"expected one @T.prim_func (and imports of tvm.script), found {_a(_what(node))}"
+                )
         if len(funcs) != 1:
             where = funcs[1] if funcs else tree
             raise self.error(where, f"expected exactly one @T.prim_func, found {len(funcs)}")
@@ -169,20 +258,24 @@ class _Parser:
             return
         if isinstance(node, ast.Import) and all(a.name.split(".")[0] == "tvm" for a in node.names):
             return
-        raise self.error(node, "only `from tvm.script import tir as T` (or tirx, ir as I) may "
-                               "be imported")
+        raise self.error(node, "only `from tvm.script import tir as T` (or tirx, ir as I) may be imported")
 
     def ir_module(self, node: ast.ClassDef) -> list[ast.FunctionDef]:
-        if not any(self._deco_name(d, self.I) == "ir_module" or _dotted(d) == "tvm.script.ir_module"
-                   for d in node.decorator_list):
+        if not any(
+            self._deco_name(d, self.I) == "ir_module" or _dotted(d) == "tvm.script.ir_module"
+            for d in node.decorator_list
+        ):
             raise self.error(node, f"class {node.name} is not an @I.ir_module")
         funcs = [f for f in node.body if isinstance(f, ast.FunctionDef)]
         for f in node.body:
             if not isinstance(f, ast.FunctionDef) and not _is_docstring(f):
                 raise self.error(f, f"an @I.ir_module holds functions only, found {_a(_what(f))}")
         if len(funcs) != 1:
-            raise self.error(node, f"@I.ir_module {node.name} has {len(funcs)} functions; "
-                                   "workbench reads a module with one (main)")
+            raise self.error(
+                node,
+                f"@I.ir_module {node.name} has {len(funcs)} functions; "
+                "workbench reads a module with one (main)",
+            )
         return funcs
 
     @staticmethod
@@ -199,11 +292,12 @@ class _Parser:
         a = node.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
             raise self.error(node, f"{node.name}: parameters are plain `name: T.Buffer(...)`")
-        params: list[Any] = []               # a Buffer, or an ast.arg waiting for match_buffer
+        params: list[Any] = []  # a Buffer, or an ast.arg waiting for match_buffer
         for arg in a.args:
             if arg.annotation is None:
-                raise self.error(arg, f"parameter {arg.arg} needs a type: "
-                                      f'`{arg.arg}: T.Buffer((..), "float32")`')
+                raise self.error(
+                    arg, f'parameter {arg.arg} needs a type: `{arg.arg}: T.Buffer((..), "float32")`'
+                )
             if self.t_name(arg.annotation) == "handle":
                 params.append(arg)
                 continue
@@ -215,7 +309,7 @@ class _Parser:
         if body and _is_docstring(body[0]):
             body = body[1:]
         rest = []
-        for stmt in body:   # the function-level statements that are not part of the body
+        for stmt in body:  # the function-level statements that are not part of the body
             name = self.call_name(stmt.value) if isinstance(stmt, (ast.Expr, ast.Assign)) else None
             if isinstance(stmt, ast.Expr) and name == "func_attr":
                 attrs.update(self.literal(_one_arg(self, stmt.value, "T.func_attr")))
@@ -225,8 +319,7 @@ class _Parser:
                 rest.append(stmt)
         for p in params:
             if isinstance(p, ast.arg):
-                raise self.error(p, f"parameter {p.arg} is a T.handle that no T.match_buffer "
-                                    "gives a buffer")
+                raise self.error(p, f"parameter {p.arg} is a T.handle that no T.match_buffer gives a buffer")
         root_with = rest[0] if len(rest) == 1 and isinstance(rest[0], ast.With) else None
         if root_with is not None and self._block_name(root_with) == "root":
             root = self.block(root_with.items[0].context_expr, root_with.body, is_root=True)
@@ -236,16 +329,20 @@ class _Parser:
         else:
             owner = _Block("root")
             stmts = self.stmts(rest, owner, node)
-            root = BlockRealize((), TRUE, Block("root", (), (), (), stmts,
-                                                alloc_buffers=tuple(owner.allocs),
-                                                annotations=owner.attrs))
+            root = BlockRealize(
+                (),
+                TRUE,
+                Block("root", (), (), (), stmts, alloc_buffers=tuple(owner.allocs), annotations=owner.attrs),
+            )
         attrs = {k: v for k, v in attrs.items() if k not in _DROPPED_ATTRS}
         return PrimFunc(node.name, tuple(params), root, attrs)
 
     def _has_blocks(self, body: Sequence[ast.stmt]) -> bool:
-        return any(isinstance(n, ast.With) and any(self.call_name(i.context_expr) in _BLOCK
-                                                   for i in n.items)
-                   for stmt in body for n in ast.walk(stmt))
+        return any(
+            isinstance(n, ast.With) and any(self.call_name(i.context_expr) in _BLOCK for i in n.items)
+            for stmt in body
+            for n in ast.walk(stmt)
+        )
 
     def _block_name(self, w: ast.With) -> Optional[str]:
         if len(w.items) != 1:
@@ -262,11 +359,18 @@ class _Parser:
             return self.make_buffer(node, name, items, [])
         if isinstance(node, ast.Call) and self.call_name(node) == "Buffer":
             return self.make_buffer(node, name, node.args, node.keywords)
-        raise self.error(node, f'parameter {name}: expected T.Buffer((..), "dtype"), '
-                               f"found {ast.unparse(node)}")
+        raise self.error(
+            node, f'parameter {name}: expected T.Buffer((..), "dtype"), found {ast.unparse(node)}'
+        )
 
-    def make_buffer(self, node: ast.AST, name: str, args: Sequence[ast.expr],
-                    keywords: Sequence[ast.keyword], what: str = "T.Buffer") -> Buffer:
+    def make_buffer(
+        self,
+        node: ast.AST,
+        name: str,
+        args: Sequence[ast.expr],
+        keywords: Sequence[ast.keyword],
+        what: str = "T.Buffer",
+    ) -> Buffer:
         """A buffer from ``(shape, dtype="float32", scope="global", align=[...])`` arguments."""
         opts = {"shape": None, "dtype": None, "scope": None, "align": None}
         if len(args) > 2:
@@ -285,19 +389,25 @@ class _Parser:
         for d in dims:
             value = d.value if isinstance(d, ast.Constant) else None
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise self.error(d, f"buffer {name}: shapes are non-negative integer constants, "
-                                    f"found {ast.unparse(d)}")
+                raise self.error(
+                    d, f"buffer {name}: shapes are non-negative integer constants, found {ast.unparse(d)}"
+                )
             shape.append(value)
         dtype = self.dtype(opts["dtype"]) if opts["dtype"] is not None else "float32"
         scope = self.string(opts["scope"], "scope") if opts["scope"] is not None else "global"
         align = ()
         if opts["align"] is not None:
             value = self.literal(opts["align"])
-            if not (isinstance(value, (list, tuple)) and all(
+            if not (
+                isinstance(value, (list, tuple))
+                and all(
                     isinstance(x, (list, tuple)) and len(x) == 3 and all(isinstance(y, int) for y in x)
-                    for x in value)):
-                raise self.error(opts["align"], f"buffer {name}: align is a list of "
-                                                "(dim, factor, offset) triples")
+                    for x in value
+                )
+            ):
+                raise self.error(
+                    opts["align"], f"buffer {name}: align is a list of (dim, factor, offset) triples"
+                )
             align = tuple(tuple(x) for x in value)
         try:
             return Buffer(name, tuple(shape), dtype, scope, align)
@@ -314,10 +424,10 @@ class _Parser:
         handle = call_node.args[0].id
         k = next((n for n, p in enumerate(params) if isinstance(p, ast.arg) and p.arg == handle), None)
         if k is None:
-            raise self.error(call_node.args[0], f"{handle} is not a T.handle parameter "
-                                                "(or was matched already)")
-        buf = self.make_buffer(call_node, target.id, call_node.args[1:], call_node.keywords,
-                               "T.match_buffer")
+            raise self.error(
+                call_node.args[0], f"{handle} is not a T.handle parameter (or was matched already)"
+            )
+        buf = self.make_buffer(call_node, target.id, call_node.args[1:], call_node.keywords, "T.match_buffer")
         params[k] = buf
         self.define(target.id, buf)
 
@@ -327,7 +437,7 @@ class _Parser:
         for k, node in enumerate(body):
             if isinstance(node, ast.Assign) and self.call_name(node.value) == "allocate":
                 # ``B = T.allocate(...)``: B lives in the rest of this statement list
-                out.append(self.allocate(node.targets[0], node.value, body[k + 1:], owner, node))
+                out.append(self.allocate(node.targets[0], node.value, body[k + 1 :], owner, node))
                 break
             s = self.stmt(node, owner)
             if s is not None:
@@ -336,8 +446,9 @@ class _Parser:
             raise self.error(parent, "nothing to do here: the body has no statement")
         return seq(*out)
 
-    def allocate(self, target: ast.expr, value: ast.Call, body: Sequence[ast.stmt],
-                 owner: _Block, parent: ast.AST) -> Allocate:
+    def allocate(
+        self, target: ast.expr, value: ast.Call, body: Sequence[ast.stmt], owner: _Block, parent: ast.AST
+    ) -> Allocate:
         if not isinstance(target, ast.Name):
             raise self.error(target, "T.allocate is bound to one name")
         buf = self.make_buffer(value, target.id, value.args, value.keywords, "T.allocate")
@@ -351,19 +462,23 @@ class _Parser:
             return self.for_loop(node, owner)
         if isinstance(node, ast.With):
             item = node.items[0]
-            if len(node.items) == 1 and self.call_name(item.context_expr) == "allocate" \
-                    and item.optional_vars is not None:
+            if (
+                len(node.items) == 1
+                and self.call_name(item.context_expr) == "allocate"
+                and item.optional_vars is not None
+            ):
                 return self.allocate(item.optional_vars, item.context_expr, node.body, owner, node)
             if len(node.items) != 1 or item.optional_vars is not None:
-                raise self.error(node, "`with` takes one T.block(\"name\") here")
+                raise self.error(node, '`with` takes one T.block("name") here')
             ctx = node.items[0].context_expr
             name = self.call_name(ctx)
             if name in _BLOCK:
                 return self.block(ctx, node.body)
             if name == "init":
-                raise self.error(node, "`with T.init()` belongs directly inside a reduction "
-                                       "block, before its body")
-            raise self.error(ctx, f"expected `with T.block(\"name\")`, found {ast.unparse(ctx)}")
+                raise self.error(
+                    node, "`with T.init()` belongs directly inside a reduction block, before its body"
+                )
+            raise self.error(ctx, f'expected `with T.block("name")`, found {ast.unparse(ctx)}')
         if isinstance(node, ast.Assign):
             return self.assign(node, owner)
         if isinstance(node, ast.AugAssign):
@@ -406,13 +521,15 @@ class _Parser:
             self.define(target.id, buf)
             return None
         if name and name.startswith("axis."):
-            raise self.error(node, f"T.{name} belongs directly inside a `with T.block(...)`, "
-                                   "before its body")
+            raise self.error(node, f"T.{name} belongs directly inside a `with T.block(...)`, before its body")
         if name == "match_buffer":
             raise self.error(node, "T.match_buffer belongs at the top of the function body")
-        raise self.error(target, "only buffer elements can be assigned (A[i] = ...); "
-                                 f"`{ast.unparse(target)} = ...` would need a local variable, "
-                                 "which TVMScript blocks do not have")
+        raise self.error(
+            target,
+            "only buffer elements can be assigned (A[i] = ...); "
+            f"`{ast.unparse(target)} = ...` would need a local variable, "
+            "which TVMScript blocks do not have",
+        )
 
     def store(self, target: ast.Subscript, node: ast.AST, value: Any) -> BufferStore:
         buf, indices = self.subscript(target)
@@ -429,8 +546,11 @@ class _Parser:
         if not isinstance(value, Expr):
             return convert(value, dtype) if not isinstance(value, bool) else const(value, dtype)
         if value.dtype != dtype:
-            raise self.error(node, f"{_a(value.dtype)} value stored into a {dtype} buffer; "
-                                   f'write T.Cast("{dtype}", ...) to convert')
+            raise self.error(
+                node,
+                f"{_a(value.dtype)} value stored into a {dtype} buffer; "
+                f'write T.Cast("{dtype}", ...) to convert',
+            )
         return value
 
     def for_loop(self, node: ast.For, owner: _Block) -> Stmt:
@@ -447,18 +567,23 @@ class _Parser:
             if it.keywords:
                 raise self.error(it.keywords[0], "T.grid takes extents only")
             if len(it.args) != len(targets):
-                raise self.error(it, f"T.grid has {_n(len(it.args), 'extent')} for "
-                                     f"{_n(len(targets), 'loop variable')}")
+                raise self.error(
+                    it, f"T.grid has {_n(len(it.args), 'extent')} for {_n(len(targets), 'loop variable')}"
+                )
             headers = [(IntImm(0), self.as_expr(e), ForKind.SERIAL, None, {}) for e in it.args]
         elif name in _LOOPS or is_range:
             if len(targets) != 1:
-                raise self.error(node.target, f"{ast.unparse(it.func)} gives one loop variable, "
-                                              f"not {len(targets)}")
+                raise self.error(
+                    node.target, f"{ast.unparse(it.func)} gives one loop variable, not {len(targets)}"
+                )
             headers = [self.loop_range(it, "range" if is_range else name)]
         else:
-            raise self.error(it, "loops run over range(...), T.grid(...), T.serial, T.parallel, "
-                                 "T.vectorized, T.unroll or T.thread_binding; found "
-                                 f"{ast.unparse(it)}")
+            raise self.error(
+                it,
+                "loops run over range(...), T.grid(...), T.serial, T.parallel, "
+                "T.vectorized, T.unroll or T.thread_binding; found "
+                f"{ast.unparse(it)}",
+            )
         self.scopes.append({})
         made = []
         for t, (lo, extent, kind, tag, ann) in zip(targets, headers):
@@ -507,13 +632,19 @@ class _Parser:
     # blocks ---------------------------------------------------------------------------
     def block(self, ctx: ast.Call, body: Sequence[ast.stmt], is_root: bool = False) -> BlockRealize:
         what = ast.unparse(ctx.func)
-        if len(ctx.args) != 1 or not isinstance(ctx.args[0], ast.Constant) \
-                or not isinstance(ctx.args[0].value, str) or ctx.keywords:
+        if (
+            len(ctx.args) != 1
+            or not isinstance(ctx.args[0], ast.Constant)
+            or not isinstance(ctx.args[0].value, str)
+            or ctx.keywords
+        ):
             raise self.error(ctx, f'{what} takes the block\'s name: {what}("name")')
         name = ctx.args[0].value
         if name in self.block_names:
-            raise self.error(ctx.args[0], f'two blocks are named "{name}"; a block\'s name is '
-                                          "its identity, so names must be unique")
+            raise self.error(
+                ctx.args[0],
+                f'two blocks are named "{name}"; a block\'s name is its identity, so names must be unique',
+            )
         self.block_names.add(name)
         owner = _Block(name)
         self.scopes.append({})
@@ -538,8 +669,11 @@ class _Parser:
                     writes = regions
             elif isinstance(node, ast.Expr) and cname == "where":
                 predicate = self.as_expr(_one_arg(self, node.value, "T.where"), "bool")
-            elif isinstance(node, ast.With) and len(node.items) == 1 \
-                    and self.call_name(node.items[0].context_expr) == "init":
+            elif (
+                isinstance(node, ast.With)
+                and len(node.items) == 1
+                and self.call_name(node.items[0].context_expr) == "init"
+            ):
                 if init is not None:
                     raise self.error(node, f"block {name} has two `with T.init()`")
                 init = self.stmts(node.body, owner, node)
@@ -558,8 +692,9 @@ class _Parser:
             inferred = infer_access_regions(stmt, init, alloc_buffers=owner.allocs, var_ranges=ranges)
             reads = inferred[0] if reads is None else reads
             writes = inferred[1] if writes is None else writes
-        block = Block(name, tuple(iter_vars), tuple(reads), tuple(writes), stmt, init,
-                      tuple(owner.allocs), owner.attrs)
+        block = Block(
+            name, tuple(iter_vars), tuple(reads), tuple(writes), stmt, init, tuple(owner.allocs), owner.attrs
+        )
         return BlockRealize(tuple(values), predicate, block)
 
     def axes(self, node: ast.Assign, kind: str) -> list[tuple[IterVar, Expr]]:
@@ -580,32 +715,42 @@ class _Parser:
                 raise self.error(loops, "T.axis.remap expects a list of loop variables")
             letters = kinds.value
             if len(letters) != len(names):
-                raise self.error(kinds, "T.axis.remap expects one letter per iterator, got "
-                                        f'"{letters}" for {len(names)}')
+                raise self.error(
+                    kinds, f'T.axis.remap expects one letter per iterator, got "{letters}" for {len(names)}'
+                )
             if len(loops.elts) != len(names):
-                raise self.error(loops, f"T.axis.remap binds {len(names)} iterators to "
-                                        f"{len(loops.elts)} loop variables")
+                raise self.error(
+                    loops, f"T.axis.remap binds {len(names)} iterators to {len(loops.elts)} loop variables"
+                )
             for t, letter, lnode in zip(names, letters, loops.elts):
                 if letter not in "SR":
-                    raise self.error(kinds, f'T.axis.remap kinds are "S" (spatial) or "R" '
-                                            f'(reduce), got "{letter}"')
+                    raise self.error(
+                        kinds, f'T.axis.remap kinds are "S" (spatial) or "R" (reduce), got "{letter}"'
+                    )
                 var = self.expr(lnode) if isinstance(lnode, ast.Name) else None
                 if not isinstance(var, Var) or var not in self.loops:
-                    raise self.error(lnode, f"T.axis.remap binds to loop variables of enclosing "
-                                            f"loops; {ast.unparse(lnode)} is not one")
+                    raise self.error(
+                        lnode,
+                        f"T.axis.remap binds to loop variables of enclosing "
+                        f"loops; {ast.unparse(lnode)} is not one",
+                    )
                 lo, extent = self.loops[var]
                 out.append((IterVar(Var(t.id, var.dtype), Range(lo, extent), letter), var))
         else:
-            axis = kind[len("axis."):]
+            axis = kind[len("axis.") :]
             if axis not in _AXES:
-                raise self.error(call_node.func, f"unknown iterator kind T.{kind}; expected "
-                                                 "T.axis.spatial, T.axis.reduce, T.axis.opaque "
-                                                 "or T.axis.remap")
+                raise self.error(
+                    call_node.func,
+                    f"unknown iterator kind T.{kind}; expected "
+                    "T.axis.spatial, T.axis.reduce, T.axis.opaque "
+                    "or T.axis.remap",
+                )
             if len(names) != 1:
                 raise self.error(target, f"T.{kind} defines one iterator")
             if len(call_node.args) != 2 or call_node.keywords:
-                raise self.error(call_node, f"T.{kind} takes (domain, value): "
-                                            f"T.{kind}(128, i) or T.{kind}((lo, hi), i)")
+                raise self.error(
+                    call_node, f"T.{kind} takes (domain, value): T.{kind}(128, i) or T.{kind}((lo, hi), i)"
+                )
             dom_node, value_node = call_node.args
             dom_args = dom_node.elts if isinstance(dom_node, ast.Tuple) else [dom_node]
             if len(dom_args) not in (1, 2):
@@ -619,7 +764,7 @@ class _Parser:
 
     def regions(self, node: ast.Call) -> list[BufferRegion]:
         items: list[ast.expr] = []
-        for a in node.args:   # T.reads(A[..], B[..]) or the older T.reads([A[..], B[..]])
+        for a in node.args:  # T.reads(A[..], B[..]) or the older T.reads([A[..], B[..]])
             items.extend(a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])
         out = []
         for item in items:
@@ -627,11 +772,17 @@ class _Parser:
                 out.append(BufferRegion.full(self.lookup(item.id)))
                 continue
             if not isinstance(item, ast.Subscript):
-                raise self.error(item, f"{ast.unparse(node.func)} lists buffer regions such as "
-                                       f"A[vi, 0:16], found {ast.unparse(item)}")
+                raise self.error(
+                    item,
+                    f"{ast.unparse(node.func)} lists buffer regions such as "
+                    f"A[vi, 0:16], found {ast.unparse(item)}",
+                )
             buf, indices = self.subscript(item, slices=True)
-            out.append(BufferRegion(buf, tuple(
-                i if isinstance(i, Range) else Range(i, IntImm(1, i.dtype)) for i in indices)))
+            out.append(
+                BufferRegion(
+                    buf, tuple(i if isinstance(i, Range) else Range(i, IntImm(1, i.dtype)) for i in indices)
+                )
+            )
         return out
 
     def subscript(self, node: ast.Subscript, slices: bool = False) -> tuple[Buffer, list]:
@@ -639,13 +790,14 @@ class _Parser:
             raise self.error(node.value, f"only buffers can be indexed, found {ast.unparse(node.value)}")
         buf = self.lookup(node.value.id)
         if not isinstance(buf, Buffer):
-            raise self.error(node.value, f"{node.value.id} is not a buffer" if buf is not None
-                             else f"unknown buffer {node.value.id}")
+            raise self.error(
+                node.value,
+                f"{node.value.id} is not a buffer" if buf is not None else f"unknown buffer {node.value.id}",
+            )
         sl = node.slice
         items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
         if len(items) != buf.ndim:
-            raise self.error(node, f"buffer {buf.name} has {buf.ndim} dimensions, indexed with "
-                                   f"{len(items)}")
+            raise self.error(node, f"buffer {buf.name} has {buf.ndim} dimensions, indexed with {len(items)}")
         out = []
         for it in items:
             if isinstance(it, ast.Slice):
@@ -680,13 +832,14 @@ class _Parser:
             if isinstance(found, Expr):
                 return found
             if isinstance(found, Buffer):
-                raise self.error(node, f"buffer {node.id} used as a value; index it: "
-                                       f"{node.id}[...]")
+                raise self.error(node, f"buffer {node.id} used as a value; index it: {node.id}[...]")
             raise self.error(node, f"unknown name {node.id}")
         if isinstance(node, ast.BinOp):
             if type(node.op) not in _BINOPS:
-                raise self.error(node, f"operator {_OP_TEXT.get(type(node.op), '?')} is not "
-                                       "supported in TVMScript expressions")
+                raise self.error(
+                    node,
+                    f"operator {_OP_TEXT.get(type(node.op), '?')} is not supported in TVMScript expressions",
+                )
             return self.binop(node, node.op, self.expr(node.left), self.expr(node.right))
         if isinstance(node, ast.UnaryOp):
             value = self.expr(node.operand)
@@ -708,16 +861,20 @@ class _Parser:
             out = None
             for op, right_node in zip(node.ops, node.comparators):
                 if type(op) not in _CMPOPS:
-                    raise self.error(node, f"comparison `{_OP_TEXT.get(type(op), '?')}` is not "
-                                           "supported in TVMScript expressions")
+                    raise self.error(
+                        node,
+                        f"comparison `{_OP_TEXT.get(type(op), '?')}` is not "
+                        "supported in TVMScript expressions",
+                    )
                 right = self.expr(right_node)
                 c = self.binop(node, op, left, right, _CMPOPS)
                 out = c if out is None else And(out, c)
                 left = right
             return out
         if isinstance(node, ast.IfExp):
-            return self.checked(node, if_then_else, self.expr(node.test), self.expr(node.body),
-                                self.expr(node.orelse))
+            return self.checked(
+                node, if_then_else, self.expr(node.test), self.expr(node.body), self.expr(node.orelse)
+            )
         if isinstance(node, ast.Subscript):
             buf, indices = self.subscript(node)
             return buf[tuple(indices)]
@@ -727,13 +884,14 @@ class _Parser:
 
     def bool_expr(self, node: ast.expr, value: Any) -> Expr:
         if isinstance(value, Expr) and value.dtype != "bool":
-            raise self.error(node, f"expected a condition, found {_a(value.dtype)} expression "
-                                   f"{ast.unparse(node)}")
+            raise self.error(
+                node, f"expected a condition, found {_a(value.dtype)} expression {ast.unparse(node)}"
+            )
         return convert(value, "bool")
 
     def binop(self, node: ast.AST, op: ast.AST, a: Any, b: Any, table=_BINOPS) -> Any:
         if not isinstance(a, Expr) and not isinstance(b, Expr):
-            a = convert(a)   # two literals: a constant expression, as TVM folds it later
+            a = convert(a)  # two literals: a constant expression, as TVM folds it later
         return self.checked(node, table[type(op)], a, b)
 
     def checked(self, node: ast.AST, fn: Callable, *args: Any) -> Any:
@@ -744,20 +902,24 @@ class _Parser:
             raise self.error(node, str(exc)) from None
 
     def call(self, node: ast.Call) -> Any:
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "astype" \
-                and self.t_name(node.func) is None:
+        if (
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr == "astype"
+            and self.t_name(node.func) is None
+        ):
             dtype = self.dtype(_one_arg(self, node, "astype"))
             return self.checked(node, cast, dtype, self.expr(node.func.value))
         name = self.t_name(node.func)
         if name is None:
             called = ast.unparse(node.func)
             hint = f"; did you mean T.{called}?" if called in _EXPR_FUNCS else ""
-            raise self.error(node.func, f"unknown function {called}: TVMScript expressions call "
-                                        f"T.* functions only{hint}")
+            raise self.error(
+                node.func, f"unknown function {called}: TVMScript expressions call T.* functions only{hint}"
+            )
         if node.keywords:
             raise self.error(node.keywords[0], f"T.{name}: unexpected argument {node.keywords[0].arg}=")
         args = node.args
-        if name in DTYPES:                          # T.float32(0), T.int64(4), T.float32(x)
+        if name in DTYPES:  # T.float32(0), T.int64(4), T.float32(x)
             arg = _one_arg(self, node, f"T.{name}")
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 try:
@@ -771,13 +933,16 @@ class _Parser:
             return self.checked(node, const, value, name)
         if name in ("Cast", "cast"):
             if len(args) != 2:
-                raise self.error(node, f"T.{name} takes (dtype, value)" if name == "Cast"
-                                 else "T.cast takes (value, dtype)")
+                raise self.error(
+                    node,
+                    f"T.{name} takes (dtype, value)" if name == "Cast" else "T.cast takes (value, dtype)",
+                )
             dtype_node, value_node = args if name == "Cast" else args[::-1]
             dtype = self.dtype(dtype_node)
             value = self.as_expr(value_node)
-            return value if value.dtype == dtype and name == "cast" else \
-                self.checked(node, Cast, dtype, value)
+            return (
+                value if value.dtype == dtype and name == "cast" else self.checked(node, Cast, dtype, value)
+            )
         if name in ("max_value", "min_value"):
             dtype = self.dtype(_one_arg(self, node, f"T.{name}"))
             return const(_limit(dtype, name == "max_value"), dtype)
@@ -796,8 +961,7 @@ class _Parser:
         if name in INTRINSICS:
             want = 2 if name == "pow" else 1
             if len(values) != want:
-                raise self.error(node, f"T.{name} takes {want} argument{'s' * (want > 1)}, "
-                                       f"got {len(values)}")
+                raise self.error(node, f"T.{name} takes {want} argument{'s' * (want > 1)}, got {len(values)}")
             return self.checked(node, call, name, *values)
         close = difflib.get_close_matches(name, _EXPR_FUNCS, n=1)
         hint = f"; did you mean T.{close[0]}?" if close else ""
@@ -817,9 +981,12 @@ class _Parser:
             return [self.literal(x) for x in node.elts]
         if isinstance(node, ast.Tuple):
             return tuple(self.literal(x) for x in node.elts)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
-                and isinstance(node.operand, ast.Constant) \
-                and isinstance(node.operand.value, (int, float)):
+        if (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, ast.USub)
+            and isinstance(node.operand, ast.Constant)
+            and isinstance(node.operand.value, (int, float))
+        ):
             return -node.operand.value
         if isinstance(node, ast.Name) and isinstance(self.lookup(node.id), Buffer):
             return self.lookup(node.id)
@@ -843,11 +1010,13 @@ def _extent(lo: Expr, hi: Expr) -> Expr:
     if isinstance(hi, Add) and structural_equal(hi.a, lo, map_free_vars=False):
         return hi.b
     from .arith.simplifier import Simplifier
+
     return Simplifier({}).simplify(Sub.make(hi, lo))
 
 
 def _limit(dtype: str, largest: bool) -> Any:
     import numpy as np
+
     if is_float(dtype):
         info = np.finfo(dtype)
         return float(info.max if largest else info.min)
@@ -881,24 +1050,55 @@ def _one_arg(p: _Parser, node: ast.Call, what: str) -> ast.expr:
 
 
 def _is_docstring(node: ast.stmt) -> bool:
-    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
         and isinstance(node.value.value, str)
+    )
 
 
 def _what(node: ast.AST) -> str:
     """A readable name of a syntax node's kind ("while loop", "lambda" ...)."""
-    return _KIND_TEXT.get(type(node), type(node).__name__.lower() + " " +
-                          ("statement" if isinstance(node, ast.stmt) else "expression"))
+    return _KIND_TEXT.get(
+        type(node),
+        type(node).__name__.lower() + " " + ("statement" if isinstance(node, ast.stmt) else "expression"),
+    )
 
 
-_KIND_TEXT = {ast.While: "while loop", ast.Lambda: "lambda", ast.ListComp: "list comprehension",
-              ast.FunctionDef: "nested function", ast.Return: "return statement",
-              ast.Import: "import", ast.ImportFrom: "import", ast.Try: "try statement",
-              ast.Global: "global statement", ast.Delete: "del statement",
-              ast.Attribute: "attribute", ast.Starred: "starred expression",
-              ast.Dict: "dict", ast.List: "list", ast.Tuple: "tuple", ast.Assign: "assignment",
-              ast.ClassDef: "class", ast.Expr: "expression statement", ast.Lambda: "lambda",
-              ast.JoinedStr: "f-string", ast.Await: "await", ast.Yield: "yield"}
-_OP_TEXT = {ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<",
-            ast.RShift: ">>", ast.MatMult: "@", ast.Is: "is", ast.IsNot: "is not", ast.In: "in",
-            ast.NotIn: "not in"}
+_KIND_TEXT = {
+    ast.While: "while loop",
+    ast.Lambda: "lambda",
+    ast.ListComp: "list comprehension",
+    ast.FunctionDef: "nested function",
+    ast.Return: "return statement",
+    ast.Import: "import",
+    ast.ImportFrom: "import",
+    ast.Try: "try statement",
+    ast.Global: "global statement",
+    ast.Delete: "del statement",
+    ast.Attribute: "attribute",
+    ast.Starred: "starred expression",
+    ast.Dict: "dict",
+    ast.List: "list",
+    ast.Tuple: "tuple",
+    ast.Assign: "assignment",
+    ast.ClassDef: "class",
+    ast.Expr: "expression statement",
+    ast.Lambda: "lambda",
+    ast.JoinedStr: "f-string",
+    ast.Await: "await",
+    ast.Yield: "yield",
+}
+_OP_TEXT = {
+    ast.Pow: "**",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.MatMult: "@",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+}

@@ -14,6 +14,7 @@ Variables are identified by object, not by name, so the printer gives every dist
 it, later ones get ``_1``, ``_2``… suffixes, in printing order (deterministic).
 Expressions get the fewest parentheses that keep the tree's shape under Python's precedence.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,13 +23,55 @@ from enum import Enum
 from typing import Any, Mapping
 
 from .buffer import Buffer
-from .expr import (Add, And, BinaryOp, BufferLoad, Call, Cast, CmpOp, Div, EQ, Expr, FloatImm,
-                   FloorDiv, FloorMod, GE, GT, IntImm, LE, LT, Max, Min, Mul, NE, Not, Or,
-                   Select, Sub, Var)
+from .expr import (
+    Add,
+    And,
+    BinaryOp,
+    BufferLoad,
+    Call,
+    Cast,
+    CmpOp,
+    Div,
+    EQ,
+    Expr,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    GE,
+    GT,
+    IntImm,
+    LE,
+    LT,
+    Max,
+    Min,
+    Mul,
+    NE,
+    Not,
+    Or,
+    Select,
+    Sub,
+    Var,
+)
 from .func import PrimFunc
 from .functor import uses_var
-from .stmt import (OPAQUE, REDUCE, SPATIAL, Allocate, Block, BlockRealize, BufferRegion,
-                   BufferStore, Evaluate, For, ForKind, IfThenElse, IterVar, Range, SeqStmt, Stmt)
+from .stmt import (
+    OPAQUE,
+    REDUCE,
+    SPATIAL,
+    Allocate,
+    Block,
+    BlockRealize,
+    BufferRegion,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    IterVar,
+    Range,
+    SeqStmt,
+    Stmt,
+)
 
 __all__ = ["expr_str", "stmt_str", "func_str"]
 
@@ -36,14 +79,32 @@ INDENT = "    "
 
 # Python operator precedence (higher binds tighter); atoms and calls are 10.
 _ATOM, _UNARY = 10, 8
-_PREC: dict[type, int] = {Or: 1, And: 2, EQ: 4, NE: 4, LT: 4, LE: 4, GT: 4, GE: 4,
-                          Add: 6, Sub: 6, Mul: 7, Div: 7, FloorDiv: 7, FloorMod: 7}
+_PREC: dict[type, int] = {
+    Or: 1,
+    And: 2,
+    EQ: 4,
+    NE: 4,
+    LT: 4,
+    LE: 4,
+    GT: 4,
+    GE: 4,
+    Add: 6,
+    Sub: 6,
+    Mul: 7,
+    Div: 7,
+    FloorDiv: 7,
+    FloorMod: 7,
+}
 _NOT_PREC = 3
 _CALL_NAMES = {Min: "T.min", Max: "T.max"}
 _AXIS_KIND = {SPATIAL: "spatial", REDUCE: "reduce", OPAQUE: "opaque"}
-_LOOP_FN = {ForKind.SERIAL: "T.serial", ForKind.PARALLEL: "T.parallel",
-            ForKind.VECTORIZED: "T.vectorized", ForKind.UNROLLED: "T.unroll",
-            ForKind.THREAD_BINDING: "T.thread_binding"}
+_LOOP_FN = {
+    ForKind.SERIAL: "T.serial",
+    ForKind.PARALLEL: "T.parallel",
+    ForKind.VECTORIZED: "T.vectorized",
+    ForKind.UNROLLED: "T.unroll",
+    ForKind.THREAD_BINDING: "T.thread_binding",
+}
 
 
 def expr_str(expr: Expr) -> str:
@@ -69,8 +130,9 @@ def stmt_str(stmt: Any) -> str:
 
 def func_str(func: PrimFunc) -> str:
     p = _Printer()
-    params = ", ".join(f"{p.name(b)}: T.Buffer({_shape(b.shape)}, \"{b.dtype}\"{_scope(b)})"
-                       for b in func.params)
+    params = ", ".join(
+        f'{p.name(b)}: T.Buffer({_shape(b.shape)}, "{b.dtype}"{_scope(b)})' for b in func.params
+    )
     p.lines += ["@T.prim_func", f"def {func.name}({params}):"]
     if func.attrs:
         p.emit(1, f"T.func_attr({_value(func.attrs, p)})")
@@ -90,8 +152,14 @@ def func_str(func: PrimFunc) -> str:
 
 def _is_plain_root(r: BlockRealize) -> bool:
     b = r.block
-    return (b.name == "root" and not b.iter_vars and not b.reads and not b.writes
-            and b.init is None and _is_true(r.predicate))
+    return (
+        b.name == "root"
+        and not b.iter_vars
+        and not b.reads
+        and not b.writes
+        and b.init is None
+        and _is_true(r.predicate)
+    )
 
 
 def _is_true(e: Expr) -> bool:
@@ -141,9 +209,9 @@ class _Printer:
     """One printing session: the name table and the output lines."""
 
     def __init__(self) -> None:
-        self.names: dict[Any, str] = {}     # Var or Buffer (hashed by identity) -> its name
+        self.names: dict[Any, str] = {}  # Var or Buffer (hashed by identity) -> its name
         self.taken: set[str] = set()
-        self.loops: dict[Var, For] = {}     # loop var -> its loop, while printing its body
+        self.loops: dict[Var, For] = {}  # loop var -> its loop, while printing its body
         self.lines: list[str] = []
 
     # names ----------------------------------------------------------------------------
@@ -225,8 +293,10 @@ class _Printer:
         return f"{self.expr(r.min)}:{self.expr(Add(r.min, r.extent))}"
 
     def region(self, br: BufferRegion) -> str:
-        items = [self.expr(r.min) if isinstance(r.extent, IntImm) and r.extent.value == 1
-                 else self.range(r) for r in br.region]
+        items = [
+            self.expr(r.min) if isinstance(r.extent, IntImm) and r.extent.value == 1 else self.range(r)
+            for r in br.region
+        ]
         return self._subscript(br.buffer, items)
 
     def dom(self, r: Range) -> str:
@@ -244,7 +314,7 @@ class _Printer:
             last = len(s.seq) - 1
             for n, x in enumerate(s.seq):
                 if isinstance(x, Allocate) and n != last:
-                    self.allocate(x, depth, scoped=True)   # later siblings are outside it
+                    self.allocate(x, depth, scoped=True)  # later siblings are outside it
                 else:
                     self.stmt(x, depth)
         elif type(s) is For:
@@ -285,9 +355,12 @@ class _Printer:
     def loop(self, s: For, depth: int) -> None:
         grid = [s]
         # T.grid extents are evaluated up front: an inner extent using an outer var can't join
-        while _is_grid_loop(grid[-1]) and isinstance(grid[-1].body, For) \
-                and _is_grid_loop(grid[-1].body) \
-                and not any(uses_var(grid[-1].body.extent, f.loop_var) for f in grid):
+        while (
+            _is_grid_loop(grid[-1])
+            and isinstance(grid[-1].body, For)
+            and _is_grid_loop(grid[-1].body)
+            and not any(uses_var(grid[-1].body.extent, f.loop_var) for f in grid)
+        ):
             grid.append(grid[-1].body)
         if len(grid) > 1:
             names = ", ".join(self.name(f.loop_var) for f in grid)
@@ -346,14 +419,19 @@ class _Printer:
             return
         for n, iv in enumerate(ivs):
             value = f", {self.expr(values[n])}" if n < len(values) else ""
-            self.emit(depth, f"{self.name(iv.var)} = T.axis.{_AXIS_KIND[iv.iter_type]}"
-                             f"({self.dom(iv.dom)}{value})")
+            self.emit(
+                depth, f"{self.name(iv.var)} = T.axis.{_AXIS_KIND[iv.iter_type]}({self.dom(iv.dom)}{value})"
+            )
 
     def _remappable(self, iv: IterVar, value: Expr) -> bool:
         """``T.axis.remap`` is exact only when the iterator spans its loop's whole range."""
         loop = self.loops.get(value) if isinstance(value, Var) else None
-        return (loop is not None and iv.iter_type in (SPATIAL, REDUCE)
-                and _same_const(loop.min, iv.dom.min) and _same_const(loop.extent, iv.dom.extent))
+        return (
+            loop is not None
+            and iv.iter_type in (SPATIAL, REDUCE)
+            and _same_const(loop.min, iv.dom.min)
+            and _same_const(loop.extent, iv.dom.extent)
+        )
 
 
 def _same_const(a: Expr, b: Expr) -> bool:
@@ -361,5 +439,10 @@ def _same_const(a: Expr, b: Expr) -> bool:
 
 
 def _is_grid_loop(s: For) -> bool:
-    return (s.kind == ForKind.SERIAL and isinstance(s.min, IntImm) and s.min.value == 0
-            and not s.annotations and s.thread_tag is None)
+    return (
+        s.kind == ForKind.SERIAL
+        and isinstance(s.min, IntImm)
+        and s.min.value == 0
+        and not s.annotations
+        and s.thread_tag is None
+    )

@@ -7,6 +7,7 @@ are relaxed over their ranges, and an inner block contributes its own declared r
 iterators replaced by their bindings. :func:`block_access_regions` gives the regions of a block
 seen from outside, relaxed over enclosing loops (what compute_at needs).
 """
+
 from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence
@@ -17,8 +18,19 @@ from .arith.simplifier import Simplifier
 from .buffer import Buffer
 from .expr import BufferLoad, Expr, IntImm, Var
 from .functor import pre_order, substitute
-from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
-                   IfThenElse, Range, SeqStmt, Stmt)
+from .stmt import (
+    Allocate,
+    Block,
+    BlockRealize,
+    BufferRegion,
+    BufferStore,
+    Evaluate,
+    For,
+    IfThenElse,
+    Range,
+    SeqStmt,
+    Stmt,
+)
 
 Region = tuple  # tuple[Range, ...]
 
@@ -125,9 +137,13 @@ def _point(indices: Sequence[Expr]) -> Region:
     return tuple(Range(i, IntImm(1, i.dtype)) for i in indices)
 
 
-def infer_access_regions(body: Stmt, init: Optional[Stmt] = None, *,
-                         alloc_buffers: Sequence[Buffer] = (),
-                         var_ranges: VarRanges = None) -> tuple[tuple[BufferRegion, ...], tuple[BufferRegion, ...]]:
+def infer_access_regions(
+    body: Stmt,
+    init: Optional[Stmt] = None,
+    *,
+    alloc_buffers: Sequence[Buffer] = (),
+    var_ranges: VarRanges = None,
+) -> tuple[tuple[BufferRegion, ...], tuple[BufferRegion, ...]]:
     """``(reads, writes)`` of a block body: one BufferRegion per buffer, in first-use order.
 
     A block with an ``init`` (a reduction) does not list the buffers it writes among its reads,
@@ -142,12 +158,15 @@ def infer_access_regions(body: Stmt, init: Optional[Stmt] = None, *,
         if s is not None:
             c.stmt(s)
     written = c.writes.keys() if init is not None else ()
-    return (tuple(BufferRegion(b, r) for b, r in c.reads.items() if b not in written),
-            tuple(BufferRegion(b, r) for b, r in c.writes.items()))
+    return (
+        tuple(BufferRegion(b, r) for b, r in c.reads.items() if b not in written),
+        tuple(BufferRegion(b, r) for b, r in c.writes.items()),
+    )
 
 
-def block_access_regions(block_realize: BlockRealize, dom_map: Mapping[Var, RangeLike],
-                         var_ranges: VarRanges = None) -> tuple[tuple[BufferRegion, ...], tuple[BufferRegion, ...]]:
+def block_access_regions(
+    block_realize: BlockRealize, dom_map: Mapping[Var, RangeLike], var_ranges: VarRanges = None
+) -> tuple[tuple[BufferRegion, ...], tuple[BufferRegion, ...]]:
     """The declared ``(reads, writes)`` of a realized block, with its iterators replaced by their
     bindings and relaxed over the loop variables of ``dom_map``.
 
@@ -166,8 +185,12 @@ def block_access_regions(block_realize: BlockRealize, dom_map: Mapping[Var, Rang
         out = []
         for r in regions:
             region = _subst(r.region, vmap)
-            out.append(BufferRegion(r.buffer, tuple(
-                relax_range(relaxer, rng, r.buffer.shape[d]) for d, rng in enumerate(region))))
+            out.append(
+                BufferRegion(
+                    r.buffer,
+                    tuple(relax_range(relaxer, rng, r.buffer.shape[d]) for d, rng in enumerate(region)),
+                )
+            )
         return tuple(out)
 
     return relaxed(block.reads), relaxed(block.writes)

@@ -9,6 +9,7 @@ has an ``init`` statement run on the first iteration of its reduce iterators.
 Identity across rewrites (DESIGN decision 2): a loop *is* its ``loop_var`` (a primitive that
 keeps a loop keeps its variable), and a block *is* its ``name`` (unique in a function).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -26,6 +27,7 @@ class Stmt:
 
     def __str__(self) -> str:
         from .printer import stmt_str
+
         return stmt_str(self)
 
     def with_(self, **changes: Any):
@@ -45,8 +47,17 @@ class ForKind(str, Enum):
 SPATIAL, REDUCE, OPAQUE = "S", "R", "O"
 
 #: Thread tags accepted by ``bind``.
-THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
-               "threadIdx.z", "vthread.x", "vthread.y", "vthread.z")
+THREAD_TAGS = (
+    "blockIdx.x",
+    "blockIdx.y",
+    "blockIdx.z",
+    "threadIdx.x",
+    "threadIdx.y",
+    "threadIdx.z",
+    "vthread.x",
+    "vthread.y",
+    "vthread.z",
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,11 +176,32 @@ def seq(*stmts: Stmt) -> Stmt:
     return flat[0] if len(flat) == 1 else SeqStmt(tuple(flat))
 
 
-def make_for(var: Var, extent: Any, body: Stmt, kind: ForKind = ForKind.SERIAL,
-             min: Any = 0, **kw: Any) -> For:
+def make_for(
+    var: Var, extent: Any, body: Stmt, kind: ForKind = ForKind.SERIAL, min: Any = 0, **kw: Any
+) -> For:
     return For(var, convert(min), convert(extent), kind, body, **kw)
 
 
-__all__ = ["Stmt", "ForKind", "SPATIAL", "REDUCE", "OPAQUE", "THREAD_TAGS", "Range", "IterVar",
-           "BufferRegion", "BufferStore", "Evaluate", "SeqStmt", "IfThenElse", "For", "Block",
-           "BlockRealize", "Allocate", "TRUE", "seq", "make_for", "const"]
+__all__ = [
+    "Stmt",
+    "ForKind",
+    "SPATIAL",
+    "REDUCE",
+    "OPAQUE",
+    "THREAD_TAGS",
+    "Range",
+    "IterVar",
+    "BufferRegion",
+    "BufferStore",
+    "Evaluate",
+    "SeqStmt",
+    "IfThenElse",
+    "For",
+    "Block",
+    "BlockRealize",
+    "Allocate",
+    "TRUE",
+    "seq",
+    "make_for",
+    "const",
+]

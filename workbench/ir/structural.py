@@ -24,6 +24,7 @@ What is compared:
 names may be ignored) that also returns *how* the trees correspond: which variable and which
 buffer of one stands for which of the other (what tensorize needs to bind an intrinsic).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,8 +37,13 @@ from .expr import Expr, FloatImm, Var
 from .func import PrimFunc
 from .stmt import Allocate, Block, BufferRegion, For, IterVar, Range, Stmt
 
-__all__ = ["structural_equal", "structural_hash", "assert_structural_equal", "structural_match",
-           "StructuralMatch"]
+__all__ = [
+    "structural_equal",
+    "structural_hash",
+    "assert_structural_equal",
+    "structural_match",
+    "StructuralMatch",
+]
 
 _NODES = (Expr, Stmt, Range, IterVar, BufferRegion, PrimFunc)
 
@@ -73,9 +79,7 @@ def assert_structural_equal(a: Any, b: Any, map_free_vars: bool = True) -> None:
     if structural_equal(a, b, map_free_vars):
         return
     where = _first_difference(a, b, lambda: _Serializer(map_free_vars, paths=True))
-    raise AssertionError(
-        f"structural mismatch at {where}\n"
-        f"--- first:\n{_text(a)}\n--- second:\n{_text(b)}")
+    raise AssertionError(f"structural mismatch at {where}\n--- first:\n{_text(a)}\n--- second:\n{_text(b)}")
 
 
 @dataclass
@@ -95,22 +99,24 @@ class StructuralMatch:
         return not self.mismatch
 
 
-def structural_match(a: Any, b: Any, *, map_free_vars: bool = True, block_names: bool = True,
-                     buffer_names: bool = True) -> StructuralMatch:
+def structural_match(
+    a: Any, b: Any, *, map_free_vars: bool = True, block_names: bool = True, buffer_names: bool = True
+) -> StructuralMatch:
     """Compare like :func:`structural_equal` and return the correspondence of the two trees.
 
     ``block_names=False``: blocks may be named differently. ``buffer_names=False``: buffers are
     compared by shape, dtype, scope and alignment only (parameters and free buffers included).
     """
+
     def serializer(paths: bool = False) -> _Serializer:
-        return _Serializer(map_free_vars, paths=paths, block_names=block_names,
-                           buffer_names=buffer_names)
+        return _Serializer(map_free_vars, paths=paths, block_names=block_names, buffer_names=buffer_names)
 
     if type(a) is type(b):
         sa, sb = serializer(), serializer()
         if sa.run(a) == sb.run(b):
-            return StructuralMatch(dict(zip(sa.var_defs, sb.var_defs)),
-                                   dict(zip(sa.buffer_defs, sb.buffer_defs)))
+            return StructuralMatch(
+                dict(zip(sa.var_defs, sb.var_defs)), dict(zip(sa.buffer_defs, sb.buffer_defs))
+            )
     return StructuralMatch(mismatch=_first_difference(a, b, lambda: serializer(paths=True)))
 
 
@@ -123,7 +129,7 @@ def _first_difference(a: Any, b: Any, make) -> str:
     n = next((k for k, (x, y) in enumerate(zip(ta, tb)) if x != y), min(len(ta), len(tb)))
 
     def at(s: _Serializer, toks: list) -> str:
-        paths = s.paths or []     # the serializer was made with paths=True
+        paths = s.paths or []  # the serializer was made with paths=True
         return f"{paths[n]} ({toks[n]!r})" if n < len(toks) else "<end>"
 
     return f"{at(sa, ta)} vs {at(sb, tb)}"
@@ -146,8 +152,10 @@ def _plain(v: Any) -> str:
         return "{" + ",".join(sorted(f"{_plain(k)}:{_plain(x)}" for k, x in v.items())) + "}"
     if isinstance(v, (list, tuple)):
         return "[" + ",".join(_plain(x) for x in v) + "]"
-    raise TypeError(f"cannot compare or hash an annotation value of type {type(v).__name__}: "
-                    f"{v!r}; use plain Python values or IR expressions")
+    raise TypeError(
+        f"cannot compare or hash an annotation value of type {type(v).__name__}: "
+        f"{v!r}; use plain Python values or IR expressions"
+    )
 
 
 def _field_plan(cls: type) -> tuple[tuple[str, str], ...]:
@@ -158,10 +166,20 @@ def _field_plan(cls: type) -> tuple[tuple[str, str], ...]:
         skip = _SKIP.get(cls, ())
         var_def = next((f for k, f in _VAR_DEFS.items() if issubclass(cls, k)), None)
         buf_def = next((f for k, f in _BUFFER_DEFS.items() if issubclass(cls, k)), None)
-        plan = tuple((f.name, "var_def" if f.name == var_def else
-                      "buffer_def" if f.name == buf_def else
-                      "block_name" if cls is Block and f.name == "name" else "value")
-                     for f in fields(cls) if f.name not in skip)
+        plan = tuple(
+            (
+                f.name,
+                "var_def"
+                if f.name == var_def
+                else "buffer_def"
+                if f.name == buf_def
+                else "block_name"
+                if cls is Block and f.name == "name"
+                else "value",
+            )
+            for f in fields(cls)
+            if f.name not in skip
+        )
         _FIELD_CACHE[cls] = plan
     return plan
 
@@ -169,8 +187,9 @@ def _field_plan(cls: type) -> tuple[tuple[str, str], ...]:
 class _Serializer:
     """Turns a tree into canonical tokens; optionally records each token's path."""
 
-    def __init__(self, map_free_vars: bool, paths: bool = False, block_names: bool = True,
-                 buffer_names: bool = True) -> None:
+    def __init__(
+        self, map_free_vars: bool, paths: bool = False, block_names: bool = True, buffer_names: bool = True
+    ) -> None:
         self.map_free = map_free_vars
         self.block_names = block_names
         self.buffer_names = buffer_names
@@ -179,9 +198,9 @@ class _Serializer:
         self.buffer_defs: list[Buffer] = []
         self.tokens: list[Any] = []
         self.paths: Optional[list[str]] = [] if paths else None
-        self.vars: dict[Var, int] = {}       # by identity (Expr hashes by id)
+        self.vars: dict[Var, int] = {}  # by identity (Expr hashes by id)
         self.buffers: dict[Buffer, int] = {}
-        self.n_vars = self.n_buffers = 0     # counters: a var bound twice gets a new number
+        self.n_vars = self.n_buffers = 0  # counters: a var bound twice gets a new number
         self.path = ""
 
     def emit(self, tok: Any) -> None:
@@ -229,7 +248,7 @@ class _Serializer:
             if role == "var_def":
                 self.define_var(v)
             elif role == "buffer_def":
-                for b in (v if isinstance(v, tuple) else (v,)):
+                for b in v if isinstance(v, tuple) else (v,):
                     self.define_buffer(b, with_name=False)
             elif role == "block_name":
                 self.emit(v if self.block_names else "<block>")
@@ -244,7 +263,7 @@ class _Serializer:
             elif isinstance(v, Mapping):
                 self.mapping(v, pushed)
             elif cls is FloatImm and name == "value":
-                self.emit(repr(float(v)))    # as text: nan must equal nan
+                self.emit(repr(float(v)))  # as text: nan must equal nan
             elif type(v) in (int, str) or v is None:
                 self.emit(v)
             else:

@@ -15,6 +15,7 @@
 
 Primitives may call it in tests (and in debug runs) to catch a rewrite that broke the IR.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Iterable
@@ -24,8 +25,20 @@ from .buffer import Buffer
 from .expr import BufferLoad, Expr, IntImm, Var
 from .func import PrimFunc
 from .functor import pre_order
-from .stmt import (THREAD_TAGS, Allocate, Block, BlockRealize, BufferRegion, BufferStore,
-                   Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt)
+from .stmt import (
+    THREAD_TAGS,
+    Allocate,
+    Block,
+    BlockRealize,
+    BufferRegion,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    SeqStmt,
+    Stmt,
+)
 
 __all__ = ["verify"]
 
@@ -40,7 +53,7 @@ def verify(func: PrimFunc) -> None:
 class _Verifier:
     def __init__(self, func: PrimFunc) -> None:
         self.func = func
-        self.problems: dict[str, None] = {}     # ordered set: one message per distinct problem
+        self.problems: dict[str, None] = {}  # ordered set: one message per distinct problem
         #: every binding site in the function, to tell "out of scope" from "never bound"
         self.binder: dict[Var, str] = {}
         for n in pre_order(func.body):
@@ -49,11 +62,11 @@ class _Verifier:
             elif isinstance(n, Block):
                 for iv in n.iter_vars:
                     self.binder.setdefault(iv.var, f"an iterator of block {n.name!r}")
-        self.bound: dict[Var, tuple[str, int]] = {}   # var in scope -> ("loop" | "iter", depth)
+        self.bound: dict[Var, tuple[str, int]] = {}  # var in scope -> ("loop" | "iter", depth)
         self.buffers: set[Buffer] = set(func.params)
         self.allocated: set[Buffer] = set()
         self.block_names: set[str] = set()
-        self.blocks: list[str] = []                    # enclosing block names, innermost last
+        self.blocks: list[str] = []  # enclosing block names, innermost last
 
     def run(self) -> list[str]:
         self.stmt(self.func.body)
@@ -75,16 +88,20 @@ class _Verifier:
         scope = self.bound.get(v)
         if scope is None:
             what = self.binder.get(v)
-            self.report(f"variable {v.name!r} is used outside its scope ({what})" if what
-                        else f"variable {v.name!r} is used but never bound")
+            self.report(
+                f"variable {v.name!r} is used outside its scope ({what})"
+                if what
+                else f"variable {v.name!r} is used but never bound"
+            )
         elif scope[0] == "loop" and scope[1] < len(self.blocks):
-            self.report(f"loop var {v.name!r} of an enclosing loop outside the block is used "
-                        f"directly inside it; bind it to a block iterator instead")
+            self.report(
+                f"loop var {v.name!r} of an enclosing loop outside the block is used "
+                f"directly inside it; bind it to a block iterator instead"
+            )
 
     def buffer(self, b: Buffer, n_indices: int, verb: str) -> None:
         if b not in self.buffers:
-            self.report(f"buffer {b.name!r} is neither a parameter nor allocated by an "
-                        f"enclosing block")
+            self.report(f"buffer {b.name!r} is neither a parameter nor allocated by an enclosing block")
         if n_indices != b.ndim:
             self.report(f"{verb} buffer {b.name!r} ({b.ndim}-d) with {n_indices} indices")
 
@@ -116,8 +133,7 @@ class _Verifier:
                 self.expr(i)
             self.expr(s.value)
             if s.value.dtype != s.buffer.dtype:
-                self.report(f"stores a {s.value.dtype} value into {s.buffer.dtype} buffer "
-                            f"{s.buffer.name!r}")
+                self.report(f"stores a {s.value.dtype} value into {s.buffer.dtype} buffer {s.buffer.name!r}")
         elif type(s) is IfThenElse:
             self.condition(s.condition, "if condition")
             self.stmt(s.then_case)
@@ -149,8 +165,10 @@ class _Verifier:
     def realize(self, r: BlockRealize) -> None:
         b = r.block
         if len(r.iter_values) != len(b.iter_vars):
-            self.report(f"block {b.name!r} has {len(b.iter_vars)} iterators but is bound to "
-                        f"{len(r.iter_values)} values")
+            self.report(
+                f"block {b.name!r} has {len(b.iter_vars)} iterators but is bound to "
+                f"{len(r.iter_values)} values"
+            )
         for v in r.iter_values:
             self.expr(v)
         self.condition(r.predicate, f"predicate of block {b.name!r}")

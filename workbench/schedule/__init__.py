@@ -2,14 +2,30 @@
 
 Importing this package registers every primitive as a ``Schedule`` method.
 """
-from .instruction import (REGISTRY, Instruction, InstructionKind, get_kind, schedule_primitive,
-                          unregister)
+
+from .instruction import REGISTRY, Instruction, InstructionKind, get_kind, schedule_primitive, unregister
 from .rv import BlockRV, ExprRV, LoopRV
 from .schedule import Schedule
 from .state import FuncIndex, index, replace, replace_all
 from .trace import Trace, TraceFormatError, UnknownInstructionKind
 from . import primitives  # noqa: F401  (registers the primitives)
 
-__all__ = ["Schedule", "Trace", "BlockRV", "LoopRV", "ExprRV", "Instruction", "InstructionKind",
-           "schedule_primitive", "unregister", "REGISTRY", "get_kind", "FuncIndex", "index",
-           "replace", "replace_all", "TraceFormatError", "UnknownInstructionKind"]
+__all__ = [
+    "Schedule",
+    "Trace",
+    "BlockRV",
+    "LoopRV",
+    "ExprRV",
+    "Instruction",
+    "InstructionKind",
+    "schedule_primitive",
+    "unregister",
+    "REGISTRY",
+    "get_kind",
+    "FuncIndex",
+    "index",
+    "replace",
+    "replace_all",
+    "TraceFormatError",
+    "UnknownInstructionKind",
+]

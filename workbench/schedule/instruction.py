@@ -23,6 +23,7 @@ Sampling primitives (``sampling=True``) take ``decision=None`` and return ``(res
 decision)``: the decision they used (given, or freshly drawn from ``sch.rng``) is stored on the
 instruction, and replaying the instruction with that decision reproduces the result.
 """
+
 from __future__ import annotations
 
 import functools
@@ -97,6 +98,7 @@ def map_rvs(value: Any, fn: Callable[[RV], Any]) -> Any:
 # ------------------------------------------------------------------------------------------
 # argument checking derived from annotations
 
+
 def _rv_spec(hint: Any) -> Optional[tuple[tuple[type, ...], bool, bool]]:
     """For an annotation: (RV classes accepted, other values accepted too, is a list)."""
     origin = typing.get_origin(hint)
@@ -123,8 +125,15 @@ def _eval_hint(ann: Any, globalns: dict) -> Any:
 class InstructionKind:
     """A registered primitive: name, implementation, traits, Python rendering and docs."""
 
-    def __init__(self, name: str, fn: Callable, *, sampling: bool, pure: bool,
-                 as_python: Optional[Callable[["Instruction", Mapping[RV, str]], str]]):
+    def __init__(
+        self,
+        name: str,
+        fn: Callable,
+        *,
+        sampling: bool,
+        pure: bool,
+        as_python: Optional[Callable[["Instruction", Mapping[RV, str]], str]],
+    ):
         self.name = name
         self.fn = fn
         self.is_sampling = sampling
@@ -133,8 +142,7 @@ class InstructionKind:
         self.renderer = as_python
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
-        if not params or params[0].kind not in (params[0].POSITIONAL_ONLY,
-                                                params[0].POSITIONAL_OR_KEYWORD):
+        if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
             raise TypeError(f"primitive {name}: the first parameter must be the schedule")
         if any(p.kind == p.VAR_KEYWORD for p in params):
             raise TypeError(f"primitive {name}: **kwargs cannot be recorded; name each parameter")
@@ -144,8 +152,11 @@ class InstructionKind:
         #: the parameters recorded in an instruction (all but the schedule and the decision)
         self.params = [p for p in params[1:] if p.name != "decision" or not sampling]
         globalns = getattr(fn, "__globals__", {})
-        self.specs = {p.name: _rv_spec(_eval_hint(p.annotation, globalns)) for p in self.params
-                      if p.annotation is not p.empty}
+        self.specs = {
+            p.name: _rv_spec(_eval_hint(p.annotation, globalns))
+            for p in self.params
+            if p.annotation is not p.empty
+        }
         #: parameter -> its annotation's ``__trace_arg__`` hook (the value to record)
         self.recorders = {}
         for p in self.params:
@@ -163,8 +174,7 @@ class InstructionKind:
         """TVM's name of this kind: ``split`` -> ``"Split"``, ``sample_perfect_tile`` ->
         ``"SamplePerfectTile"``, ``rfactor`` -> ``"RFactor"``, ``get_block`` -> ``"GetSBlock"``
         (TVM 0.27's; older TVM wrote ``GetBlock``). ``name`` stays workbench's spelling."""
-        return _TVM_SPELLING.get(self.name) or "".join(p.capitalize() for p in
-                                                        self.name.split("_"))
+        return _TVM_SPELLING.get(self.name) or "".join(p.capitalize() for p in self.name.split("_"))
 
     def matches(self, name: str) -> bool:
         """Whether ``name`` names this kind, in workbench's spelling or TVM's:
@@ -211,8 +221,7 @@ class InstructionKind:
                 listy = spec[2] or p.kind == p.VAR_POSITIONAL
                 if listy:
                     if not isinstance(value, (list, tuple)):
-                        raise ScheduleError(self.name, f"expected a list, got {value!r}",
-                                            argument=p.name)
+                        raise ScheduleError(self.name, f"expected a list, got {value!r}", argument=p.name)
                     value = [self._check_one(sch, p.name, spec, v) for v in value]
                 else:
                     value = self._check_one(sch, p.name, spec, value)
@@ -230,14 +239,14 @@ class InstructionKind:
         classes, others, _ = spec
         if isinstance(value, RV):
             if not isinstance(value, classes):
-                raise ScheduleError(self.name, f"expected {_names(classes)}, got a "
-                                    f"{type(value).__name__}", argument=argument)
+                raise ScheduleError(
+                    self.name, f"expected {_names(classes)}, got a {type(value).__name__}", argument=argument
+                )
             return value
         if isinstance(value, str) and BlockRV in classes and not others:
             return sch.get_block(value)  # recorded when called from the outermost primitive
         if not others:
-            raise ScheduleError(self.name, f"expected {_names(classes)}, got {value!r}",
-                                argument=argument)
+            raise ScheduleError(self.name, f"expected {_names(classes)}, got {value!r}", argument=argument)
         return value
 
     # running and rendering -----------------------------------------------------------------
@@ -293,28 +302,47 @@ def py_value(value: Any, names: Mapping[RV, str]) -> str:
         return names[value]
     if isinstance(value, str):
         import json
+
         return json.dumps(value)
     if isinstance(value, float):
         return repr(value) if value == value and abs(value) != float("inf") else f'float("{value}")'
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(py_value(v, names) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{py_value(k, names)}: {py_value(v, names)}"
-                               for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{py_value(k, names)}: {py_value(v, names)}" for k, v in value.items()) + "}"
     if value is None or isinstance(value, (bool, int)):
         return repr(value)
-    raise TypeError(f"cannot render {type(value).__name__} {value!r} in a trace; arguments "
-                    f"must be ints, floats, strings, lists, dicts or random variables")
+    raise TypeError(
+        f"cannot render {type(value).__name__} {value!r} in a trace; arguments "
+        f"must be ints, floats, strings, lists, dicts or random variables"
+    )
 
 
 #: Schedule attributes a primitive may not shadow
-_RESERVED = {"func", "trace", "history", "rng", "symbols", "get", "copy", "seed", "fork_seed",
-             "index", "replace", "new_rv", "show"}
+_RESERVED = {
+    "func",
+    "trace",
+    "history",
+    "rng",
+    "symbols",
+    "get",
+    "copy",
+    "seed",
+    "fork_seed",
+    "index",
+    "replace",
+    "new_rv",
+    "show",
+}
 
 
-def schedule_primitive(name: Optional[str] = None, *, sampling: bool = False,
-                       pure: Optional[bool] = None,
-                       as_python: Optional[Callable[[Instruction, Mapping[RV, str]], str]] = None):
+def schedule_primitive(
+    name: Optional[str] = None,
+    *,
+    sampling: bool = False,
+    pure: Optional[bool] = None,
+    as_python: Optional[Callable[[Instruction, Mapping[RV, str]], str]] = None,
+):
     """Register ``fn(sch, ...)`` as the instruction kind ``name`` and the method ``sch.name``.
 
     ``pure``: the instruction has no effect on the function (queries, sampling); a trace's
@@ -322,12 +350,14 @@ def schedule_primitive(name: Optional[str] = None, *, sampling: bool = False,
     ``as_python``: a custom renderer ``(inst, rv_names) -> str`` for the trace text.
     Registering a name again replaces the earlier kind (re-running a notebook cell).
     """
+
     def register(fn: Callable) -> Callable:
         kind_name = name or fn.__name__
         if kind_name in _RESERVED or kind_name.startswith("_"):
             raise ValueError(f"cannot register a primitive named {kind_name!r}")
-        kind = InstructionKind(kind_name, fn, sampling=sampling,
-                               pure=sampling if pure is None else pure, as_python=as_python)
+        kind = InstructionKind(
+            kind_name, fn, sampling=sampling, pure=sampling if pure is None else pure, as_python=as_python
+        )
         REGISTRY[kind_name] = kind
 
         @functools.wraps(fn)
@@ -337,6 +367,7 @@ def schedule_primitive(name: Optional[str] = None, *, sampling: bool = False,
 
         method.kind = kind  # type: ignore[attr-defined]
         from .schedule import Schedule
+
         setattr(Schedule, kind_name, method)
         return method
 
@@ -346,6 +377,7 @@ def schedule_primitive(name: Optional[str] = None, *, sampling: bool = False,
 def unregister(name: str) -> None:
     """Remove a registered primitive (its kind and its ``Schedule`` method)."""
     from .schedule import Schedule
+
     REGISTRY.pop(name)
     if getattr(getattr(Schedule, name, None), "kind", None) is not None:
         delattr(Schedule, name)
@@ -356,5 +388,7 @@ def get_kind(name: str) -> InstructionKind:
     try:
         return REGISTRY[name]
     except KeyError:
-        raise KeyError(f"unknown instruction kind {name!r}: import the module that registers it "
-                       f"(known: {', '.join(sorted(REGISTRY))})") from None
+        raise KeyError(
+            f"unknown instruction kind {name!r}: import the module that registers it "
+            f"(known: {', '.join(sorted(REGISTRY))})"
+        ) from None

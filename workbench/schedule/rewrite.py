@@ -7,6 +7,7 @@ expressions of new ones (split, fuse, …), only that skeleton is rewritten: the
 themselves are shared unchanged, and the new bindings are simplified with the ranges of the
 loops around them so that ``(i_0 * 16 + i_1) // 16`` reads ``i_0``.
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping, Optional
@@ -18,6 +19,7 @@ from ..ir.stmt import BlockRealize, For, IfThenElse, Range, SeqStmt, Stmt
 
 def simplify(expr: Expr, ranges: Mapping[Var, Range]) -> Expr:
     from ..ir.arith import simplify as arith_simplify
+
     return arith_simplify(expr, ranges)
 
 
@@ -30,8 +32,7 @@ def conjoin(a: Expr, b: Expr) -> Expr:
     return And(a, b)
 
 
-def _resimplify(e: Expr, vmap: Mapping[Var, Any], scope: Mapping[Var, Range],
-                force: bool = False) -> Expr:
+def _resimplify(e: Expr, vmap: Mapping[Var, Any], scope: Mapping[Var, Range], force: bool = False) -> Expr:
     """``e`` with ``vmap`` substituted and simplified; untouched expressions stay shared."""
     new = substitute(e, vmap)
     if new is e and not force:
@@ -39,8 +40,9 @@ def _resimplify(e: Expr, vmap: Mapping[Var, Any], scope: Mapping[Var, Range],
     return simplify(new, scope)
 
 
-def rebind(stmt: Stmt, vmap: Mapping[Var, Any], ranges: Mapping[Var, Range],
-           predicate: Optional[Expr] = None) -> Stmt:
+def rebind(
+    stmt: Stmt, vmap: Mapping[Var, Any], ranges: Mapping[Var, Range], predicate: Optional[Expr] = None
+) -> Stmt:
     """``stmt`` with ``vmap`` substituted in loop headers, conditions and block bindings.
 
     ``ranges``: the variables in scope at ``stmt`` (including any new loops the caller wraps

@@ -5,6 +5,7 @@ table maps it to what it stands for in the *current* function (a block name, a l
 an int), so the same handle keeps working after primitives rewrite the tree around it — and a
 trace replayed on another schedule maps each of its variables to a fresh one.
 """
+
 from __future__ import annotations
 
 

@@ -9,6 +9,7 @@ history, rng state).
 The primitives themselves (``split``, ``get_block``, ``sample_perfect_tile`` …) are methods
 installed by ``@schedule_primitive`` (see :mod:`workbench.schedule.instruction`).
 """
+
 from __future__ import annotations
 
 import random
@@ -47,7 +48,7 @@ class Schedule:
         #: (instruction or None for the start, function after it), one entry per step
         self.history: list[tuple[Optional[Instruction], PrimFunc]] = [(None, func)]
         self.rng = random.Random(seed)
-        self._running: list[str] = []   # names of the primitives being applied (nesting)
+        self._running: list[str] = []  # names of the primitives being applied (nesting)
 
     # state ------------------------------------------------------------------------------
     @property
@@ -83,14 +84,16 @@ class Schedule:
 
     def _lookup(self, rv: RV, primitive: str, argument: Optional[str]) -> Any:
         if not isinstance(rv, RV):
-            raise ScheduleError(primitive, f"expected a random variable, got {rv!r}",
-                                argument=argument)
+            raise ScheduleError(primitive, f"expected a random variable, got {rv!r}", argument=argument)
         try:
             value = self.symbols[rv]
         except KeyError:
-            raise ScheduleError(primitive, f"this {type(rv).__name__} is not a random variable "
-                                f"of this schedule (it was made by another one)",
-                                argument=argument) from None
+            raise ScheduleError(
+                primitive,
+                f"this {type(rv).__name__} is not a random variable "
+                f"of this schedule (it was made by another one)",
+                argument=argument,
+            ) from None
         if isinstance(rv, ExprRV):
             return value
         if isinstance(rv, LoopRV) and isinstance(value, str):
@@ -111,10 +114,13 @@ class Schedule:
         """A LoopRV holding a compute location (``"root"`` / ``"inline"``) instead of a loop."""
         if primitive in LOCATION_PRIMITIVES:
             return mark
-        raise ScheduleError(primitive, f"this LoopRV is the compute location {mark!r} drawn by "
-                            f"sample_compute_location, not a loop; only "
-                            f"{', '.join(sorted(LOCATION_PRIMITIVES - {'get'}))} accept it",
-                            argument=argument)
+        raise ScheduleError(
+            primitive,
+            f"this LoopRV is the compute location {mark!r} drawn by "
+            f"sample_compute_location, not a loop; only "
+            f"{', '.join(sorted(LOCATION_PRIMITIVES - {'get'}))} accept it",
+            argument=argument,
+        )
 
     def _gone(self, rv: RV, what: str, primitive: str, argument: Optional[str]) -> ScheduleError:
         """The error for a variable whose loop/block a later step removed, naming that step."""
@@ -128,22 +134,28 @@ class Schedule:
         lines = self.trace.as_python().splitlines()
         for step in range(1, len(self.history)):
             if alive(step - 1) and not alive(step) and step - 1 < len(lines):
-                return ScheduleError(primitive, f"{what} ({name}) no longer exists: step {step} "
-                                     f"removed it: `{lines[step - 1]}`", argument=argument)
-        return ScheduleError(primitive, f"{what} ({name}) no longer exists in the function",
-                             argument=argument)
+                return ScheduleError(
+                    primitive,
+                    f"{what} ({name}) no longer exists: step {step} removed it: `{lines[step - 1]}`",
+                    argument=argument,
+                )
+        return ScheduleError(
+            primitive, f"{what} ({name}) no longer exists in the function", argument=argument
+        )
 
     # applying primitives ------------------------------------------------------------------
-    def _apply(self, kind: InstructionKind, args: dict[str, Any], decision: Any = None,
-               pinned: bool = False) -> Any:
+    def _apply(
+        self, kind: InstructionKind, args: dict[str, Any], decision: Any = None, pinned: bool = False
+    ) -> Any:
         """Check, run atomically and (when outermost) record one primitive call."""
         outer = not self._running
         saved = self._save()
         try:
             args = kind.check(self, args)
             if decision is not None and not kind.is_sampling:
-                raise ScheduleError(kind.name, "only sampling instructions take a decision",
-                                    argument="decision")
+                raise ScheduleError(
+                    kind.name, "only sampling instructions take a decision", argument="decision"
+                )
             self._running.append(kind.name)
             try:
                 result = kind.invoke(self, args, decision)
@@ -156,16 +168,14 @@ class Schedule:
             raise
         if outer:
             outputs = tuple(iter_rvs(result))
-            inst = Instruction(kind, args, outputs, isinstance(result, (list, tuple)),
-                               decision, pinned)
+            inst = Instruction(kind, args, outputs, isinstance(result, (list, tuple)), decision, pinned)
             self.trace.append(inst)
             self.history.append((inst, self.func))
         return result
 
     def _save(self) -> tuple:
         """What :meth:`_restore` needs to undo every step taken after this call."""
-        return (self.func, dict(self.symbols), len(self.trace), len(self.history),
-                self.rng.getstate())
+        return (self.func, dict(self.symbols), len(self.trace), len(self.history), self.rng.getstate())
 
     def _restore(self, saved: tuple) -> None:
         self.func, self.symbols, n_trace, n_hist, state = saved
@@ -189,7 +199,7 @@ class Schedule:
 
     def fork_seed(self) -> int:
         """A seed drawn from this schedule's rng (to seed another schedule or a worker)."""
-        return self.rng.randrange(2 ** 31)
+        return self.rng.randrange(2**31)
 
     def seed(self, seed: int) -> None:
         """Reseed the random number generator."""
@@ -208,4 +218,3 @@ class Schedule:
     def show(self) -> None:
         """Print the current function."""
         print(self.func)
-

@@ -6,6 +6,7 @@ a loop by its variable, a block by its name, the parent of a statement, the loop
 or the blocks below a statement; then they build the new subtree and call :func:`replace`,
 which copies only the path from the root to what changed and shares everything else.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,8 +16,7 @@ from typing import Iterator, Mapping, Optional
 from ..errors import InternalError
 from ..ir.expr import Var
 from ..ir.func import PrimFunc
-from ..ir.stmt import (Allocate, Block, BlockRealize, For, IfThenElse, Range, SeqStmt, Stmt,
-                       seq)
+from ..ir.stmt import Allocate, Block, BlockRealize, For, IfThenElse, Range, SeqStmt, Stmt, seq
 
 
 def _stmt_children(node: Stmt) -> tuple[Stmt, ...]:
@@ -60,8 +60,7 @@ class FuncIndex:
             elif isinstance(node, BlockRealize):
                 name = node.block.name
                 if name in self.realizes:
-                    raise InternalError(f"two blocks are named {name!r}; block names must be "
-                                        f"unique")
+                    raise InternalError(f"two blocks are named {name!r}; block names must be unique")
                 self.realizes[name] = node
             kids = _stmt_children(node)
             for kid in kids:

@@ -19,6 +19,7 @@ tile of a matmul) with the implementation.
 
 The built-in intrinsics (:mod:`workbench.schedule.intrinsics`) are registered on first lookup.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,14 +45,14 @@ class TensorIntrin:
     _builtins_loaded: ClassVar[bool] = False
 
     @staticmethod
-    def register(name: str, desc: PrimFunc, impl: PrimFunc,
-                 override: bool = False) -> "TensorIntrin":
+    def register(name: str, desc: PrimFunc, impl: PrimFunc, override: bool = False) -> "TensorIntrin":
         """Check and register an intrinsic under ``name`` (``override=True`` replaces one)."""
         if not isinstance(name, str) or not name:
             raise ValueError(f"a tensor intrinsic needs a non-empty name, got {name!r}")
         if name in TensorIntrin._registry and not override:
-            raise ValueError(f"tensor intrinsic {name!r} is already registered "
-                             f"(pass override=True to replace it)")
+            raise ValueError(
+                f"tensor intrinsic {name!r} is already registered (pass override=True to replace it)"
+            )
         _check_pair(name, desc, impl)
         intrin = TensorIntrin(name, desc, impl)
         TensorIntrin._registry[name] = intrin
@@ -64,8 +65,10 @@ class TensorIntrin:
         TensorIntrin._load_builtins()
         found = TensorIntrin._registry.get(name) if isinstance(name, str) else None
         if found is None:
-            msg = (f"no tensor intrinsic named {name!r}; registered: "
-                   f"{', '.join(TensorIntrin.names()) or '(none)'}")
+            msg = (
+                f"no tensor intrinsic named {name!r}; registered: "
+                f"{', '.join(TensorIntrin.names()) or '(none)'}"
+            )
             if primitive is not None:
                 raise ScheduleError(primitive, msg, argument="tensor_intrin")
             raise KeyError(msg)
@@ -95,27 +98,32 @@ def _check_pair(name: str, desc: PrimFunc, impl: PrimFunc) -> None:
     """The rules ``tensorize`` relies on, checked once at registration (ValueError)."""
     for role, func in (("description", desc), ("implementation", impl)):
         if not isinstance(func, PrimFunc):
-            raise ValueError(f"tensor intrinsic {name!r}: the {role} must be a PrimFunc, got "
-                             f"{type(func).__name__}")
+            raise ValueError(
+                f"tensor intrinsic {name!r}: the {role} must be a PrimFunc, got {type(func).__name__}"
+            )
         verify(func)
     if len(desc.params) != len(impl.params) or any(
-            (d.shape, d.dtype) != (i.shape, i.dtype) for d, i in zip(desc.params, impl.params)):
+        (d.shape, d.dtype) != (i.shape, i.dtype) for d, i in zip(desc.params, impl.params)
+    ):
         sig = lambda f: [f"{b.name}{list(b.shape)}:{b.dtype}" for b in f.params]  # noqa: E731
-        raise ValueError(f"tensor intrinsic {name!r}: the description and the implementation "
-                         f"must take the same parameters (shapes, dtypes, order): "
-                         f"{sig(desc)} vs {sig(impl)}")
+        raise ValueError(
+            f"tensor intrinsic {name!r}: the description and the implementation "
+            f"must take the same parameters (shapes, dtypes, order): "
+            f"{sig(desc)} vs {sig(impl)}"
+        )
     root = desc.root
     if root.alloc_buffers:
         raise ValueError(f"tensor intrinsic {name!r}: the description may not allocate buffers")
     realizes = [n for n in pre_order(root.body) if isinstance(n, BlockRealize)]
     if len(realizes) != 1 or realizes[0].block.init is not None:
-        raise ValueError(f"tensor intrinsic {name!r}: the description must be a loop nest over "
-                         f"exactly one block, without init (found {len(realizes)} blocks)")
+        raise ValueError(
+            f"tensor intrinsic {name!r}: the description must be a loop nest over "
+            f"exactly one block, without init (found {len(realizes)} blocks)"
+        )
     used = {n.buffer for n in pre_order(root.body) if isinstance(n, (BufferLoad, BufferStore))}
     unused = [b.name for b in desc.params if b not in used]
     if unused:
-        raise ValueError(f"tensor intrinsic {name!r}: the description never accesses "
-                         f"parameter(s) {unused}")
+        raise ValueError(f"tensor intrinsic {name!r}: the description never accesses parameter(s) {unused}")
 
 
 __all__ = ["TensorIntrin"]

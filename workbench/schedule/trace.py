@@ -6,6 +6,7 @@ function — with the recorded decisions, with decisions chosen by a ``decision_
 the search mutates a trace), or resampled. A *pinned* decision is one the search must keep:
 ``apply_to_schedule`` never asks the provider about it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,9 +45,11 @@ class Decisions(dict):
         raise NoDecision(self._trace._why_no_decision(inst))
 
     def _read_only(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("trace.decisions is a read-only snapshot: trace.with_decision(inst, "
-                        "value) returns a new trace with that decision (TVM's spelling: "
-                        "trace.with_decision(inst, value, remove_postproc=True))")
+        raise TypeError(
+            "trace.decisions is a read-only snapshot: trace.with_decision(inst, "
+            "value) returns a new trace with that decision (TVM's spelling: "
+            "trace.with_decision(inst, value, remove_postproc=True))"
+        )
 
     # every mutator raises (their signatures differ from dict's, hence the ignores)
     __setitem__ = __delitem__ = __ior__ = update = _read_only  # type: ignore[assignment]
@@ -56,7 +59,7 @@ class Decisions(dict):
 class NoDecision(KeyError):
     """Looking up the decision of an instruction that has none (a ``KeyError``)."""
 
-    def __str__(self) -> str:        # KeyError would print the message's repr
+    def __str__(self) -> str:  # KeyError would print the message's repr
         return str(self.args[0])
 
 
@@ -103,14 +106,21 @@ class Trace:
         if not isinstance(inst, Instruction) or not any(cur is inst for cur in self.insts):
             return f"{inst!r} is not an instruction of this trace"
         names = self.rv_names()
-        feeding = [cur for cur in self.insts if cur.kind.is_sampling
-                   and any(rv in inst.inputs for rv in cur.outputs)]
-        hint = "; its inputs come from " + ", ".join(
-            f"{cur.kind.name} ({', '.join(names[rv] for rv in cur.outputs)})"
-            for cur in feeding) + ": change that decision" if feeding else ""
-        return (f"{inst.kind.name} samples nothing, so it has no decision: only sampling "
-                f"instructions (sample_perfect_tile, sample_categorical, "
-                f"sample_compute_location) do{hint}")
+        feeding = [
+            cur for cur in self.insts if cur.kind.is_sampling and any(rv in inst.inputs for rv in cur.outputs)
+        ]
+        hint = (
+            "; its inputs come from "
+            + ", ".join(f"{cur.kind.name} ({', '.join(names[rv] for rv in cur.outputs)})" for cur in feeding)
+            + ": change that decision"
+            if feeding
+            else ""
+        )
+        return (
+            f"{inst.kind.name} samples nothing, so it has no decision: only sampling "
+            f"instructions (sample_perfect_tile, sample_categorical, "
+            f"sample_compute_location) do{hint}"
+        )
 
     @property
     def pinned(self) -> set[Instruction]:
@@ -149,9 +159,11 @@ class Trace:
         names = self.rv_names()
         insts = []
         for inst in self.insts:
-            rec: dict[str, Any] = {"kind": inst.kind.name,
-                                   "args": {k: _to_json(v, names) for k, v in inst.args.items()},
-                                   "outputs": [names[rv] for rv in inst.outputs]}
+            rec: dict[str, Any] = {
+                "kind": inst.kind.name,
+                "args": {k: _to_json(v, names) for k, v in inst.args.items()},
+                "outputs": [names[rv] for rv in inst.outputs],
+            }
             if inst.multi:
                 rec["multi"] = True
             if inst.kind.is_sampling:
@@ -173,8 +185,7 @@ class Trace:
             if isinstance(data, (str, bytes)):
                 data = json.loads(data)
             if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
-                raise TraceFormatError(f"not a workbench trace (expected format "
-                                       f"{JSON_FORMAT!r})")
+                raise TraceFormatError(f"not a workbench trace (expected format {JSON_FORMAT!r})")
             if not isinstance(data.get("insts"), list):
                 raise TraceFormatError("trace JSON: 'insts' must be a list of instructions")
         except RecursionError:
@@ -198,8 +209,7 @@ class Trace:
                 raise type(exc)(f"instruction {k}: {exc}") from None
             except (KeyError, TypeError, AttributeError, ValueError, RecursionError) as exc:
                 what = f"missing {exc}" if type(exc) is KeyError else str(exc)
-                raise TraceFormatError(f"instruction {k}: malformed ({what}): "
-                                       f"{_clip(rec)}") from None
+                raise TraceFormatError(f"instruction {k}: malformed ({what}): {_clip(rec)}") from None
         return cls(insts)
 
     @staticmethod
@@ -208,13 +218,17 @@ class Trace:
         ``func`` and return the trace it records. This executes the text: use it for code you
         trust; databases use :meth:`from_json`."""
         from .schedule import Schedule
+
         sch = Schedule(func, seed=seed)
         exec(compile(text, "<trace>", "exec"), {"sch": sch})
         return sch.trace
 
     # replay --------------------------------------------------------------------------------
-    def apply_to_schedule(self, sch: Any, decision_provider: Optional[DecisionProvider] = None,
-                          ) -> dict[RV, RV]:
+    def apply_to_schedule(
+        self,
+        sch: Any,
+        decision_provider: Optional[DecisionProvider] = None,
+    ) -> dict[RV, RV]:
         """Replay every instruction on ``sch``; returns this trace's RVs -> ``sch``'s RVs.
 
         Sampling instructions use their recorded decision unless a ``decision_provider`` is
@@ -239,8 +253,7 @@ class Trace:
             try:
                 return rv_map[rv]
             except KeyError:
-                raise ValueError(f"trace uses a random variable ({rv!r}) it never "
-                                 f"defines") from None
+                raise ValueError(f"trace uses a random variable ({rv!r}) it never defines") from None
 
         for step, inst in enumerate(self.insts):
             try:
@@ -251,11 +264,14 @@ class Trace:
                 result = sch._apply(inst.kind, args, decision, pinned=inst.pinned)
                 outputs = list(iter_rvs(result))
                 if len(outputs) != len(inst.outputs):
-                    raise ScheduleError(inst.kind.name, f"replay returned {len(outputs)} "
-                                        f"random variables where the trace recorded "
-                                        f"{len(inst.outputs)}")
+                    raise ScheduleError(
+                        inst.kind.name,
+                        f"replay returned {len(outputs)} "
+                        f"random variables where the trace recorded "
+                        f"{len(inst.outputs)}",
+                    )
             except ScheduleError as exc:
-                exc.step = step     # type: ignore[attr-defined]
+                exc.step = step  # type: ignore[attr-defined]
                 raise
             rv_map.update(zip(inst.outputs, outputs))
         return rv_map
@@ -283,13 +299,20 @@ class Trace:
     def _sampling_at(self, inst: Union[Instruction, RV, int]) -> int:
         k = self._locate(inst)
         if not self.insts[k].kind.is_sampling:
-            raise ValueError(f"instruction {k} ({self.insts[k].kind.name}) samples nothing: "
-                             f"only sampling instructions have decisions")
+            raise ValueError(
+                f"instruction {k} ({self.insts[k].kind.name}) samples nothing: "
+                f"only sampling instructions have decisions"
+            )
         return k
 
-    def with_decision(self, inst: Union[Instruction, RV, int], value: Any,
-                      remove_postproc: bool = False, *, pinned: Optional[bool] = None
-                      ) -> "Trace":
+    def with_decision(
+        self,
+        inst: Union[Instruction, RV, int],
+        value: Any,
+        remove_postproc: bool = False,
+        *,
+        pinned: Optional[bool] = None,
+    ) -> "Trace":
         """A new trace where ``inst`` has decision ``value`` (and ``pinned``, when given).
 
         ``remove_postproc`` (TVM's argument, what a mutator wants): the new trace stops before
@@ -298,23 +321,28 @@ class Trace:
         k = self._sampling_at(inst)
         out = self.copy()
         if remove_postproc:
-            cut = next((n for n, cur in enumerate(out.insts)
-                        if cur.kind.name == "enter_postproc"), len(out.insts))
+            cut = next(
+                (n for n, cur in enumerate(out.insts) if cur.kind.name == "enter_postproc"), len(out.insts)
+            )
             if k >= cut:
-                raise ValueError(f"instruction {k} ({out.insts[k].kind.name}) belongs to the "
-                                 f"postprocessing part that remove_postproc drops")
+                raise ValueError(
+                    f"instruction {k} ({out.insts[k].kind.name}) belongs to the "
+                    f"postprocessing part that remove_postproc drops"
+                )
             del out.insts[cut:]
         cur = out.insts[k]
-        out.insts[k] = dataclasses.replace(cur, decision=value,
-                                           pinned=cur.pinned if pinned is None else pinned)
+        out.insts[k] = dataclasses.replace(
+            cur, decision=value, pinned=cur.pinned if pinned is None else pinned
+        )
         return out
 
     def pin(self, inst: Union[Instruction, RV, int], value: Any = None) -> None:
         """Mark a decision as fixed (search never changes it), optionally setting it first."""
         k = self._sampling_at(inst)
         cur = self.insts[k]
-        self.insts[k] = dataclasses.replace(cur, pinned=True,
-                                            decision=cur.decision if value is None else value)
+        self.insts[k] = dataclasses.replace(
+            cur, pinned=True, decision=cur.decision if value is None else value
+        )
 
     def free(self, inst: Union[Instruction, RV, int]) -> None:
         """Let the search change this decision again."""
@@ -341,12 +369,11 @@ class TraceFormatError(ValueError):
 class UnknownInstructionKind(TraceFormatError, KeyError):
     """Trace JSON naming an instruction kind that is not registered (also a ``KeyError``)."""
 
-    def __str__(self) -> str:        # KeyError would print the message's repr
+    def __str__(self) -> str:  # KeyError would print the message's repr
         return str(self.args[0])
 
 
-def _instruction_from_json(rec: Any, ref: Callable[[str], RV], rvs: dict[str, RV]
-                           ) -> Instruction:
+def _instruction_from_json(rec: Any, ref: Callable[[str], RV], rvs: dict[str, RV]) -> Instruction:
     if not isinstance(rec, dict):
         raise TraceFormatError(f"expected an object, got {_clip(rec)}")
     name = rec["kind"]
@@ -369,13 +396,19 @@ def _instruction_from_json(rec: Any, ref: Callable[[str], RV], rvs: dict[str, RV
             raise TraceFormatError(f"{kind.name}: bad output name {out!r}")
         rvs[out] = cls_()
         outputs.append(rvs[out])
-    return Instruction(kind, args, tuple(outputs), bool(rec.get("multi", False)),
-                       _from_json(rec.get("decision"), ref), bool(rec.get("pinned", False)))
+    return Instruction(
+        kind,
+        args,
+        tuple(outputs),
+        bool(rec.get("multi", False)),
+        _from_json(rec.get("decision"), ref),
+        bool(rec.get("pinned", False)),
+    )
 
 
 def _clip(value: Any, width: int = 80) -> str:
     text = repr(value)
-    return text if len(text) <= width else text[:width - 3] + "..."
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _to_json(value: Any, names: dict[RV, str]) -> Any:

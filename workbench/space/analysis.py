@@ -4,6 +4,7 @@ Rules ask questions about the *current* state of a schedule — is this block's 
 does it reuse data, is this loop spatial — before deciding what to do. Each question is one
 small function over the schedule's :class:`~workbench.schedule.state.FuncIndex`.
 """
+
 from __future__ import annotations
 
 from typing import Iterable, Optional
@@ -11,8 +12,7 @@ from typing import Iterable, Optional
 from ..ir.expr import Add, Call, Expr, IntImm, Select, Sub, Var
 from ..ir.func import PrimFunc
 from ..ir.functor import free_vars, pre_order, uses_var
-from ..ir.stmt import (OPAQUE, REDUCE, SPATIAL, Block, BlockRealize, BufferRegion, For,
-                       IfThenElse)
+from ..ir.stmt import OPAQUE, REDUCE, SPATIAL, Block, BlockRealize, BufferRegion, For, IfThenElse
 from ..schedule.state import FuncIndex
 
 #: block annotation set by MultiLevelTiling (a tiled block is not tiled again)
@@ -87,12 +87,20 @@ def block_vars_in(region: BufferRegion) -> set[Var]:
 def needs_multi_level_tiling(idx: FuncIndex, block: Block) -> bool:
     """A reduction block with a trivial binding whose reads miss some spatial iterator — data
     is reused across that iterator, so tiling pays off (TVM's NeedsMultiLevelTiling)."""
-    if (has_been_tiled(block) or len(block.writes) != 1 or not block.reads
-            or is_spatial(block) or not is_trivial_binding(idx, block)):
+    if (
+        has_been_tiled(block)
+        or len(block.writes) != 1
+        or not block.reads
+        or is_spatial(block)
+        or not is_trivial_binding(idx, block)
+    ):
         return False
     write = block.writes[0].buffer
-    spatial = [iv.var for iv in block.iter_vars if iv.iter_type == SPATIAL
-               and not (_is(iv.dom.min, 0) and _is(iv.dom.extent, 1))]
+    spatial = [
+        iv.var
+        for iv in block.iter_vars
+        if iv.iter_type == SPATIAL and not (_is(iv.dom.min, 0) and _is(iv.dom.extent, 1))
+    ]
     seen, unused = set(), 0
     for read in block.reads:
         if read.buffer in seen:
@@ -126,8 +134,9 @@ def space_and_reduce_length(idx: FuncIndex, block: Block) -> tuple[int, int]:
     return space, reduce
 
 
-def needs_rfactor(idx: FuncIndex, block: Block, max_parallel_extent: int,
-                  max_parallel_basic: int = 1) -> bool:
+def needs_rfactor(
+    idx: FuncIndex, block: Block, max_parallel_extent: int, max_parallel_basic: int = 1
+) -> bool:
     """A reduction worth an rfactor / cross-thread reduction: its spatial loops offer less
     parallelism than its reduction (TVM's NeedsRFactorOrCrossThreadReduction; on GPU
     ``max_parallel_basic`` is the warp size: shorter reductions stay in one thread)."""
@@ -204,6 +213,4 @@ def has_if_then_else(realize: BlockRealize) -> bool:
 
 def has_op(realize: BlockRealize, ops: Iterable[str]) -> bool:
     ops = set(ops)
-    return bool(ops) and any(isinstance(n, Call) and n.op in ops
-                             for n in pre_order(realize.block))
-
+    return bool(ops) and any(isinstance(n, Call) and n.op in ops for n in pre_order(realize.block))

@@ -10,6 +10,7 @@ seed; the search replays those traces with new decisions. A generator also holds
 postprocessors and mutators that go with its space (the target's defaults unless given), so a
 tuner needs nothing else.
 """
+
 from __future__ import annotations
 
 import random
@@ -37,8 +38,11 @@ class SpaceGenerator(Pluggable):
 
     _registry: ClassVar[dict[str, type]] = {}
 
-    def __init__(self, postprocs: Optional[Sequence[Union[str, Postproc]]] = None,
-                 mutator_probs: Optional[Mapping[Union[str, Mutator], float]] = None):
+    def __init__(
+        self,
+        postprocs: Optional[Sequence[Union[str, Postproc]]] = None,
+        mutator_probs: Optional[Mapping[Union[str, Mutator], float]] = None,
+    ):
         self._postprocs_arg = postprocs
         self._mutators_arg = mutator_probs
         self.postprocs: list[Postproc] = []
@@ -50,13 +54,14 @@ class SpaceGenerator(Pluggable):
         if self._postprocs_arg is None:
             self.postprocs = Postproc.create(kind)
         else:
-            self.postprocs = [Postproc.named(p) if isinstance(p, str) else p
-                              for p in self._postprocs_arg]
+            self.postprocs = [Postproc.named(p) if isinstance(p, str) else p for p in self._postprocs_arg]
         if self._mutators_arg is None:
             self.mutator_probs = Mutator.create(kind)
         else:
-            self.mutator_probs = {(Mutator.named(m) if isinstance(m, str) else m): float(p)
-                                  for m, p in self._mutators_arg.items()}
+            self.mutator_probs = {
+                (Mutator.named(m) if isinstance(m, str) else m): float(p)
+                for m, p in self._mutators_arg.items()
+            }
         for piece in [*self.postprocs, *self.mutator_probs]:
             piece.initialize_with_target(self.target)
 
@@ -100,10 +105,13 @@ class PostOrderApply(SpaceGenerator):
     restricts the blocks visited.
     """
 
-    def __init__(self, rules: Optional[Sequence[RuleSpec]] = None,
-                 postprocs: Optional[Sequence[Union[str, Postproc]]] = None,
-                 mutator_probs: Optional[Mapping[Union[str, Mutator], float]] = None,
-                 block_filter: Optional[Callable[[Any], bool]] = None):
+    def __init__(
+        self,
+        rules: Optional[Sequence[RuleSpec]] = None,
+        postprocs: Optional[Sequence[Union[str, Postproc]]] = None,
+        mutator_probs: Optional[Mapping[Union[str, Mutator], float]] = None,
+        block_filter: Optional[Callable[[Any], bool]] = None,
+    ):
         super().__init__(postprocs, mutator_probs)
         self._rules_arg = rules
         self.rules: list[ScheduleRule] = []
@@ -114,8 +122,7 @@ class PostOrderApply(SpaceGenerator):
         if self._rules_arg is None:
             self.rules = ScheduleRule.create(target_kind(self.target))
         else:
-            self.rules = [ScheduleRule.named(r) if isinstance(r, str) else r
-                          for r in self._rules_arg]
+            self.rules = [ScheduleRule.named(r) if isinstance(r, str) else r for r in self._rules_arg]
         for rule in self.rules:
             rule.initialize_with_target(self.target)
 
@@ -140,19 +147,20 @@ def _apply_everywhere(rule: ScheduleRule, sch: Schedule, blocks: list[BlockRV]) 
                 following.append(s)  # inlined or otherwise removed by an earlier step
                 continue
             produced = rule.apply(s, block)
-            if not isinstance(produced, list) or not all(isinstance(p, Schedule)
-                                                          for p in produced):
-                raise TypeError(f"{type(rule).__name__}.apply must return a list of Schedules, "
-                                f"got {produced!r}")
+            if not isinstance(produced, list) or not all(isinstance(p, Schedule) for p in produced):
+                raise TypeError(
+                    f"{type(rule).__name__}.apply must return a list of Schedules, got {produced!r}"
+                )
             if not produced:
                 # TVM drops such a branch silently; one rule doing it for one block (the root,
                 # say) would empty the whole design space with no hint why
                 name = s.symbols[block]
-                root = " (the root block: rules see it too)" \
-                    if name == s.func.body.block.name else ""
-                raise ValueError(f"schedule rule {type(rule).__name__} returned no schedule for "
-                                 f"block {name!r}{root}; return [sch] to leave a block "
-                                 f"unchanged")
+                root = " (the root block: rules see it too)" if name == s.func.body.block.name else ""
+                raise ValueError(
+                    f"schedule rule {type(rule).__name__} returned no schedule for "
+                    f"block {name!r}{root}; return [sch] to leave a block "
+                    f"unchanged"
+                )
             following.extend(produced)
         current = following
     return current
@@ -168,9 +176,12 @@ class ScheduleFn(SpaceGenerator):
         space = ScheduleFn(matmul_template)
     """
 
-    def __init__(self, fn: Callable[[Schedule], Any],
-                 postprocs: Optional[Sequence[Union[str, Postproc]]] = None,
-                 mutator_probs: Optional[Mapping[Union[str, Mutator], float]] = None):
+    def __init__(
+        self,
+        fn: Callable[[Schedule], Any],
+        postprocs: Optional[Sequence[Union[str, Postproc]]] = None,
+        mutator_probs: Optional[Mapping[Union[str, Mutator], float]] = None,
+    ):
         super().__init__(postprocs, mutator_probs)
         self.fn = fn
 
@@ -183,16 +194,21 @@ class ScheduleFn(SpaceGenerator):
             return [out]
         if isinstance(out, (list, tuple)) and all(isinstance(s, Schedule) for s in out):
             return list(out)
-        raise TypeError(f"ScheduleFn: {getattr(self.fn, '__name__', self.fn)} must return None, "
-                        f"a Schedule or a list of them, got {type(out).__name__}")
+        raise TypeError(
+            f"ScheduleFn: {getattr(self.fn, '__name__', self.fn)} must return None, "
+            f"a Schedule or a list of them, got {type(out).__name__}"
+        )
 
 
 class SpaceUnion(SpaceGenerator):
     """The union of several generators' spaces (their schedules, concatenated in order)."""
 
-    def __init__(self, generators: Iterable[SpaceGenerator],
-                 postprocs: Optional[Sequence[Union[str, Postproc]]] = None,
-                 mutator_probs: Optional[Mapping[Union[str, Mutator], float]] = None):
+    def __init__(
+        self,
+        generators: Iterable[SpaceGenerator],
+        postprocs: Optional[Sequence[Union[str, Postproc]]] = None,
+        mutator_probs: Optional[Mapping[Union[str, Mutator], float]] = None,
+    ):
         super().__init__(postprocs, mutator_probs)
         self.generators = list(generators)
         if not self.generators:
@@ -205,8 +221,7 @@ class SpaceUnion(SpaceGenerator):
 
     def _generate(self, func: PrimFunc, seed: Optional[int]) -> list[Schedule]:
         rng = random.Random(seed)
-        return [s for gen in self.generators
-                for s in gen._generate(func, rng.randrange(2 ** 31))]
+        return [s for gen in self.generators for s in gen._generate(func, rng.randrange(2**31))]
 
 
 def as_space(space: Any) -> SpaceGenerator:
@@ -226,8 +241,9 @@ def as_space(space: Any) -> SpaceGenerator:
     raise TypeError(f"cannot make a space generator from {type(space).__name__} {space!r}")
 
 
-def generate_design_space(func: PrimFunc, target: Union[str, Target] = "llvm", seed: int = 0,
-                          space: Any = None) -> list[Schedule]:
+def generate_design_space(
+    func: PrimFunc, target: Union[str, Target] = "llvm", seed: int = 0, space: Any = None
+) -> list[Schedule]:
     """The design space of ``func`` for ``target``: a list of schedules, one per sketch, each
     with decisions drawn from ``seed``. Their traces (``[s.trace for s in spaces]``) are what
     the search explores.

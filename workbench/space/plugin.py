@@ -5,6 +5,7 @@ Subclassing a base (``ScheduleRule``, ``Postproc``, ``Mutator``) registers the c
 snake-case name (``MultiLevelTiling`` -> ``"multi_level_tiling"``), so ``ScheduleRule.named(
 "multi_level_tiling", structure="SSRSRS")`` finds user classes as well as the built-in ones.
 """
+
 from __future__ import annotations
 
 import copy
@@ -50,13 +51,13 @@ class Pluggable:
         squash = lambda s: s.replace("_", "").lower()
         found = [c for key, c in cls._registry.items() if squash(key) == squash(name)]
         if not found:
-            raise KeyError(f"no {cls.__name__} named {name!r}; known: "
-                           f"{', '.join(sorted(cls._registry))}")
+            raise KeyError(f"no {cls.__name__} named {name!r}; known: {', '.join(sorted(cls._registry))}")
         return found[0](**kwargs)
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
-                           if not k.startswith("_") and k != "target")
+        fields = ", ".join(
+            f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_") and k != "target"
+        )
         return f"{type(self).__name__}({fields})"
 
 

@@ -1,15 +1,16 @@
 """The ``workbench tune``, ``best``, ``import-tvm`` and ``export-tvm`` subcommands.
 
-    workbench tune GMM --trials 64                    tune at the paper shape into tuning.sqlite
-    workbench tune all --small --trials 8             every workload, small shapes, 8 trials each
-    workbench tune C2D --shape h=28 w=28 --db c2d.jsonl
-    workbench tune GMM --dask tcp://host:8786         measure on Dask workers (docs/distributed.md)
-    workbench best GMM                                the best schedule's IR and trace
-    workbench import-tvm records_zen3/ --db t.sqlite  import TVM MetaSchedule JSON databases
-    workbench export-tvm GMM --db t.sqlite [--all]    the best trace as TVM Python
-    workbench db check t.sqlite                       is the file intact? (records, damage)
-    workbench db repair t.sqlite --out fixed.sqlite   copy every intact record to a new file
+workbench tune GMM --trials 64                    tune at the paper shape into tuning.sqlite
+workbench tune all --small --trials 8             every workload, small shapes, 8 trials each
+workbench tune C2D --shape h=28 w=28 --db c2d.jsonl
+workbench tune GMM --dask tcp://host:8786         measure on Dask workers (docs/distributed.md)
+workbench best GMM                                the best schedule's IR and trace
+workbench import-tvm records_zen3/ --db t.sqlite  import TVM MetaSchedule JSON databases
+workbench export-tvm GMM --db t.sqlite [--all]    the best trace as TVM Python
+workbench db check t.sqlite                       is the file intact? (records, damage)
+workbench db repair t.sqlite --out fixed.sqlite   copy every intact record to a new file
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,6 +22,7 @@ from typing import Any
 def target_arg(text: str) -> str:
     """argparse type: a target string workbench understands (``llvm -num-cores=4``, ``cuda``)."""
     from ..codegen.target import Target
+
     try:
         return str(Target.of(text))
     except (ValueError, TypeError) as exc:
@@ -30,8 +32,13 @@ def target_arg(text: str) -> str:
 def add_parsers(sub: Any, shape_kwargs) -> None:
     """Register the subcommands on ``sub`` (``shape_kwargs`` parses ``--shape k=v`` pairs)."""
     from ..cli import positive_int
-    p = sub.add_parser("tune", help="tune a workload (or all) into a database",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    p = sub.add_parser(
+        "tune",
+        help="tune a workload (or all) into a database",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("name", help="a workload name, or 'all'")
     p.add_argument("--trials", type=positive_int, default=64, help="measured trials per workload")
     p.add_argument("--target", type=target_arg, default="llvm")
@@ -39,18 +46,21 @@ def add_parsers(sub: Any, shape_kwargs) -> None:
     p.add_argument("--shape", nargs="*", metavar="KEY=INT", help="shape overrides")
     p.add_argument("--small", action="store_true", help="each workload's small test shape")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--strategy", default="evolutionary",
-                   choices=["evolutionary", "replay_trace", "replay_func", "learned"])
-    p.add_argument("--model", help="decision model folder for --strategy learned "
-                   "(from `workbench learn`)")
+    p.add_argument(
+        "--strategy",
+        default="evolutionary",
+        choices=["evolutionary", "replay_trace", "replay_func", "learned"],
+    )
+    p.add_argument("--model", help="decision model folder for --strategy learned (from `workbench learn`)")
     p.add_argument("--cost-model", default="xgb", choices=["xgb", "random"])
-    p.add_argument("--per-iter", type=positive_int, default=16,
-                   help="candidates per measured batch")
-    p.add_argument("--workers", type=positive_int, default=None,
-                   help="build/run worker processes")
-    p.add_argument("--dask", metavar="ADDRESS", default=None,
-                   help="measure on the workers of a Dask scheduler (tcp://host:8786); "
-                        "see docs/distributed.md")
+    p.add_argument("--per-iter", type=positive_int, default=16, help="candidates per measured batch")
+    p.add_argument("--workers", type=positive_int, default=None, help="build/run worker processes")
+    p.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        default=None,
+        help="measure on the workers of a Dask scheduler (tcp://host:8786); see docs/distributed.md",
+    )
     p.set_defaults(fn=lambda a: _cmd_tune(a, shape_kwargs))
 
     p = sub.add_parser("best", help="print the best schedule found for a workload")
@@ -62,6 +72,7 @@ def add_parsers(sub: Any, shape_kwargs) -> None:
     p.set_defaults(fn=lambda a: _cmd_best(a, shape_kwargs))
     add_tvm_parsers(sub, shape_kwargs)
     from .learned.cli import add_parsers as add_learn_parsers
+
     add_learn_parsers(sub)
 
     p = sub.add_parser("db", help="check a database file, or copy its intact records")
@@ -77,6 +88,7 @@ def add_parsers(sub: Any, shape_kwargs) -> None:
 
 def _cmd_db_check(args) -> int:
     from .database.repair import check
+
     report = check(args.path)
     print(report)
     return 0 if report.ok else 1
@@ -84,6 +96,7 @@ def _cmd_db_check(args) -> int:
 
 def _cmd_db_repair(args) -> int:
     from .database.repair import repair
+
     print(repair(args.path, args.out))
     return 0
 
@@ -92,13 +105,15 @@ def _tasks(args, shape_kwargs):
     from .. import workloads
     from ..cli import UsageError
     from .task import TuneTask
+
     shape = shape_kwargs(args.shape)
     if shape and args.name == "all":
         raise UsageError("--shape applies to one workload; use --small with 'all'")
     try:
         names = workloads.names() if args.name == "all" else [workloads.lookup(args.name).name]
-        return [TuneTask.workload(n, **{**(workloads.small(n) if args.small else {}), **shape})
-                for n in names]
+        return [
+            TuneTask.workload(n, **{**(workloads.small(n) if args.small else {}), **shape}) for n in names
+        ]
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
 
@@ -110,17 +125,20 @@ def _cmd_tune(args, shape_kwargs) -> int:
 
     from .database import Database
     from .tuning import TuneInterrupted, tune
+
     tasks = _tasks(args, shape_kwargs)
     strategy = args.strategy
     if strategy == "learned":
         from .learned.cli import load_strategy
+
         strategy, problem = load_strategy(args.model)
         if problem:
             return _user_error(problem)
-    db = Database.open(args.db)      # a damaged or unwritable file: one line, before any work
+    db = Database.open(args.db)  # a damaged or unwritable file: one line, before any work
     runner = None
     if args.dask:
         from .dask_runner import DaskRunner
+
         try:
             runner = DaskRunner(args.dask)
         except (ImportError, ConnectionError, TypeError, ValueError) as exc:
@@ -130,11 +148,20 @@ def _cmd_tune(args, shape_kwargs) -> int:
         # background job of a script)
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        tune(tasks, target=args.target, trials=args.trials * len(tasks), database=db,
-             seed=args.seed, strategy=strategy, cost_model=args.cost_model,
-             num_trials_per_iter=args.per_iter, workers=args.workers, verbose=True,
-             task_scheduler="round_robin" if args.name == "all" else "gradient",
-             runner=runner)
+        tune(
+            tasks,
+            target=args.target,
+            trials=args.trials * len(tasks),
+            database=db,
+            seed=args.seed,
+            strategy=strategy,
+            cost_model=args.cost_model,
+            num_trials_per_iter=args.per_iter,
+            workers=args.workers,
+            verbose=True,
+            task_scheduler="round_robin" if args.name == "all" else "gradient",
+            runner=runner,
+        )
     except TuneInterrupted as stop:
         stop.resume = shlex.join(["workbench", *getattr(args, "argv", ["tune", args.name])])
         print(f"workbench: {stop}", file=sys.stderr)
@@ -145,8 +172,10 @@ def _cmd_tune(args, shape_kwargs) -> int:
     ok = all(db.best(t.func, args.target) is not None for t in tasks)
     print(f"records in {args.db}: {len(db)}")
     if args.strategy == "learned" and strategy.drawn:
-        print(f"learned sampler: {100 * strategy.rejection_rate:.0f}% of {strategy.drawn} "
-              f"proposals rejected by replay or the postprocessors (and redrawn)")
+        print(
+            f"learned sampler: {100 * strategy.rejection_rate:.0f}% of {strategy.drawn} "
+            f"proposals rejected by replay or the postprocessors (and redrawn)"
+        )
     return 0 if ok else 1
 
 
@@ -158,15 +187,19 @@ def _cmd_best(args, shape_kwargs) -> int:
     rec = db.best(task.func, args.target)
     if rec is None:
         n = len(db.records(task.func, args.target))
-        print(f"no successful record of {task.name} {task.shape or ''} on {args.target} in "
-              f"{args.db} ({n} records)")
+        print(
+            f"no successful record of {task.name} {task.shape or ''} on {args.target} in "
+            f"{args.db} ({n} records)"
+        )
         return 1
     sch = rec.schedule()
     rate = ""
     if task.flops and math.isfinite(rec.latency):
         rate = f", {task.flops / rec.latency / 1e9:.1f} GFLOP/s"
-    print(f"# {task.name} on {rec.target}: {rec.latency * 1e3:.4f} ms{rate} "
-          f"(best of {len(db.records(task.func, args.target))} records in {args.db})")
+    print(
+        f"# {task.name} on {rec.target}: {rec.latency * 1e3:.4f} ms{rate} "
+        f"(best of {len(db.records(task.func, args.target))} records in {args.db})"
+    )
     print(sch.func)
     print("\n# trace")
     print(sch.trace)
@@ -179,22 +212,30 @@ def _cmd_best(args, shape_kwargs) -> int:
 
 def add_tvm_parsers(sub: Any, shape_kwargs) -> None:
     """``import-tvm DIR [--db OUT]`` and ``export-tvm WL [--db PATH] [--all]``."""
-    p = sub.add_parser("import-tvm", help="import TVM MetaSchedule tuning records",
-                       description="Import a TVM MetaSchedule JSON database (a directory with "
-                       "database_workload.json and database_tuning_record.json, or a directory "
-                       "of such directories): each record's trace is converted, replayed on the "
-                       "matching workbench workload and stored with TVM's run time.")
+    p = sub.add_parser(
+        "import-tvm",
+        help="import TVM MetaSchedule tuning records",
+        description="Import a TVM MetaSchedule JSON database (a directory with "
+        "database_workload.json and database_tuning_record.json, or a directory "
+        "of such directories): each record's trace is converted, replayed on the "
+        "matching workbench workload and stored with TVM's run time.",
+    )
     p.add_argument("dir", help="TVM database directory, or a directory of them")
     p.add_argument("--db", default="tuning.sqlite", help="workbench database to add to")
-    p.add_argument("--target", default=None,
-                   help="store the records under this target (default: TVM's, e.g. "
-                        "'llvm -mcpu=znver3 -num-cores=2')")
+    p.add_argument(
+        "--target",
+        default=None,
+        help="store the records under this target (default: TVM's, e.g. 'llvm -mcpu=znver3 -num-cores=2')",
+    )
     p.set_defaults(fn=_cmd_import_tvm)
 
-    p = sub.add_parser("export-tvm", help="print a workload's best trace as TVM Python",
-                       description="Print the fastest record of a workload as Python for TVM "
-                       "0.27 (run it with `sch`, a tvm.s_tir.Schedule of the same te_workload "
-                       "function).")
+    p = sub.add_parser(
+        "export-tvm",
+        help="print a workload's best trace as TVM Python",
+        description="Print the fastest record of a workload as Python for TVM "
+        "0.27 (run it with `sch`, a tvm.s_tir.Schedule of the same te_workload "
+        "function).",
+    )
     p.add_argument("name")
     p.add_argument("--db", default="tuning.sqlite")
     p.add_argument("--target", default=None, help="only records of this target (default: any)")
@@ -215,6 +256,7 @@ def _open_db(path: str, must_exist: bool):
 
     from ..errors import DatabaseError
     from .database import Database
+
     if must_exist and not os.path.exists(path):
         return None, f"{path}: no such database"
     try:
@@ -227,6 +269,7 @@ def _open_db(path: str, must_exist: bool):
 def _cmd_import_tvm(args) -> int:
     from ..codegen.target import Target
     from .database import tvm as tvmdb
+
     try:
         tvmdb.find_databases(args.dir)
         if args.target is not None:
@@ -246,8 +289,10 @@ def _cmd_import_tvm(args) -> int:
     for w in report.workloads:
         best = f"best {w.best * 1e3:.4f} ms" if w.best is not None else "none replayed"
         dup = f", {w.duplicates} already stored" if w.duplicates else ""
-        print(f"{w.name:5s} {w.imported:4d} imported {w.failed:4d} failed{dup}  {best}"
-              f"  on {w.target or '?'}  ({w.source})")
+        print(
+            f"{w.name:5s} {w.imported:4d} imported {w.failed:4d} failed{dup}  {best}"
+            f"  on {w.target or '?'}  ({w.source})"
+        )
         for line, reason in w.failures[:3]:
             print(f"      record {line}: {reason}")
     print(f"records in {args.db}: {total}")
@@ -257,6 +302,7 @@ def _cmd_import_tvm(args) -> int:
 def _cmd_export_tvm(args, shape_kwargs) -> int:
     from .. import workloads
     from .database import tvm as tvmdb
+
     try:
         name = workloads.lookup(args.name).name
         shape = {**(workloads.small(name) if args.small else {}), **shape_kwargs(args.shape)}
@@ -267,12 +313,10 @@ def _cmd_export_tvm(args, shape_kwargs) -> int:
     if problem:
         return _user_error(problem)
     with db:
-        records = sorted((r for r in db.records(func, args.target) if r.ok),
-                         key=lambda r: r.latency)
+        records = sorted((r for r in db.records(func, args.target) if r.ok), key=lambda r: r.latency)
     if not records:
         where = f" on {args.target}" if args.target else ""
-        print(f"workbench: no successful record of {name} {shape or ''}{where} in {args.db}",
-              file=sys.stderr)
+        print(f"workbench: no successful record of {name} {shape or ''}{where} in {args.db}", file=sys.stderr)
         return 1
     for k, rec in enumerate(records if args.all else records[:1]):
         origin = " (imported from TVM)" if rec.meta.get("source") == "tvm" else ""
@@ -281,7 +325,9 @@ def _cmd_export_tvm(args, shape_kwargs) -> int:
         except ValueError as exc:
             print(f"workbench: record {k}: {exc}", file=sys.stderr)
             return 1
-        print(("\n" if k else "") + f"# {name} on {rec.target}: {rec.latency * 1e3:.4f} ms"
-              f"{origin}; sch: a tvm.s_tir.Schedule of the same workload")
+        print(
+            ("\n" if k else "") + f"# {name} on {rec.target}: {rec.latency * 1e3:.4f} ms"
+            f"{origin}; sch: a tvm.s_tir.Schedule of the same workload"
+        )
         print(text)
     return 0

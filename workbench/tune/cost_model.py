@@ -14,6 +14,7 @@ very different sizes train one model. Only the order of scores matters to the se
 A user model subclasses :class:`CostModel` and implements ``update`` and ``predict`` (features
 from :mod:`workbench.tune.features` are optional: a model may look at the IR directly).
 """
+
 from __future__ import annotations
 
 import json
@@ -38,6 +39,7 @@ def _group(candidate: Any) -> Any:
     hist = getattr(sch, "history", None)
     if hist:
         from .database.base import func_hash
+
         return func_hash(hist[0][1])
     return getattr(candidate, "workload", None)
 
@@ -139,8 +141,9 @@ class FeatureModel(CostModel):
         raise NotImplementedError
 
     def _save_data(self, path: str, extra: dict) -> None:
-        np.savez(path + ".data.npz", x=self.x, latencies=self.latencies,
-                 groups=np.array(self.groups, dtype=str))
+        np.savez(
+            path + ".data.npz", x=self.x, latencies=self.latencies, groups=np.array(self.groups, dtype=str)
+        )
         with open(path, "w") as f:
             json.dump(extra, f)
 
@@ -205,20 +208,29 @@ class XGBModel(FeatureModel):
     Windows) the model warns and uses :class:`RidgeModel`'s regression instead.
     """
 
-    def __init__(self, seed: int = 0, num_rounds: int = 60, max_depth: int = 6,
-                 learning_rate: float = 0.2):
+    def __init__(self, seed: int = 0, num_rounds: int = 60, max_depth: int = 6, learning_rate: float = 0.2):
         super().__init__()
         self.seed = seed
-        self.params = {"max_depth": max_depth, "eta": learning_rate, "min_child_weight": 1,
-                       "subsample": 0.9, "objective": "reg:squarederror", "seed": seed,
-                       "nthread": 1, "verbosity": 0}
+        self.params = {
+            "max_depth": max_depth,
+            "eta": learning_rate,
+            "min_child_weight": 1,
+            "subsample": 0.9,
+            "objective": "reg:squarederror",
+            "seed": seed,
+            "nthread": 1,
+            "verbosity": 0,
+        }
         self.num_rounds = num_rounds
         self.booster: Any = None
         self.fallback: Optional[RidgeModel] = None
         if not has_xgboost():
-            warnings.warn("xgboost is not installed: XGBModel falls back to ridge regression "
-                          "(pip install xgboost-cpu, or xgboost, for the real model)",
-                          RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                "xgboost is not installed: XGBModel falls back to ridge regression "
+                "(pip install xgboost-cpu, or xgboost, for the real model)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             self.fallback = RidgeModel()
 
     def fit(self, x, y) -> None:
@@ -226,6 +238,7 @@ class XGBModel(FeatureModel):
             self.fallback.fit(x, y)
             return
         import xgboost as xgb
+
         dtrain = xgb.DMatrix(x, label=y)
         self.booster = xgb.train(self.params, dtrain, num_boost_round=self.num_rounds)
 
@@ -235,6 +248,7 @@ class XGBModel(FeatureModel):
         if self.booster is None:
             return np.zeros(len(x))
         import xgboost as xgb
+
         return self.booster.predict(xgb.DMatrix(x))
 
     def save(self, path: str) -> None:
@@ -251,6 +265,7 @@ class XGBModel(FeatureModel):
         model.params, model.num_rounds = extra["params"], extra["num_rounds"]
         if extra.get("booster") and model.fallback is None and os.path.exists(extra["booster"]):
             import xgboost as xgb
+
             model.booster = xgb.Booster()
             model.booster.load_model(extra["booster"])
         elif len(model.x):

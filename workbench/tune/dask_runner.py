@@ -17,13 +17,13 @@ candidates side by side on that host, each distorting the others' timings).
 
 ``distributed`` is imported when a DaskRunner is created, never by ``import workbench``.
 """
+
 from __future__ import annotations
 
 import threading
 from typing import Any, Optional, Sequence
 
-from .runner import (LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner,
-                     Task)
+from .runner import LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner, Task
 
 #: seconds to wait for the scheduler at an address before giving up
 CONNECT_TIMEOUT = 10.0
@@ -39,59 +39,94 @@ class DaskRunner(Runner):
     timing settings are those of :class:`LocalRunner`, applied on each Dask worker.
     """
 
-    def __init__(self, client_or_address: Any, build_timeout: float = 30.0,
-                 run_timeout: float = 20.0, number: int = 3, repeat: int = 3,
-                 min_repeat_ms: float = 25.0, check: bool = True, max_retries: int = 2,
-                 max_spread: float = 2.0, connect_timeout: Optional[float] = None):
+    def __init__(
+        self,
+        client_or_address: Any,
+        build_timeout: float = 30.0,
+        run_timeout: float = 20.0,
+        number: int = 3,
+        repeat: int = 3,
+        min_repeat_ms: float = 25.0,
+        check: bool = True,
+        max_retries: int = 2,
+        max_spread: float = 2.0,
+        connect_timeout: Optional[float] = None,
+    ):
         try:
             import distributed
         except ImportError as exc:
-            raise ImportError("DaskRunner needs Dask distributed: pip install "
-                              "'workbench[dist]' (or 'dask[distributed]')") from exc
+            raise ImportError(
+                "DaskRunner needs Dask distributed: pip install 'workbench[dist]' (or 'dask[distributed]')"
+            ) from exc
         self._distributed = distributed
         if isinstance(client_or_address, distributed.Client):
             self.client, self._own_client = client_or_address, False
         elif isinstance(client_or_address, str):
             try:
-                self.client = distributed.Client(client_or_address,
-                                                 timeout=connect_timeout or CONNECT_TIMEOUT)
+                self.client = distributed.Client(
+                    client_or_address, timeout=connect_timeout or CONNECT_TIMEOUT
+                )
             except (OSError, TimeoutError) as exc:
-                raise ConnectionError(f"DaskRunner: cannot reach a Dask scheduler at "
-                                      f"{client_or_address!r} ({exc})") from None
+                raise ConnectionError(
+                    f"DaskRunner: cannot reach a Dask scheduler at {client_or_address!r} ({exc})"
+                ) from None
             self._own_client = True
         else:
-            raise TypeError(f"DaskRunner: expected a distributed.Client or a scheduler "
-                            f"address like 'tcp://host:8786', got {client_or_address!r}")
+            raise TypeError(
+                f"DaskRunner: expected a distributed.Client or a scheduler "
+                f"address like 'tcp://host:8786', got {client_or_address!r}"
+            )
         #: the scheduler's address, for messages
         self.address = str(getattr(self.client.scheduler, "address", client_or_address))
-        self.settings = (("build_timeout", build_timeout), ("run_timeout", run_timeout),
-                         ("number", number), ("repeat", repeat),
-                         ("min_repeat_ms", min_repeat_ms), ("check", check),
-                         ("max_retries", max_retries), ("max_spread", max_spread))
-        self._tasks: dict[str, Any] = {}   # Task.key -> its future on the cluster
+        self.settings = (
+            ("build_timeout", build_timeout),
+            ("run_timeout", run_timeout),
+            ("number", number),
+            ("repeat", repeat),
+            ("min_repeat_ms", min_repeat_ms),
+            ("check", check),
+            ("max_retries", max_retries),
+            ("max_spread", max_spread),
+        )
+        self._tasks: dict[str, Any] = {}  # Task.key -> its future on the cluster
 
     def __repr__(self) -> str:
         return f"DaskRunner({self.address!r})"
 
-    def measure(self, inputs: Sequence[MeasureInput], timing: Optional[dict] = None,
-                run_timeout: Optional[float] = None) -> list[MeasureResult]:
+    def measure(
+        self,
+        inputs: Sequence[MeasureInput],
+        timing: Optional[dict] = None,
+        run_timeout: Optional[float] = None,
+    ) -> list[MeasureResult]:
         if not inputs:
             return []
         try:
             self.client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS)
         except TimeoutError:
-            raise RuntimeError(f"DaskRunner: no Dask worker joined the scheduler "
-                               f"{self.address} within "
-                               f"{WAIT_FOR_WORKERS:g} s") from None
-        futures = [self.client.submit(_measure_on_worker, self._on_cluster(inp.task), inp.func,
-                                      self.settings, timing, run_timeout, pure=False)
-                   for inp in inputs]
+            raise RuntimeError(
+                f"DaskRunner: no Dask worker joined the scheduler "
+                f"{self.address} within "
+                f"{WAIT_FOR_WORKERS:g} s"
+            ) from None
+        futures = [
+            self.client.submit(
+                _measure_on_worker,
+                self._on_cluster(inp.task),
+                inp.func,
+                self.settings,
+                timing,
+                run_timeout,
+                pure=False,
+            )
+            for inp in inputs
+        ]
         index = {f.key: k for k, f in enumerate(futures)}
         results: list[Optional[MeasureResult]] = [None] * len(inputs)
         try:
             for future in self._distributed.as_completed(futures):
                 results[index[future.key]] = self._result_of(future)
-        except KeyboardInterrupt:   # Ctrl-C: drop the unfinished, keep what finished
+        except KeyboardInterrupt:  # Ctrl-C: drop the unfinished, keep what finished
             self.client.cancel(futures)
             raise MeasureInterrupted(results) from None
         except BaseException:  # a lost scheduler: leave no candidate running
@@ -113,11 +148,12 @@ class DaskRunner(Runner):
         try:
             return future.result()
         except self._distributed.KilledWorker as exc:
-            return MeasureResult("run_error", error=f"Dask workers died while measuring it "
-                                 f"(requeued until Dask's allowed-failures): {exc}")
+            return MeasureResult(
+                "run_error",
+                error=f"Dask workers died while measuring it (requeued until Dask's allowed-failures): {exc}",
+            )
         except Exception as exc:  # the task failed on the worker outside the LocalRunner
-            return MeasureResult("run_error", error=f"on a Dask worker: "
-                                 f"{type(exc).__name__}: {exc}")
+            return MeasureResult("run_error", error=f"on a Dask worker: {type(exc).__name__}: {exc}")
 
     def close(self) -> None:
         for future in self._tasks.values():
@@ -130,6 +166,7 @@ class DaskRunner(Runner):
 # ---------------------------------------------------------------------------------------------
 # on the Dask worker
 
+
 def _identity(value: Any) -> Any:
     return value
 
@@ -138,8 +175,9 @@ _RUNNERS: dict[tuple, tuple[LocalRunner, threading.Lock]] = {}
 _RUNNERS_LOCK = threading.Lock()
 
 
-def _measure_on_worker(task: Task, func: Any, settings: tuple, timing: Optional[dict],
-                       run_timeout: Optional[float]) -> MeasureResult:
+def _measure_on_worker(
+    task: Task, func: Any, settings: tuple, timing: Optional[dict], run_timeout: Optional[float]
+) -> MeasureResult:
     """Measure one candidate with this process's LocalRunner (started at the first call)."""
     with _RUNNERS_LOCK:
         if settings not in _RUNNERS:

@@ -36,6 +36,7 @@ The vector of a candidate (:func:`extract`) is the sum and the maximum over stor
 store feature, then :data:`GLOBAL_FEATURES` (stores, total float ops, parallel regions, bytes
 allocated, loops): ``len(FEATURE_NAMES)`` values.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,28 +49,68 @@ from ..ir.func import PrimFunc
 from ..ir.stmt import Allocate, BufferStore, For, ForKind, IfThenElse, SeqStmt
 from ..ir.functor import children
 
-_ARITH = ["f_addsub", "f_mul", "f_divmod", "f_minmax", "f_math", "f_cmp_select",
-          "i_addsub", "i_mul", "i_divmod", "i_other"]
-_LOOPS = ["trip", "n_loops", "inner_extent", "vec_lanes", "vec_innermost", "n_vec",
-          "unroll_product", "n_unroll", "auto_unroll", "unrolled_body", "par_tasks", "n_par",
-          "par_depth", "work_per_task", "n_guards"]
-_MEM = ["bytes_accessed", "unique_bytes", "intensity", "n_access", "n_contiguous", "n_strided",
-        "n_vec_strided", "max_stride_bytes", "alloc_bytes"]
-_ACCESS = ["is_write", "fp_total", "fp_task", "fp_inner", "reuse", "stride", "vec_stride",
-           "lines"]
+_ARITH = [
+    "f_addsub",
+    "f_mul",
+    "f_divmod",
+    "f_minmax",
+    "f_math",
+    "f_cmp_select",
+    "i_addsub",
+    "i_mul",
+    "i_divmod",
+    "i_other",
+]
+_LOOPS = [
+    "trip",
+    "n_loops",
+    "inner_extent",
+    "vec_lanes",
+    "vec_innermost",
+    "n_vec",
+    "unroll_product",
+    "n_unroll",
+    "auto_unroll",
+    "unrolled_body",
+    "par_tasks",
+    "n_par",
+    "par_depth",
+    "work_per_task",
+    "n_guards",
+]
+_MEM = [
+    "bytes_accessed",
+    "unique_bytes",
+    "intensity",
+    "n_access",
+    "n_contiguous",
+    "n_strided",
+    "n_vec_strided",
+    "max_stride_bytes",
+    "alloc_bytes",
+]
+_ACCESS = ["is_write", "fp_total", "fp_task", "fp_inner", "reuse", "stride", "vec_stride", "lines"]
 TOP_ACCESSES = 3
 
-STORE_FEATURES = (_ARITH + _LOOPS + _MEM
-                  + [f"acc{k}_{n}" for k in range(TOP_ACCESSES) for n in _ACCESS])
+STORE_FEATURES = _ARITH + _LOOPS + _MEM + [f"acc{k}_{n}" for k in range(TOP_ACCESSES) for n in _ACCESS]
 GLOBAL_FEATURES = ["n_stores", "total_flops", "n_par_regions", "total_alloc_bytes", "n_loops"]
-FEATURE_NAMES = ([f"sum_{n}" for n in STORE_FEATURES] + [f"max_{n}" for n in STORE_FEATURES]
-                 + GLOBAL_FEATURES)
+FEATURE_NAMES = [f"sum_{n}" for n in STORE_FEATURES] + [f"max_{n}" for n in STORE_FEATURES] + GLOBAL_FEATURES
 
 _AUTO_UNROLL = "pragma_auto_unroll_max_step"
 _LINE_BYTES = 64
 
-_F_OPS = {E.Add: 0, E.Sub: 0, E.Mul: 1, E.Div: 2, E.FloorDiv: 2, E.FloorMod: 2, E.Min: 3,
-          E.Max: 3, E.Call: 4, E.Select: 5}
+_F_OPS = {
+    E.Add: 0,
+    E.Sub: 0,
+    E.Mul: 1,
+    E.Div: 2,
+    E.FloorDiv: 2,
+    E.FloorMod: 2,
+    E.Min: 3,
+    E.Max: 3,
+    E.Call: 4,
+    E.Select: 5,
+}
 _I_OPS = {E.Add: 6, E.Sub: 6, E.Mul: 7, E.FloorDiv: 8, E.FloorMod: 8, E.Div: 8}
 
 
@@ -137,8 +178,16 @@ class _Loop:
         self.auto_unroll = loop.annotations.get(_AUTO_UNROLL, 0)
 
 
-def _access(buffer, indices, loops: list[_Loop], is_write: bool, trip: int, par_at: int,
-            inner: Optional[int], vec: Optional[int]) -> tuple[list[float], int, int]:
+def _access(
+    buffer,
+    indices,
+    loops: list[_Loop],
+    is_write: bool,
+    trip: int,
+    par_at: int,
+    inner: Optional[int],
+    vec: Optional[int],
+) -> tuple[list[float], int, int]:
     """(per-access features, innermost stride in bytes, stride along the vectorized loop in
     elements) of one buffer access."""
     strides = buffer.strides()
@@ -166,13 +215,20 @@ def _access(buffer, indices, loops: list[_Loop], is_write: bool, trip: int, par_
     stride = abs(coeff[inner]) if inner is not None else 0
     vec_stride = abs(coeff[vec]) if vec is not None else 0
     lines = fp_total * elem / _LINE_BYTES if stride <= 1 else fp_total
-    feats = [float(is_write), fp_total * elem, fp_task * elem, fp_inner * elem,
-             trip / fp_total, float(stride), float(vec_stride), lines]
+    feats = [
+        float(is_write),
+        fp_total * elem,
+        fp_task * elem,
+        fp_inner * elem,
+        trip / fp_total,
+        float(stride),
+        float(vec_stride),
+        lines,
+    ]
     return feats, stride * elem, vec_stride
 
 
-def _store_features(store: BufferStore, loops: list[_Loop], guards: int,
-                    alloc_bytes: int) -> list[float]:
+def _store_features(store: BufferStore, loops: list[_Loop], guards: int, alloc_bytes: int) -> list[float]:
     trip = math.prod(lp.extent for lp in loops)
     counts = [0.0] * len(_ARITH)
     loads: list[E.BufferLoad] = []
@@ -188,32 +244,48 @@ def _store_features(store: BufferStore, loops: list[_Loop], guards: int,
     par_tasks = math.prod(loops[k].extent for k in par) if par else 1
     vec = vec_loops[-1] if vec_loops else None
     auto = max((lp.auto_unroll for lp in loops), default=0)
-    body = 1   # what auto-unrolling flattens: innermost serial loops while they fit the limit
+    body = 1  # what auto-unrolling flattens: innermost serial loops while they fit the limit
     for lp in reversed(loops):
         if lp.kind not in (ForKind.SERIAL, ForKind.UNROLLED) or body * lp.extent > max(auto, 1):
             break
         body *= lp.extent
-    loop_feats = [trip, len(loops), loops[inner].extent if inner is not None else 1,
-                  math.prod(loops[k].extent for k in vec_loops) if vec_loops else 0,
-                  float(vec is not None and vec >= (inner if inner is not None else 0)),
-                  len(vec_loops), math.prod(unrolled) if unrolled else 0, len(unrolled),
-                  auto, body, par_tasks if par else 0,
-                  len(par),
-                  par[0] + 1 if par else 0, trip / par_tasks, guards]
+    loop_feats = [
+        trip,
+        len(loops),
+        loops[inner].extent if inner is not None else 1,
+        math.prod(loops[k].extent for k in vec_loops) if vec_loops else 0,
+        float(vec is not None and vec >= (inner if inner is not None else 0)),
+        len(vec_loops),
+        math.prod(unrolled) if unrolled else 0,
+        len(unrolled),
+        auto,
+        body,
+        par_tasks if par else 0,
+        len(par),
+        par[0] + 1 if par else 0,
+        trip / par_tasks,
+        guards,
+    ]
 
     par_at = par[0] if par else -1
     accesses = [_access(store.buffer, store.indices, loops, True, trip, par_at, inner, vec)]
-    accesses += [_access(ld.buffer, ld.indices, loops, False, trip, par_at, inner, vec)
-                 for ld in loads]
-    elem_bytes = [np.dtype(store.buffer.dtype).itemsize] + \
-                 [np.dtype(ld.buffer.dtype).itemsize for ld in loads]
+    accesses += [_access(ld.buffer, ld.indices, loops, False, trip, par_at, inner, vec) for ld in loads]
+    elem_bytes = [np.dtype(store.buffer.dtype).itemsize] + [
+        np.dtype(ld.buffer.dtype).itemsize for ld in loads
+    ]
     unique = sum(a[0][1] for a in accesses)
     flops = sum(arith[:6])
-    mem = [trip * sum(elem_bytes), unique, flops / max(unique, 1.0), len(accesses),
-           sum(1 for _, s, _ in accesses if s <= max(elem_bytes)),
-           sum(1 for _, s, _ in accesses if s > max(elem_bytes)),
-           sum(1 for _, _, v in accesses if v > 1),
-           max(s for _, s, _ in accesses), alloc_bytes]
+    mem = [
+        trip * sum(elem_bytes),
+        unique,
+        flops / max(unique, 1.0),
+        len(accesses),
+        sum(1 for _, s, _ in accesses if s <= max(elem_bytes)),
+        sum(1 for _, s, _ in accesses if s > max(elem_bytes)),
+        sum(1 for _, _, v in accesses if v > 1),
+        max(s for _, s, _ in accesses),
+        alloc_bytes,
+    ]
     top = sorted((a[0] for a in accesses), key=lambda f: -f[1])[:TOP_ACCESSES]
     top += [[0.0] * len(_ACCESS)] * (TOP_ACCESSES - len(top))
     return arith + loop_feats + mem + [x for f in top for x in f]
@@ -222,6 +294,7 @@ def _store_features(store: BufferStore, loops: list[_Loop], guards: int,
 def store_features(func: PrimFunc) -> tuple[np.ndarray, list[float]]:
     """(one raw feature row per store, the global features) of a lowered or scheduled func."""
     from ..codegen.lower import lower
+
     func = lower(func)
     rows: list[list[float]] = []
     n_loops = n_par_regions = 0

@@ -5,6 +5,7 @@ A callback is a function called with each :class:`BatchEvent`, or an object with
 ``on_start(tasks)``, ``on_batch(event)``, ``on_end(summary)`` and ``on_interrupt(stop)`` (Ctrl-C:
 a :class:`~workbench.tune.tuning.TuneInterrupted`, instead of ``on_end``).
 """
+
 from __future__ import annotations
 
 import math
@@ -18,27 +19,28 @@ from typing import Any, Optional, Sequence, TextIO
 class BatchEvent:
     """One measured batch of one task."""
 
-    task: str                       # the task's name
+    task: str  # the task's name
     task_index: int
-    batch: int                      # batches measured so far in this session, all tasks
-    candidates: list                # Candidate objects (``.sch``, ``.trace``, ``.predicted``)
-    results: list                   # MeasureResult objects, same order
-    best: float                     # the task's best latency so far (seconds; inf if none)
-    best_trace: Any                 # the trace of that best (None if none)
-    trials: int                     # the task's measured trials (resumed ones included)
-    total_trials: int               # all tasks
+    batch: int  # batches measured so far in this session, all tasks
+    candidates: list  # Candidate objects (``.sch``, ``.trace``, ``.predicted``)
+    results: list  # MeasureResult objects, same order
+    best: float  # the task's best latency so far (seconds; inf if none)
+    best_trace: Any  # the trace of that best (None if none)
+    trials: int  # the task's measured trials (resumed ones included)
+    total_trials: int  # all tasks
     budget: int
-    elapsed: float                  # seconds since tune() started
-    search_seconds: float           # spent proposing this batch
-    measure_seconds: float          # spent building and running it
-    flops: Optional[int] = None     # per run of the task, when known
-    load: Optional[float] = None    # highest 1-minute load average read while measuring it
-    cores: int = 1                  # CPUs the tuner may use
+    elapsed: float  # seconds since tune() started
+    search_seconds: float  # spent proposing this batch
+    measure_seconds: float  # spent building and running it
+    flops: Optional[int] = None  # per run of the task, when known
+    load: Optional[float] = None  # highest 1-minute load average read while measuring it
+    cores: int = 1  # CPUs the tuner may use
 
     @property
     def busy(self) -> bool:
         """Other work competed for our CPUs while this batch was measured."""
         from .runner import machine_busy
+
         return machine_busy(self.load, self.cores)
 
     @property
@@ -65,10 +67,10 @@ class TaskSummary:
     name: str
     trials: int
     failed: int
-    best: float                        # seconds (inf: nothing worked)
+    best: float  # seconds (inf: nothing worked)
     flops: Optional[int] = None
-    baseline: Optional[float] = None   # the unscheduled function, seconds
-    numpy: Optional[float] = None      # the numpy reference, seconds
+    baseline: Optional[float] = None  # the unscheduled function, seconds
+    numpy: Optional[float] = None  # the numpy reference, seconds
 
     @property
     def gflops(self) -> Optional[float]:
@@ -95,11 +97,11 @@ class TaskSummary:
 class TuneSummary:
     tasks: list[TaskSummary] = field(default_factory=list)
     seconds: float = 0.0
-    measured: int = 0                 # trials measured in this session
-    load: Optional[float] = None      # highest 1-minute load average read while measuring
-    cores: int = 1                    # CPUs the tuner could use
-    busy_records: int = 0             # records measured while the machine was busy
-    noisy_records: int = 0            # records whose repeats disagreed even when re-measured
+    measured: int = 0  # trials measured in this session
+    load: Optional[float] = None  # highest 1-minute load average read while measuring
+    cores: int = 1  # CPUs the tuner could use
+    busy_records: int = 0  # records measured while the machine was busy
+    noisy_records: int = 0  # records whose repeats disagreed even when re-measured
 
     @property
     def busy(self) -> bool:
@@ -110,24 +112,32 @@ class TuneSummary:
         """What makes this session's timings suspect, one sentence each (none: trust them)."""
         out = []
         if self.busy:
-            out.append(f"the machine was busy: 1-minute load average up to {self.load:.1f} on "
-                       f"{self.cores} CPU(s) while {self.busy_records} of the records were "
-                       f"measured (flagged 'busy' in the database); their timings include "
-                       f"waiting for other work — tune again on a quiet machine")
+            out.append(
+                f"the machine was busy: 1-minute load average up to {self.load:.1f} on "
+                f"{self.cores} CPU(s) while {self.busy_records} of the records were "
+                f"measured (flagged 'busy' in the database); their timings include "
+                f"waiting for other work — tune again on a quiet machine"
+            )
         if self.noisy_records:
-            out.append(f"{self.noisy_records} record(s) were noisy: their repeats still "
-                       f"differed by more than the runner's max_spread (max / min) when "
-                       f"measured again (flagged 'noisy')")
+            out.append(
+                f"{self.noisy_records} record(s) were noisy: their repeats still "
+                f"differed by more than the runner's max_spread (max / min) when "
+                f"measured again (flagged 'noisy')"
+            )
         return out
 
     def __str__(self) -> str:
-        head = (f"{'task':<18} {'trials':>6} {'failed':>6} {'best ms':>10} {'GFLOP/s':>8} "
-                f"{'x unsched':>9} {'x numpy':>8}")
+        head = (
+            f"{'task':<18} {'trials':>6} {'failed':>6} {'best ms':>10} {'GFLOP/s':>8} "
+            f"{'x unsched':>9} {'x numpy':>8}"
+        )
         lines = [head, "-" * len(head)]
         for t in self.tasks:
-            lines.append(f"{t.name[:18]:<18} {t.trials:>6} {t.failed:>6} "
-                         f"{_ms(t.best):>10} {_num(t.gflops, '.1f'):>8} "
-                         f"{_num(t.speedup, '.2f'):>9} {_num(t.vs_numpy, '.2f'):>8}")
+            lines.append(
+                f"{t.name[:18]:<18} {t.trials:>6} {t.failed:>6} "
+                f"{_ms(t.best):>10} {_num(t.gflops, '.1f'):>8} "
+                f"{_num(t.speedup, '.2f'):>9} {_num(t.vs_numpy, '.2f'):>8}"
+            )
         per = f", {self.seconds / self.measured:.2f} s per trial" if self.measured else ""
         lines.append(f"{self.measured} trials measured in {self.seconds:.1f} s{per}")
         lines += [f"warning: {w}" for w in self.warnings()]
@@ -151,8 +161,11 @@ def dispatch(callbacks: Sequence[Any], hook: str, payload: Any) -> None:
         method = getattr(cb, hook, None)
         if method is not None:
             method(payload)
-        elif hook == "on_batch" and callable(cb) and not any(
-                hasattr(cb, h) for h in ("on_start", "on_batch", "on_end", "on_interrupt")):
+        elif (
+            hook == "on_batch"
+            and callable(cb)
+            and not any(hasattr(cb, h) for h in ("on_start", "on_batch", "on_end", "on_interrupt"))
+        ):
             cb(payload)
 
 
@@ -160,8 +173,7 @@ class ProgressBar:
     """Plain-text progress: a bar redrawn in place on a terminal, one line per batch
     elsewhere (``lines=True``), and the summary at the end."""
 
-    def __init__(self, stream: Optional[TextIO] = None, lines: Optional[bool] = None,
-                 width: int = 24):
+    def __init__(self, stream: Optional[TextIO] = None, lines: Optional[bool] = None, width: int = 24):
         self.stream = stream or sys.stderr
         self.lines = not _isatty(self.stream) if lines is None else lines
         self.width = width
@@ -177,11 +189,12 @@ class ProgressBar:
         filled = int(self.width * done / max(e.budget, 1))
         bar = "#" * filled + "." * (self.width - filled)
         ok = sum(r.status == "ok" for r in e.results)
-        rate = f" {e.flops / e.best / 1e9:.1f} GFLOP/s" if e.flops and math.isfinite(e.best) \
-            else ""
+        rate = f" {e.flops / e.best / 1e9:.1f} GFLOP/s" if e.flops and math.isfinite(e.best) else ""
         busy = f", machine busy: load {e.load:.1f} > {e.cores} CPUs" if e.busy else ""
-        text = (f"[{bar}] {done}/{e.budget} {e.task}: best {_ms(e.best)} ms{rate} "
-                f"({ok}/{len(e.results)} ok, {e.elapsed:.0f} s{busy})")
+        text = (
+            f"[{bar}] {done}/{e.budget} {e.task}: best {_ms(e.best)} ms{rate} "
+            f"({ok}/{len(e.results)} ok, {e.elapsed:.0f} s{busy})"
+        )
         if self.lines:
             print(text, file=self.stream, flush=True)
         else:
@@ -194,7 +207,7 @@ class ProgressBar:
 
     def on_interrupt(self, stop: Any) -> None:
         if not self.lines:
-            print(file=self.stream, flush=True)   # end the bar's line; the caller says the rest
+            print(file=self.stream, flush=True)  # end the bar's line; the caller says the rest
 
 
 def _isatty(stream: Any) -> bool:

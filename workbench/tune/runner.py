@@ -32,6 +32,7 @@ Measuring on a machine shared with other work:
 * each result carries the 1-minute load average read after it ran (``load``): above the CPUs
   available (:func:`machine_busy`), other work was competing for them and the tuner says so.
 """
+
 from __future__ import annotations
 
 import os
@@ -67,7 +68,7 @@ class Task:
     reference: Optional[Callable[..., Any]] = None
     seed: int = 0
     rtol: float = 1e-3
-    atol: float = 1e-4     # relative to the largest |expected| value
+    atol: float = 1e-4  # relative to the largest |expected| value
     _data: Optional[tuple] = field(default=None, repr=False)
 
     def __post_init__(self):
@@ -79,6 +80,7 @@ class Task:
         """(every parameter's array, indices of the outputs, expected outputs or None)."""
         if self._data is None:
             from ..workloads import output_params
+
             outputs = output_params(self.func)
             rng = np.random.default_rng(self.seed)
             arrays = []
@@ -97,8 +99,10 @@ class Task:
                 inputs = [a for k, a in enumerate(arrays) if k not in outputs]
                 out = self.reference(*inputs)
                 out = list(out) if isinstance(out, (tuple, list)) else [out]
-                expected = [np.asarray(o, dtype=arrays[k].dtype).reshape(arrays[k].shape)
-                            for o, k in zip(out, outputs)]
+                expected = [
+                    np.asarray(o, dtype=arrays[k].dtype).reshape(arrays[k].shape)
+                    for o, k in zip(out, outputs)
+                ]
             self._data = (arrays, outputs, expected)
         return self._data
 
@@ -113,19 +117,18 @@ class MeasureInput:
 
 @dataclass
 class MeasureResult:
-    status: str                       # ok | build_error | run_error | timeout | wrong_result
-    latencies: list[float] = field(default_factory=list)   # seconds, one per repeat
+    status: str  # ok | build_error | run_error | timeout | wrong_result
+    latencies: list[float] = field(default_factory=list)  # seconds, one per repeat
     error: str = ""
     build_seconds: float = 0.0
     run_seconds: float = 0.0
-    noisy: bool = False               # repeats still more than max_spread apart when re-measured
-    load: Optional[float] = None      # 1-minute load average right after it ran (None: unknown)
+    noisy: bool = False  # repeats still more than max_spread apart when re-measured
+    load: Optional[float] = None  # 1-minute load average right after it ran (None: unknown)
 
     @property
     def latency(self) -> float:
         """Median of the repeats (as :attr:`Record.latency`); inf unless ok."""
-        return float(np.median(self.latencies)) if self.status == "ok" and self.latencies \
-            else float("inf")
+        return float(np.median(self.latencies)) if self.status == "ok" and self.latencies else float("inf")
 
     @property
     def spread(self) -> float:
@@ -148,8 +151,9 @@ def machine_busy(load: Optional[float], cores: Optional[int] = None) -> bool:
     return load is not None and load > (cores or host_cores())
 
 
-def remeasure_if_noisy(first: MeasureResult, again: Callable[[], MeasureResult],
-                       max_spread: float) -> MeasureResult:
+def remeasure_if_noisy(
+    first: MeasureResult, again: Callable[[], MeasureResult], max_spread: float
+) -> MeasureResult:
     """``first``, or when its repeats are more than ``max_spread`` apart (max / min), the
     result of measuring once more (``again()``), flagged ``noisy`` if it is still that spread.
     A failed second measurement leaves the first one, flagged."""
@@ -184,8 +188,12 @@ class Runner:
     loses them, nothing more).
     """
 
-    def measure(self, inputs: Sequence[MeasureInput], timing: Optional[dict] = None,
-                run_timeout: Optional[float] = None) -> list[MeasureResult]:
+    def measure(
+        self,
+        inputs: Sequence[MeasureInput],
+        timing: Optional[dict] = None,
+        run_timeout: Optional[float] = None,
+    ) -> list[MeasureResult]:
         """Results in input order. ``timing`` (``number``, ``repeat``, ``min_repeat_ms``) and
         ``run_timeout`` override the runner's settings for this call."""
         raise NotImplementedError
@@ -216,10 +224,9 @@ class _Worker:
         self.index = index
         self.proc: Optional[subprocess.Popen] = None
         self.conn: Optional[Connection] = None
-        self.log = tempfile.NamedTemporaryFile(prefix=f"wb-worker{index}-", suffix=".log",
-                                               delete=False)
+        self.log = tempfile.NamedTemporaryFile(prefix=f"wb-worker{index}-", suffix=".log", delete=False)
         self.tasks: set[str] = set()
-        self.generation = 0    # bumped at each restart: kernels of an older one are gone
+        self.generation = 0  # bumped at each restart: kernels of an older one are gone
 
     @property
     def alive(self) -> bool:
@@ -229,8 +236,9 @@ class _Worker:
         parent, child = socket.socketpair()
         pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([pkg_root] + [p for p in
-                                            env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        env["PYTHONPATH"] = os.pathsep.join(
+            [pkg_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        )
         bound_spinning(env)  # libgomp reads it when it loads, at the worker's first build
         self.log.seek(0)
         self.log.truncate()
@@ -238,8 +246,13 @@ class _Worker:
         # workers (the tuner then shuts them down itself)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "workbench.tune.worker", str(child.fileno())],
-            pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=self.log,
-            stderr=self.log, env=env, start_new_session=True)
+            pass_fds=(child.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=self.log,
+            env=env,
+            start_new_session=True,
+        )
         child.close()
         self.conn = Connection(parent.detach())
         self.tasks = set()
@@ -283,7 +296,7 @@ class _Worker:
         else:
             what = f"exited with code {code}"
         try:
-            with open(self.log.name, "r", errors="replace") as f:
+            with open(self.log.name, errors="replace") as f:
                 lines = [ln.strip() for ln in f if ln.strip() and not ln.startswith("run ")]
         except OSError:
             lines = []
@@ -297,10 +310,18 @@ class _Worker:
 class LocalRunner(Runner):
     """Measure on this machine with ``workers`` processes (see the module docstring)."""
 
-    def __init__(self, workers: Optional[int] = None, build_timeout: float = 30.0,
-                 run_timeout: float = 20.0, number: int = 3, repeat: int = 3,
-                 min_repeat_ms: float = 25.0, check: bool = True, max_retries: int = 2,
-                 max_spread: float = 2.0):
+    def __init__(
+        self,
+        workers: Optional[int] = None,
+        build_timeout: float = 30.0,
+        run_timeout: float = 20.0,
+        number: int = 3,
+        repeat: int = 3,
+        min_repeat_ms: float = 25.0,
+        check: bool = True,
+        max_retries: int = 2,
+        max_spread: float = 2.0,
+    ):
         self.workers = [_Worker(k) for k in range(workers or max(1, min(host_cores(), 4)))]
         self.build_timeout, self.run_timeout = build_timeout, run_timeout
         self.timing = {"number": number, "repeat": repeat, "min_repeat_ms": min_repeat_ms}
@@ -314,8 +335,12 @@ class LocalRunner(Runner):
         self._finalizer()
 
     # ------------------------------------------------------------------------------------------
-    def measure(self, inputs: Sequence[MeasureInput], timing: Optional[dict] = None,
-                run_timeout: Optional[float] = None) -> list[MeasureResult]:
+    def measure(
+        self,
+        inputs: Sequence[MeasureInput],
+        timing: Optional[dict] = None,
+        run_timeout: Optional[float] = None,
+    ) -> list[MeasureResult]:
         timing = {**self.timing, **(timing or {})}
         run_timeout = self.run_timeout if run_timeout is None else run_timeout
         results: list[Optional[MeasureResult]] = [None] * len(inputs)
@@ -340,16 +365,19 @@ class LocalRunner(Runner):
             for k, worker, gen, job, build_s in built:
                 if worker.generation != gen or not worker.alive:
                     if tries[k] > self.max_retries:  # lost with a crashing neighbour, again
-                        results[k] = MeasureResult("run_error", error="kernel lost: its worker "
-                                                   "kept crashing on other candidates")
+                        results[k] = MeasureResult(
+                            "run_error", error="kernel lost: its worker kept crashing on other candidates"
+                        )
                     else:
                         todo.append(k)
                     continue
                 first = self._run(worker, job, build_s, timing, run_timeout, self.check)
-                results[k] = first   # finished: kept if the re-measurement is interrupted
+                results[k] = first  # finished: kept if the re-measurement is interrupted
                 results[k] = remeasure_if_noisy(
-                    first, lambda: self._run(worker, job, build_s, timing, run_timeout, False),
-                    self.max_spread)
+                    first,
+                    lambda: self._run(worker, job, build_s, timing, run_timeout, False),
+                    self.max_spread,
+                )
 
     def _ensure(self, worker: _Worker) -> None:
         if not worker.alive:
@@ -360,7 +388,7 @@ class LocalRunner(Runner):
         """Build the candidates ``indices`` on the workers in parallel; returns
         (index, worker, generation, job id, build seconds) for the ones that built."""
         queue = list(indices)
-        busy: dict[_Worker, tuple[int, str, float, int]] = {}   # -> (index, step, deadline, job)
+        busy: dict[_Worker, tuple[int, str, float, int]] = {}  # -> (index, step, deadline, job)
         built = []
 
         def dispatch(worker: _Worker, k: int) -> None:
@@ -372,8 +400,18 @@ class LocalRunner(Runner):
                 # function once: allow it a run's time as well
                 deadline += self.run_timeout
                 arrays, outputs, expected = task.data()
-                worker.conn.send(("task", task.key, task.func, task.target, arrays, outputs,
-                                  expected, (task.rtol, task.atol)))
+                worker.conn.send(
+                    (
+                        "task",
+                        task.key,
+                        task.func,
+                        task.target,
+                        arrays,
+                        outputs,
+                        expected,
+                        (task.rtol, task.atol),
+                    )
+                )
                 busy[worker] = (k, "task", deadline, -1)
             else:
                 self._jobs += 1
@@ -393,8 +431,9 @@ class LocalRunner(Runner):
                         msg = worker.conn.recv()
                     except (EOFError, OSError):
                         del busy[worker]
-                        results[k] = MeasureResult("build_error", error=f"crashed while "
-                                                   f"building: {worker.death()}")
+                        results[k] = MeasureResult(
+                            "build_error", error=f"crashed while building: {worker.death()}"
+                        )
                         continue
                     del busy[worker]
                     if msg[0] == "task_ok":
@@ -414,38 +453,46 @@ class LocalRunner(Runner):
                     worker.kill()
                     what = "building" if step == "build" else "preparing the workload"
                     limit = self.build_timeout + (0 if step == "build" else self.run_timeout)
-                    results[k] = MeasureResult("timeout", error=f"{what} took longer than "
-                                               f"{limit:g} s")
+                    results[k] = MeasureResult("timeout", error=f"{what} took longer than {limit:g} s")
         built.sort(key=lambda b: b[0])
         return built
 
-    def _run(self, worker: _Worker, job: int, build_s: float, timing: dict,
-             run_timeout: float, check: bool) -> MeasureResult:
+    def _run(
+        self, worker: _Worker, job: int, build_s: float, timing: dict, run_timeout: float, check: bool
+    ) -> MeasureResult:
         result = self._run_once(worker, job, build_s, timing, run_timeout, check)
         result.load = load_average()
         return result
 
-    def _run_once(self, worker: _Worker, job: int, build_s: float, timing: dict,
-                  run_timeout: float, check: bool) -> MeasureResult:
+    def _run_once(
+        self, worker: _Worker, job: int, build_s: float, timing: dict, run_timeout: float, check: bool
+    ) -> MeasureResult:
         t0 = time.monotonic()
         if not worker.alive:  # a re-measurement after the worker died
-            return MeasureResult("run_error", error="worker lost before running",
-                                 build_seconds=build_s)
+            return MeasureResult("run_error", error="worker lost before running", build_seconds=build_s)
         try:
             worker.conn.send(("run", job, timing, check))
         except OSError:  # it died after building (killed from outside, out of memory)
-            return MeasureResult("run_error", error=f"worker lost before running: "
-                                 f"{worker.death()}", build_seconds=build_s)
+            return MeasureResult(
+                "run_error", error=f"worker lost before running: {worker.death()}", build_seconds=build_s
+            )
         if not wait([worker.conn], timeout=run_timeout):
             worker.kill()
-            return MeasureResult("timeout", error=f"running took longer than "
-                                 f"{run_timeout:g} s (hang or far too slow)",
-                                 build_seconds=build_s, run_seconds=time.monotonic() - t0)
+            return MeasureResult(
+                "timeout",
+                error=f"running took longer than {run_timeout:g} s (hang or far too slow)",
+                build_seconds=build_s,
+                run_seconds=time.monotonic() - t0,
+            )
         try:
             msg = worker.conn.recv()
         except (EOFError, OSError):
-            return MeasureResult("run_error", error=f"crashed while running: {worker.death()}",
-                                 build_seconds=build_s, run_seconds=time.monotonic() - t0)
+            return MeasureResult(
+                "run_error",
+                error=f"crashed while running: {worker.death()}",
+                build_seconds=build_s,
+                run_seconds=time.monotonic() - t0,
+            )
         if msg[0] == "error":
             return MeasureResult("run_error", error=f"{msg[1]}: {msg[2]}", build_seconds=build_s)
         _, _, status, latencies, error, run_s = msg
@@ -453,7 +500,7 @@ class LocalRunner(Runner):
 
 
 def _shutdown(workers: list[_Worker]) -> None:
-    for worker in workers:   # all at once: stopping takes one exit's time, not one per worker
+    for worker in workers:  # all at once: stopping takes one exit's time, not one per worker
         worker.request_exit()
     deadline = time.monotonic() + 2.0
     for worker in workers:

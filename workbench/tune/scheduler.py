@@ -9,6 +9,7 @@
 
 A task whose search has run dry (no new candidate) is finished; so is one out of budget.
 """
+
 from __future__ import annotations
 
 import random
@@ -21,9 +22,9 @@ class TaskState:
     """What the scheduler knows of one task."""
 
     weight: float = 1.0
-    trials: int = 0                          # measured (including resumed records)
+    trials: int = 0  # measured (including resumed records)
     best: float = float("inf")
-    history: list[tuple[int, float]] = field(default_factory=list)   # (trials, best) per batch
+    history: list[tuple[int, float]] = field(default_factory=list)  # (trials, best) per batch
     done: bool = False
 
     def record(self, trials: int, latencies: Sequence[float]) -> None:

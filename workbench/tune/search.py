@@ -19,6 +19,7 @@ in this session nor in the database::
 
 Pinned decisions never change: replaying with new decisions and every mutator leave them be.
 """
+
 from __future__ import annotations
 
 import math
@@ -62,10 +63,10 @@ class Candidate:
 class SearchStats:
     """What the search engine did (for the speed figures of ``bench/tune.py``)."""
 
-    proposed: int = 0      # traces replayed (random samples and mutants)
-    valid: int = 0         # of those, accepted by the postprocessors
-    scored: int = 0        # cost-model predictions
-    seconds: float = 0.0   # time spent in propose()
+    proposed: int = 0  # traces replayed (random samples and mutants)
+    valid: int = 0  # of those, accepted by the postprocessors
+    scored: int = 0  # cost-model predictions
+    seconds: float = 0.0  # time spent in propose()
 
 
 class SearchContext:
@@ -79,8 +80,9 @@ class SearchContext:
     #: replays of given traces remembered (each holds a schedule and its history)
     CACHE_SIZE = 2048
 
-    def __init__(self, func: PrimFunc, target: str, space: Any, database: Database,
-                 cost_model: Any, seed: int = 0):
+    def __init__(
+        self, func: PrimFunc, target: str, space: Any, database: Database, cost_model: Any, seed: int = 0
+    ):
         self.func, self.target = func, target
         self.space = space
         self.database = database
@@ -98,20 +100,20 @@ class SearchContext:
         self._finished: dict[str, tuple[Optional[Schedule], Optional[str]]] = {}
 
     def seed(self) -> int:
-        return self.rng.randrange(2 ** 31)
+        return self.rng.randrange(2**31)
 
     def finish(self, trace: Trace, resample: bool = False) -> Optional[Candidate]:
         """Replay ``trace`` (with new unpinned decisions if ``resample``) and run the
         postprocessors; None when replay or a postprocessor rejects it. Replays of a trace
         with given decisions are cached: the population revisits the same points."""
         from ..space import replay
+
         key = None if resample else trace_hash(trace)
         if key is not None and key in self._finished:
             sch, _ = self._finished[key]
         else:
             self.stats.proposed += 1
-            sch, why = replay(self.func, trace, self.space.postprocs, seed=self.seed(),
-                              resample=resample)
+            sch, why = replay(self.func, trace, self.space.postprocs, seed=self.seed(), resample=resample)
             self.stats.valid += sch is not None
             if key is not None:
                 if len(self._finished) >= self.CACHE_SIZE:  # forget the oldest replay
@@ -138,6 +140,7 @@ class SearchContext:
         with others misses structures the rules would have built — on TBG, one replayed
         design space never inlined a stage that a fifth of the generated schedules inline."""
         from ..space import run_postprocs
+
         out: list[Candidate] = []
         tries = max_tries if max_tries is not None else n + 8
         for _ in range(tries):
@@ -145,7 +148,7 @@ class SearchContext:
                 break
             spaces = self.space.generate_design_space(self.func, seed=self.seed())
             self.rng.shuffle(spaces)
-            for sch in spaces[:n - len(out)]:
+            for sch in spaces[: n - len(out)]:
                 self.stats.proposed += 1
                 if run_postprocs(sch, self.space.postprocs) is None:
                     self.stats.valid += 1
@@ -195,8 +198,12 @@ class SearchStrategy:
             return spec
         if isinstance(spec, type) and issubclass(spec, SearchStrategy):
             return spec()
-        table = {"evolutionary": EvolutionarySearch, "replay_trace": ReplayTrace,
-                 "replay_func": ReplayFunc, "random": ReplayFunc}
+        table = {
+            "evolutionary": EvolutionarySearch,
+            "replay_trace": ReplayTrace,
+            "replay_func": ReplayFunc,
+            "random": ReplayFunc,
+        }
         if spec not in table:
             raise ValueError(f"unknown search strategy {spec!r}; known: {', '.join(table)}")
         return table[spec]()
@@ -261,12 +268,22 @@ class EvolutionarySearch(SearchStrategy):
     random part of the initial population instead of the space generator.
     """
 
-    def __init__(self, population_size: int = 64, init_measured_ratio: float = 0.2,
-                 num_iters: int = 2, mutate_prob: float = 0.85, max_fail_count: int = 4,
-                 eps_greedy: float = 0.1, temperature: float = 0.1, cooling: float = 0.5,
-                 max_same_structure: float = 0.25, local_share: float = 0.4,
-                 num_elites: int = 4, neighbours_per_elite: int = 12,
-                 init_sampler: Optional[SearchStrategy] = None):
+    def __init__(
+        self,
+        population_size: int = 64,
+        init_measured_ratio: float = 0.2,
+        num_iters: int = 2,
+        mutate_prob: float = 0.85,
+        max_fail_count: int = 4,
+        eps_greedy: float = 0.1,
+        temperature: float = 0.1,
+        cooling: float = 0.5,
+        max_same_structure: float = 0.25,
+        local_share: float = 0.4,
+        num_elites: int = 4,
+        neighbours_per_elite: int = 12,
+        init_sampler: Optional[SearchStrategy] = None,
+    ):
         self.init_sampler = init_sampler
         self.population_size = population_size
         self.init_measured_ratio = init_measured_ratio
@@ -340,12 +357,10 @@ class EvolutionarySearch(SearchStrategy):
         temperature = self.temperature
         for _ in range(self.num_iters):
             weights = scores - scores.min() + 1e-6
-            parents = ctx.rng.choices(range(len(population)), weights=weights.tolist(),
-                                      k=len(population))
+            parents = ctx.rng.choices(range(len(population)), weights=weights.tolist(), k=len(population))
             children: list[Candidate] = []
             for p in parents:
-                child = self._mutate(population[p]) if ctx.rng.random() < self.mutate_prob \
-                    else None
+                child = self._mutate(population[p]) if ctx.rng.random() < self.mutate_prob else None
                 children.append(child if child is not None else population[p])
             child_scores = ctx.predict(children)
             next_pop, next_scores = [], []
@@ -366,8 +381,9 @@ class EvolutionarySearch(SearchStrategy):
         n_random = int(round(n * self.eps_greedy))
         n_local = int(round(n * self.local_share))
         picked = ctx.take_new(self._neighbours(), n_local)
-        picked += ctx.take_new(_diverse(ranked, n - n_random - len(picked),
-                                        self.max_same_structure), n - n_random - len(picked))
+        picked += ctx.take_new(
+            _diverse(ranked, n - n_random - len(picked), self.max_same_structure), n - n_random - len(picked)
+        )
         explore = ctx.random_candidates(n_random + 2)
         ctx.predict(explore)
         picked += ctx.take_new(explore, n - len(picked))
@@ -381,8 +397,11 @@ class EvolutionarySearch(SearchStrategy):
 
 def structure(cand: Candidate) -> tuple:
     """The candidate's decisions other than tile sizes (see ``max_same_structure``)."""
-    return tuple(repr(i.decision) for i in cand.trace.insts
-                 if i.kind.is_sampling and i.kind.name != "sample_perfect_tile")
+    return tuple(
+        repr(i.decision)
+        for i in cand.trace.insts
+        if i.kind.is_sampling and i.kind.name != "sample_perfect_tile"
+    )
 
 
 def _diverse(ranked: Sequence[Candidate], n: int, share: float) -> list[Candidate]:

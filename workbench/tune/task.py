@@ -6,6 +6,7 @@ workload's numpy reference), a :class:`TuneTask`, or a list of those. A space is
 traces — possibly with pinned decisions — whose decisions the search explores
 (:class:`TraceSpace`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -38,13 +39,19 @@ class TuneTask:
     def workload(cls, name: str, **shape: Any) -> "TuneTask":
         """A registered workload at its paper shape, or with ``shape`` overrides."""
         from .. import workloads
+
         wl = workloads.lookup(name)
         try:
             flops = workloads.flops(wl.name, **shape)
         except ValueError:
             flops = None
-        return cls(workloads.get(wl.name, **shape), wl.name,
-                   workloads.reference(wl.name, **shape), flops, shape=dict(shape))
+        return cls(
+            workloads.get(wl.name, **shape),
+            wl.name,
+            workloads.reference(wl.name, **shape),
+            flops,
+            shape=dict(shape),
+        )
 
 
 def as_tasks(what: Any) -> list[TuneTask]:
@@ -60,8 +67,9 @@ def as_tasks(what: Any) -> list[TuneTask]:
         elif isinstance(item, str):
             tasks.append(TuneTask.workload(item))
         else:
-            raise TypeError(f"tune: cannot tune a {type(item).__name__}; pass a PrimFunc, a "
-                            f"workload name or a TuneTask")
+            raise TypeError(
+                f"tune: cannot tune a {type(item).__name__}; pass a PrimFunc, a workload name or a TuneTask"
+            )
     if not tasks:
         raise ValueError("tune: nothing to tune (an empty list)")
     return tasks
@@ -77,6 +85,7 @@ def _trace_of(x: Any) -> Optional[Trace]:
 
 def _space_base():
     from ..space import SpaceGenerator
+
     return SpaceGenerator
 
 
@@ -92,6 +101,7 @@ class TraceSpace(_space_base()):
 
     def _generate(self, func: PrimFunc, seed: Optional[int]) -> list[Schedule]:
         from ..space import without_postproc
+
         out = []
         for k, trace in enumerate(self.traces):
             sch = Schedule(func, seed=None if seed is None else seed + k)
@@ -103,6 +113,7 @@ class TraceSpace(_space_base()):
 def make_space(space: Any, target: str) -> Any:
     """An initialized space generator for ``target`` from what a user passed."""
     from ..space import as_space
+
     items = space if isinstance(space, (list, tuple)) else [space]
     traces = [_trace_of(x) for x in items]
     if space is not None and items and all(t is not None for t in traces):

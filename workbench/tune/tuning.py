@@ -9,6 +9,7 @@ committed to the database, the cost model learns from it and the callbacks hear 
 Tuning into a database that already has records of a task resumes it: those trials are not
 measured again, count toward ``trials`` and train the cost model first.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,8 +27,7 @@ from ..ir.func import PrimFunc
 from .cost_model import CostModel
 from .database.base import Database, Record, target_str
 from .report import BatchEvent, ProgressBar, TaskSummary, TuneSummary, _isatty, dispatch
-from .runner import (LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner, Task,
-                     machine_busy)
+from .runner import LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner, Task, machine_busy
 from .scheduler import TaskScheduler, TaskState
 from .search import SearchContext, SearchStrategy
 from .task import TuneTask, as_tasks, make_space
@@ -42,16 +42,24 @@ class TuneInterrupted(KeyboardInterrupt):
     ``database``: the :class:`Database` itself.
     """
 
-    def __init__(self, trials: int, budget: int, measured: int, database: Database,
-                 resume: str = "the same tune() call (its records count toward trials)"):
+    def __init__(
+        self,
+        trials: int,
+        budget: int,
+        measured: int,
+        database: Database,
+        resume: str = "the same tune() call (its records count toward trials)",
+    ):
         self.trials, self.budget, self.measured = trials, budget, measured
         self.database, self.resume = database, resume
         self.records, self.path = len(database), database.path
         super().__init__()
 
     def __str__(self) -> str:
-        return (f"interrupted after {self.trials} trials ({self.measured} measured now); "
-                f"{self.records} records in {self.path or 'memory'}; resume with {self.resume}")
+        return (
+            f"interrupted after {self.trials} trials ({self.measured} measured now); "
+            f"{self.records} records in {self.path or 'memory'}; resume with {self.resume}"
+        )
 
 
 @contextlib.contextmanager
@@ -62,7 +70,7 @@ def interrupts_deferred():
         yield
         return
     previous = signal.getsignal(signal.SIGINT)
-    if previous is None or previous == signal.SIG_IGN:   # not Python's to defer
+    if previous is None or previous == signal.SIG_IGN:  # not Python's to defer
         yield
         return
     caught: list = []
@@ -74,7 +82,7 @@ def interrupts_deferred():
         if caught:
             if callable(previous):
                 previous(*caught[0])
-            else:   # SIG_DFL: what it would have done
+            else:  # SIG_DFL: what it would have done
                 os.kill(os.getpid(), signal.SIGINT)
 
 
@@ -82,14 +90,29 @@ def interrupts_deferred():
 MAX_WARMUP_RECORDS = 256
 
 
-def tune(func_or_list: Union[PrimFunc, str, TuneTask, Sequence[Any]], target: Any = "llvm",
-         trials: int = 64, database: Union[str, Database] = "tuning.sqlite", seed: int = 0,
-         strategy: Any = "evolutionary", cost_model: Any = "xgb", space: Any = None,
-         callbacks: Sequence[Any] = (), num_trials_per_iter: int = 16,
-         task_scheduler: Any = "gradient", runner: Optional[Runner] = None,
-         workers: Optional[int] = None, build_timeout: float = 30.0, run_timeout: float = 20.0,
-         number: int = 3, repeat: int = 3, min_repeat_ms: float = 25.0, check: bool = True,
-         verbose: Optional[bool] = None, baseline: bool = True) -> Database:
+def tune(
+    func_or_list: Union[PrimFunc, str, TuneTask, Sequence[Any]],
+    target: Any = "llvm",
+    trials: int = 64,
+    database: Union[str, Database] = "tuning.sqlite",
+    seed: int = 0,
+    strategy: Any = "evolutionary",
+    cost_model: Any = "xgb",
+    space: Any = None,
+    callbacks: Sequence[Any] = (),
+    num_trials_per_iter: int = 16,
+    task_scheduler: Any = "gradient",
+    runner: Optional[Runner] = None,
+    workers: Optional[int] = None,
+    build_timeout: float = 30.0,
+    run_timeout: float = 20.0,
+    number: int = 3,
+    repeat: int = 3,
+    min_repeat_ms: float = 25.0,
+    check: bool = True,
+    verbose: Optional[bool] = None,
+    baseline: bool = True,
+) -> Database:
     """Tune ``func_or_list`` and return the database holding every measured record.
 
     Parameters
@@ -126,22 +149,37 @@ def tune(func_or_list: Union[PrimFunc, str, TuneTask, Sequence[Any]], target: An
     if verbose or (verbose is None and _isatty(sys.stderr)):
         callbacks.append(ProgressBar())
     own_runner = runner is None
-    runner = runner or LocalRunner(workers=workers, build_timeout=build_timeout,
-                                   run_timeout=run_timeout, number=number, repeat=repeat,
-                                   min_repeat_ms=min_repeat_ms, check=check)
+    runner = runner or LocalRunner(
+        workers=workers,
+        build_timeout=build_timeout,
+        run_timeout=run_timeout,
+        number=number,
+        repeat=repeat,
+        min_repeat_ms=min_repeat_ms,
+        check=check,
+    )
     session = None
     try:
         try:
-            session = _Session(tasks, target, db, model, runner, seed, strategy, space,
-                               TaskScheduler.create(task_scheduler, seed=seed), callbacks)
+            session = _Session(
+                tasks,
+                target,
+                db,
+                model,
+                runner,
+                seed,
+                strategy,
+                space,
+                TaskScheduler.create(task_scheduler, seed=seed),
+                callbacks,
+            )
             session.run(trials, num_trials_per_iter)
             summary = session.summary(baseline)
         except KeyboardInterrupt as exc:
             if session is not None:
                 stop = session.interrupted(exc, trials)
-            else:   # while preparing: nothing measured yet
-                stop = TuneInterrupted(sum(len(db.records(t.func, target)) for t in tasks),
-                                       trials, 0, db)
+            else:  # while preparing: nothing measured yet
+                stop = TuneInterrupted(sum(len(db.records(t.func, target)) for t in tasks), trials, 0, db)
             dispatch(callbacks, "on_interrupt", stop)
             raise stop from None
         dispatch(callbacks, "on_end", summary)
@@ -156,30 +194,45 @@ def _check_runs_here(target: str) -> None:
     here (another architecture, extensions the host lacks) before any work."""
     from ..codegen.target import Target
     from ..errors import BuildError
+
     try:
         parsed = Target(target)
     except ValueError:
         return  # reported where the target is used
     if parsed.kind == "cuda":
         from ..codegen.cuda.launch import gpu_unavailable
+
         why = gpu_unavailable()
         if why is not None:
-            raise BuildError(f"tune: cannot measure on target {target}: no GPU here ({why}); "
-                             f"--target cuda-emulate checks candidates on the CPU, for "
-                             f"correctness only")
+            raise BuildError(
+                f"tune: cannot measure on target {target}: no GPU here ({why}); "
+                f"--target cuda-emulate checks candidates on the CPU, for "
+                f"correctness only"
+            )
         return
     reason = parsed.cannot_run() if parsed.kind == "llvm" else None
     if reason is not None:
-        raise BuildError(f"tune: cannot measure on this host: {reason}; pass a runner that "
-                         f"measures on such a machine")
+        raise BuildError(
+            f"tune: cannot measure on this host: {reason}; pass a runner that measures on such a machine"
+        )
 
 
 class _Session:
     """The state of one ``tune`` call: per-task contexts, strategies and scheduler states."""
 
-    def __init__(self, tasks: list[TuneTask], target: str, db: Database, model: CostModel,
-                 runner: Runner, seed: int, strategy: Any, space: Any,
-                 scheduler: TaskScheduler, callbacks: list):
+    def __init__(
+        self,
+        tasks: list[TuneTask],
+        target: str,
+        db: Database,
+        model: CostModel,
+        runner: Runner,
+        seed: int,
+        strategy: Any,
+        space: Any,
+        scheduler: TaskScheduler,
+        callbacks: list,
+    ):
         self.tasks, self.target, self.db, self.model = tasks, target, db, model
         self.runner, self.scheduler, self.callbacks = runner, scheduler, callbacks
         self.t0 = time.monotonic()
@@ -188,10 +241,10 @@ class _Session:
         self.failed = [0] * len(tasks)
         self.measure_tasks = [Task(t.func, target, t.reference, seed=seed) for t in tasks]
         self.cores = host_cores()
-        self.load: Optional[float] = None      # highest load average read while measuring
+        self.load: Optional[float] = None  # highest load average read while measuring
         self.busy_records = self.noisy_records = 0
         self.states = [TaskState(weight=t.weight) for t in tasks]
-        self.measuring: Optional[tuple[int, list]] = None   # (task, candidates) being measured
+        self.measuring: Optional[tuple[int, list]] = None  # (task, candidates) being measured
         self.contexts: list[SearchContext] = []
         self.strategies: list[SearchStrategy] = []
         for k, task in enumerate(tasks):
@@ -205,7 +258,7 @@ class _Session:
             strat.initialize(ctx)
             self.contexts.append(ctx)
             self.strategies.append(strat)
-            records = db.records(task.func, target)     # resuming: they count
+            records = db.records(task.func, target)  # resuming: they count
             if records:
                 self.states[k].record(len(records), [r.latency for r in records])
                 self.failed[k] = sum(not r.ok for r in records)
@@ -247,10 +300,9 @@ class _Session:
             return
         t0 = time.monotonic()
         self.measuring = (k, cands)
-        results = self.runner.measure([MeasureInput(self.measure_tasks[k], c.func)
-                                       for c in cands])
+        results = self.runner.measure([MeasureInput(self.measure_tasks[k], c.func) for c in cands])
         measure_s = time.monotonic() - t0
-        with interrupts_deferred():   # measured: store it whole, then stop if asked to
+        with interrupts_deferred():  # measured: store it whole, then stop if asked to
             self._commit(k, cands, results)
         loads = [r.load for r in results if r.load is not None]
         batch_load = max(loads) if loads else None
@@ -260,19 +312,49 @@ class _Session:
         self.strategies[k].notify(cands, results)
         self.batches += 1
         best = self.db.best(task.func, self.target)
-        dispatch(self.callbacks, "on_batch", BatchEvent(
-            task.name, k, self.batches, cands, results, state.best,
-            best.trace if best is not None else None, state.trials,
-            sum(s.trials for s in self.states), budget, time.monotonic() - self.t0,
-            search_s, measure_s, task.flops, batch_load, self.cores))
+        dispatch(
+            self.callbacks,
+            "on_batch",
+            BatchEvent(
+                task.name,
+                k,
+                self.batches,
+                cands,
+                results,
+                state.best,
+                best.trace if best is not None else None,
+                state.trials,
+                sum(s.trials for s in self.states),
+                budget,
+                time.monotonic() - self.t0,
+                search_s,
+                measure_s,
+                task.flops,
+                batch_load,
+                self.cores,
+            ),
+        )
 
     def _commit(self, k: int, cands: list, results: list) -> None:
         """Store measured candidates of task ``k`` as one batch and count them."""
         self.measuring = None
-        self.db.add([Record.of(self.tasks[k].func, self.target, c.trace, r.latencies, r.status,
-                               r.error, predicted=c.predicted, build_seconds=r.build_seconds,
-                               run_seconds=r.run_seconds, **self._warnings(r))
-                     for c, r in zip(cands, results)])
+        self.db.add(
+            [
+                Record.of(
+                    self.tasks[k].func,
+                    self.target,
+                    c.trace,
+                    r.latencies,
+                    r.status,
+                    r.error,
+                    predicted=c.predicted,
+                    build_seconds=r.build_seconds,
+                    run_seconds=r.run_seconds,
+                    **self._warnings(r),
+                )
+                for c, r in zip(cands, results)
+            ]
+        )
         self.states[k].record(len(cands), [r.latency for r in results])
         self.failed[k] += sum(r.status != "ok" for r in results)
         self.measured += len(cands)
@@ -286,8 +368,7 @@ class _Session:
             if done:
                 self._commit(k, *map(list, zip(*done)))
         self.measuring = None
-        return TuneInterrupted(sum(s.trials for s in self.states), budget, self.measured,
-                               self.db)
+        return TuneInterrupted(sum(s.trials for s in self.states), budget, self.measured, self.db)
 
     def _warnings(self, result: MeasureResult) -> dict:
         """The record's ``noisy`` / ``busy`` flags (see :class:`Record`), counted."""
@@ -301,13 +382,23 @@ class _Session:
         return flags
 
     def summary(self, baseline: bool) -> TuneSummary:
-        out = TuneSummary(seconds=time.monotonic() - self.t0, measured=self.measured,
-                          load=self.load, cores=self.cores, busy_records=self.busy_records,
-                          noisy_records=self.noisy_records)
+        out = TuneSummary(
+            seconds=time.monotonic() - self.t0,
+            measured=self.measured,
+            load=self.load,
+            cores=self.cores,
+            busy_records=self.busy_records,
+            noisy_records=self.noisy_records,
+        )
         for k, task in enumerate(self.tasks):
             best = self.db.best(task.func, self.target)
-            row = TaskSummary(task.name, self.states[k].trials, self.failed[k],
-                              best.latency if best is not None else math.inf, task.flops)
+            row = TaskSummary(
+                task.name,
+                self.states[k].trials,
+                self.failed[k],
+                best.latency if best is not None else math.inf,
+                task.flops,
+            )
             if baseline:
                 row.baseline, row.numpy = self._baselines(k)
             out.tasks.append(row)
@@ -317,16 +408,18 @@ class _Session:
         """Seconds of the unscheduled function (measured like a candidate, once) and of the
         numpy reference (in this process), None where unavailable."""
         from .worker import time_entry
+
         task, mtask = self.tasks[k], self.measure_tasks[k]
         # an unscheduled function at a paper shape can take seconds per run: time it once
-        res = self.runner.measure([MeasureInput(mtask, task.func)],
-                                  timing={"number": 1, "repeat": 1, "min_repeat_ms": 0},
-                                  run_timeout=120.0)
+        res = self.runner.measure(
+            [MeasureInput(mtask, task.func)],
+            timing={"number": 1, "repeat": 1, "min_repeat_ms": 0},
+            run_timeout=120.0,
+        )
         unscheduled = res[0].latency if res[0].status == "ok" else None
         numpy_s = None
         if task.reference is not None:
             arrays, outputs, _ = mtask.data()
             inputs = [a for j, a in enumerate(arrays) if j not in outputs]
-            numpy_s = min(time_entry(task.reference, inputs, number=1, repeat=3,
-                                     min_repeat_ms=25.0))
+            numpy_s = min(time_entry(task.reference, inputs, number=1, repeat=3, min_repeat_ms=25.0))
         return unscheduled, numpy_s

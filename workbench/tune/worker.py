@@ -17,6 +17,7 @@ A kernel that crashes the process, or hangs, is the parent's business: it sees t
 or its deadline pass, kills this process and starts another. Everything the parent needs to
 record a failure with its reason is either sent back or in this process's log (stderr).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -66,9 +67,11 @@ class _Task:
             if not np.allclose(got, exp, rtol=self.rtol, atol=atol, equal_nan=True):
                 bad = ~np.isclose(got, exp, rtol=self.rtol, atol=atol, equal_nan=True)
                 first = tuple(int(i) for i in np.argwhere(bad)[0])
-                return (f"output {self.func.params[k].name}: {int(bad.sum())} of {bad.size} "
-                        f"elements differ; at {first}: got {got[first].item()!r}, expected "
-                        f"{exp[first].item()!r}")
+                return (
+                    f"output {self.func.params[k].name}: {int(bad.sum())} of {bad.size} "
+                    f"elements differ; at {first}: got {got[first].item()!r}, expected "
+                    f"{exp[first].item()!r}"
+                )
         return None
 
 
@@ -76,8 +79,7 @@ def time_entry(entry, args, number: int, repeat: int, min_repeat_ms: float) -> l
     """Seconds per run, one value per repeat, the way TVM's time evaluator measures:
     ``number`` grows until a repeat lasts ``min_repeat_ms`` (see
     :func:`workbench.codegen.timing.time_runs`)."""
-    return list(time_runs(entry, args, number=number, repeat=repeat,
-                          min_repeat_ms=min_repeat_ms).samples)
+    return list(time_runs(entry, args, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms).samples)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -118,6 +120,7 @@ class Worker:
         task = _Task(func, target, inputs, outputs, expected, tolerance)
         if task.expected is None:
             from ..codegen import build
+
             # an unscheduled function has no thread bindings: a GPU cannot run it, the CPU can
             kind = str(getattr(target, "kind", target)).split()[0]
             kernel = build(func, "llvm" if kind.startswith("cuda") else target)
@@ -129,6 +132,7 @@ class Worker:
 
     def on_build(self, job_id, task_id, func):
         from ..codegen import build
+
         t0 = time.perf_counter()
         try:
             kernel = build(func, self.tasks[task_id].target)
@@ -172,6 +176,7 @@ def main(argv: list[str]) -> None:
     _die_with_parent()
     from ..codegen.llvm.runtime import set_max_threads
     from ..codegen.target import host_cores
+
     set_max_threads(host_cores())  # a "-num-cores=8" kernel on 2 CPUs: 2 threads, no more
     faulthandler.enable()  # a segfault prints the Python stack to the log the parent reads
     sock = socket.socket(fileno=int(argv[0]))

@@ -11,9 +11,36 @@ Definitions, layouts and block names follow TVM's ``meta_schedule.testing.te_wor
 each module's docstring), so tuned latencies compare with the TVM anchor. Add your own with
 ``@wb.workloads.register(name, reference=..., flops=..., small=...)``.
 """
-from .registry import (PAPER_ORDER, Workload, describe, flops, get, lookup, names, output_params,
-                       random_args, reference, register, small, unregister)
+
+from .registry import (
+    PAPER_ORDER,
+    Workload,
+    describe,
+    flops,
+    get,
+    lookup,
+    names,
+    output_params,
+    random_args,
+    reference,
+    register,
+    small,
+    unregister,
+)
 from . import conv, conv_transpose, matmul, reduction  # noqa: F401  (registers the workloads)
 
-__all__ = ["PAPER_ORDER", "Workload", "describe", "flops", "get", "lookup", "names",
-           "output_params", "random_args", "reference", "register", "small", "unregister"]
+__all__ = [
+    "PAPER_ORDER",
+    "Workload",
+    "describe",
+    "flops",
+    "get",
+    "lookup",
+    "names",
+    "output_params",
+    "random_args",
+    "reference",
+    "register",
+    "small",
+    "unregister",
+]

@@ -1,4 +1,5 @@
 """Pieces shared by the workload definitions: named compute lambdas and TVM's pad stage."""
+
 from __future__ import annotations
 
 import inspect
@@ -25,8 +26,9 @@ def out_size(size: int, kernel: int, stride: int, padding: int, dilation: int = 
     return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
 
 
-def pad(data: Tensor, before: Sequence[int], after: Sequence[int] | None = None,
-        name: str = "PadInput") -> Tensor:
+def pad(
+    data: Tensor, before: Sequence[int], after: Sequence[int] | None = None, name: str = "PadInput"
+) -> Tensor:
     """Zero padding as its own stage, like ``topi.nn.pad``.
 
     ``PadInput[i0, i1, ...] = if_then_else(in bounds, data[i0 - b0, ...], 0)``; keeping it a

@@ -11,6 +11,7 @@ not a stage of its own::
 FLOPs count that loop nest, ``2 * N * OH * OW * CO * K * K * CI``, multiplications by the
 inserted zeros included (what TVM's FLOP estimator counts for this definition).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,18 +34,27 @@ def _ref_conv2d_transpose(x, w, /, *, stride, padding, **_):
     x64, w64 = x.astype(np.float64), w.astype(np.float64)
     rows, cols = (h - 1) * stride + 1, (wd - 1) * stride + 1
     for kh, kw in np.ndindex(k, k):
-        full[:, kh:kh + rows:stride, kw:kw + cols:stride] += x64 @ w64[kh, kw]
+        full[:, kh : kh + rows : stride, kw : kw + cols : stride] += x64 @ w64[kh, kw]
     oh, ow = _out(h, k, stride, padding), _out(wd, k, stride, padding)
-    return full[:, padding:padding + oh, padding:padding + ow].astype(np.float32)
+    return full[:, padding : padding + oh, padding : padding + ow].astype(np.float32)
 
 
-@register("T2D", reference=_ref_conv2d_transpose,
-          small=dict(h=3, w=3, ci=2, co=3, kernel=4, stride=2, padding=1),
-          flops=lambda n, h, w, ci, co, kernel, stride, padding:
-              2 * n * _out(h, kernel, stride, padding) * _out(w, kernel, stride, padding)
-              * co * kernel * kernel * ci,
-          description="transposed 2-D convolution, NHWC input, (K, K, CI, CO) weight "
-                      "(TVM conv2d_transpose_nhwc)")
+@register(
+    "T2D",
+    reference=_ref_conv2d_transpose,
+    small=dict(h=3, w=3, ci=2, co=3, kernel=4, stride=2, padding=1),
+    flops=lambda n, h, w, ci, co, kernel, stride, padding: (
+        2
+        * n
+        * _out(h, kernel, stride, padding)
+        * _out(w, kernel, stride, padding)
+        * co
+        * kernel
+        * kernel
+        * ci
+    ),
+    description="transposed 2-D convolution, NHWC input, (K, K, CI, CO) weight (TVM conv2d_transpose_nhwc)",
+)
 def conv2d_transpose_nhwc(n=1, h=4, w=4, ci=512, co=256, kernel=4, stride=2, padding=1):
     if padding > kernel - 1:
         raise ValueError(f"T2D: padding={padding} must be at most kernel - 1 = {kernel - 1}")
@@ -62,8 +72,9 @@ def conv2d_transpose_nhwc(n=1, h=4, w=4, ci=512, co=256, kernel=4, stride=2, pad
     def dilated(b, y, x, c):
         if stride == 1:
             return padded[b, y, x, c]
-        return dsl.if_then_else(dsl.all_of(y % stride == 0, x % stride == 0),
-                                padded[b, y // stride, x // stride, c], 0.0)
+        return dsl.if_then_else(
+            dsl.all_of(y % stride == 0, x % stride == 0), padded[b, y // stride, x // stride, c], 0.0
+        )
 
     def body(b, y, x, c):
         yy = y + rh.var + border if border else y + rh.var
@@ -71,6 +82,9 @@ def conv2d_transpose_nhwc(n=1, h=4, w=4, ci=512, co=256, kernel=4, stride=2, pad
         flipped = weight[kernel - 1 - rh.var, kernel - 1 - rw.var, rc, c]
         return dsl.sum(dilated(b, yy, xx, rc.var) * flipped, axis=[rh, rw, rc])
 
-    out = compute((n, _out(h, kernel, stride, padding), _out(w, kernel, stride, padding), co),
-                  named(("n", "h", "w", "co"), body), name="conv2d_transpose_nhwc")
+    out = compute(
+        (n, _out(h, kernel, stride, padding), _out(w, kernel, stride, padding), co),
+        named(("n", "h", "w", "co"), body),
+        name="conv2d_transpose_nhwc",
+    )
     return create_func([inputs, weight, out], name="conv2d_transpose_nhwc")

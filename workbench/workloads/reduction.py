@@ -6,6 +6,7 @@ anchor). SFM ``5 * M * N``: per element one comparison (max), one subtraction an
 (exp counted as one FLOP), one addition (sum) and one division. The TVM anchor reports no
 GFLOP/s for SFM, so this count is ours.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,9 +21,13 @@ def _ref_norm(a, /, **_):
     return np.sqrt(np.sum(a64 * a64, axis=(1, 2))).astype(np.float32)
 
 
-@register("NRM", reference=_ref_norm, small=dict(b=2, m=8, n=16),
-          flops=lambda b, m, n: 2 * b * m * n,
-          description="Frobenius norm of each matrix of a batch, sqrt(sum(A[b]^2)) (TVM norm_bmn)")
+@register(
+    "NRM",
+    reference=_ref_norm,
+    small=dict(b=2, m=8, n=16),
+    flops=lambda b, m, n: 2 * b * m * n,
+    description="Frobenius norm of each matrix of a batch, sqrt(sum(A[b]^2)) (TVM norm_bmn)",
+)
 def norm_bmn(b=1, m=256, n=256):
     A = placeholder((b, m, n), name="A")
     i, j = reduce_axis(m, name="i"), reduce_axis(n, name="j")
@@ -37,10 +42,14 @@ def _ref_softmax(a, /, **_):
     return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
-@register("SFM", reference=_ref_softmax, small=dict(m=8, n=16),
-          flops=lambda m, n: 5 * m * n,
-          description="softmax over the last axis of an (M, N) matrix in four stages: maxelem, "
-                      "exp, expsum, norm (TVM softmax_mn / topi.nn.softmax)")
+@register(
+    "SFM",
+    reference=_ref_softmax,
+    small=dict(m=8, n=16),
+    flops=lambda m, n: 5 * m * n,
+    description="softmax over the last axis of an (M, N) matrix in four stages: maxelem, "
+    "exp, expsum, norm (TVM softmax_mn / topi.nn.softmax)",
+)
 def softmax_mn(m=256, n=256):
     A = placeholder((m, n), name="A")
     # topi builds these stages with ``lambda *indices``, hence the loop names i0, i1

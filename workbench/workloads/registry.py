@@ -14,6 +14,7 @@ IR (make the inputs positional-only: shape keywords such as ``w`` must not colli
 ``flops(**shape)`` counts floating-point operations. The paper's twelve come first in
 ``names()``, then user workloads in registration order.
 """
+
 from __future__ import annotations
 
 import functools
@@ -47,39 +48,59 @@ class Workload:
         """The full shape: the defaults with ``overrides`` applied (unknown keys rejected)."""
         unknown = sorted(set(overrides) - set(self.defaults))
         if unknown:
-            raise TypeError(f"workload {self.name}: unknown shape parameter(s) {unknown}; "
-                            f"known: {', '.join(self.defaults)}")
+            raise TypeError(
+                f"workload {self.name}: unknown shape parameter(s) {unknown}; "
+                f"known: {', '.join(self.defaults)}"
+            )
         return {**self.defaults, **overrides}
 
 
 _REGISTRY: dict[str, Workload] = {}
 
 
-def register(name: str, *, reference: Callable[..., Any], flops: Optional[Callable[..., int]] = None,
-             small: Optional[Mapping[str, Any]] = None, description: Optional[str] = None):
+def register(
+    name: str,
+    *,
+    reference: Callable[..., Any],
+    flops: Optional[Callable[..., int]] = None,
+    small: Optional[Mapping[str, Any]] = None,
+    description: Optional[str] = None,
+):
     """Decorator registering ``builder(**shape) -> PrimFunc`` as workload ``name``.
 
     Every builder parameter needs a default (the workload's default shape). Registering an
     existing user workload's name again replaces it (re-running a notebook cell); the paper's
     twelve cannot be replaced.
     """
+
     def decorate(builder: Callable[..., PrimFunc]) -> Callable[..., PrimFunc]:
         defaults = {}
         for p in inspect.signature(builder).parameters.values():
             if p.default is inspect.Parameter.empty or p.kind not in (
-                    p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-                raise TypeError(f"register({name!r}): parameter {p.name!r} of {builder.__name__} "
-                                f"must be a keyword parameter with a default (the default shape)")
+                p.POSITIONAL_OR_KEYWORD,
+                p.KEYWORD_ONLY,
+            ):
+                raise TypeError(
+                    f"register({name!r}): parameter {p.name!r} of {builder.__name__} "
+                    f"must be a keyword parameter with a default (the default shape)"
+                )
             defaults[p.name] = p.default
         if name in _REGISTRY and name in PAPER_ORDER:
             raise ValueError(f"register: {name!r} is one of the paper's workloads; choose another name")
         unknown = sorted(set(small or {}) - set(defaults))
         if unknown:
             raise TypeError(f"register({name!r}): small shape names unknown parameter(s) {unknown}")
-        _REGISTRY[name] = Workload(name, builder, reference, flops, {**defaults, **(small or {})},
-                                   description or _first_line(builder.__doc__) or builder.__name__,
-                                   defaults)
+        _REGISTRY[name] = Workload(
+            name,
+            builder,
+            reference,
+            flops,
+            {**defaults, **(small or {})},
+            description or _first_line(builder.__doc__) or builder.__name__,
+            defaults,
+        )
         return builder
+
     return decorate
 
 

@@ -1,5 +1,6 @@
 """The CUDA backend: hand GPU schedules compile with nvcc and match numpy on the emulator; what it
 rejects, it rejects with a message naming the loop, buffer or limit."""
+
 import shutil
 
 import numpy as np
@@ -12,22 +13,37 @@ from workbench.codegen.cuda.compile import compile_cuda
 from workbench.codegen.target import Target
 
 NVCC = shutil.which("nvcc")
-needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not on the "
-                                                     "PATH: the generated CUDA C is not compiled")
+needs_nvcc = pytest.mark.skipif(
+    NVCC is None, reason="nvcc (the CUDA toolkit) is not on the PATH: the generated CUDA C is not compiled"
+)
 
 #: label -> (workload, schedule, small shape, what the CUDA C must contain)
 CASES = {
-    "gmm_shared": ("GMM", S.gmm_shared, dict(b=1, n=64, m=128, k=32),
-                   ("__shared__", "__syncthreads();", "float4")),
-    "c2d_shared": ("C2D", S.c2d_shared, dict(n=1, h=8, w=8, ci=4, co=8, kernel=3, stride=1,
-                                            padding=1), ("__shared__", "__syncthreads();")),
-    "sfm_cross_thread": ("SFM", S.sfm_cross_thread, dict(m=4, n=100),
-                         ("all-reduce (max)", "all-reduce (sum)")),
-    "nrm_cross_thread": ("NRM", S.nrm_cross_thread, dict(b=3, m=8, n=30),
-                         ("all-reduce (sum)",)),
-    "gmm_wmma": ("GMM-FP16", S.gmm_wmma, dict(n=32, m=64, k=32),
-                 ("wmma::mma_sync", "wmma::load_matrix_sync", "wmma::store_matrix_sync",
-                  "wmma::fill_fragment")),
+    "gmm_shared": (
+        "GMM",
+        S.gmm_shared,
+        dict(b=1, n=64, m=128, k=32),
+        ("__shared__", "__syncthreads();", "float4"),
+    ),
+    "c2d_shared": (
+        "C2D",
+        S.c2d_shared,
+        dict(n=1, h=8, w=8, ci=4, co=8, kernel=3, stride=1, padding=1),
+        ("__shared__", "__syncthreads();"),
+    ),
+    "sfm_cross_thread": (
+        "SFM",
+        S.sfm_cross_thread,
+        dict(m=4, n=100),
+        ("all-reduce (max)", "all-reduce (sum)"),
+    ),
+    "nrm_cross_thread": ("NRM", S.nrm_cross_thread, dict(b=3, m=8, n=30), ("all-reduce (sum)",)),
+    "gmm_wmma": (
+        "GMM-FP16",
+        S.gmm_wmma,
+        dict(n=32, m=64, k=32),
+        ("wmma::mma_sync", "wmma::load_matrix_sync", "wmma::store_matrix_sync", "wmma::fill_fragment"),
+    ),
 }
 
 
@@ -112,8 +128,11 @@ def test_emulator_runs_gmm_256():  # the size the emulator is meant to check in 
 
 def test_unbound_loop_is_rejected():
     sch = wb.Schedule(wb.workloads.get("GMM", b=1, n=16, m=16, k=16))
-    with pytest.raises(wb.BuildError, match=r"loop 'b' \(serial, extent 1\) is not bound to a "
-                                            r"GPU thread axis.*writes Z.*sch.bind"):
+    with pytest.raises(
+        wb.BuildError,
+        match=r"loop 'b' \(serial, extent 1\) is not bound to a "
+        r"GPU thread axis.*writes Z.*sch.bind",
+    ):
         wb.build(sch, target="cuda-emulate")
 
 
@@ -130,8 +149,9 @@ def test_one_block_axis_bound_twice_is_rejected():
     b, i, j, k = sch.get_loops(sch.get_block("Z"))
     sch.bind(sch.fuse(b, i), "blockIdx.x")
     sch.bind(j, "blockIdx.x")
-    with pytest.raises(wb.BuildError, match="loop 'j' is bound to blockIdx.x inside another "
-                                            "loop bound to blockIdx.x"):
+    with pytest.raises(
+        wb.BuildError, match="loop 'j' is bound to blockIdx.x inside another loop bound to blockIdx.x"
+    ):
         wb.build(sch, target="cuda-emulate")
 
 
@@ -150,25 +170,34 @@ def test_too_many_threads_per_block():
     b, i, j, k = sch.get_loops(sch.get_block("Z"))
     sch.bind(sch.fuse(b, i), "threadIdx.y")
     sch.bind(j, "threadIdx.x")
-    with pytest.raises(wb.BuildError, match=r"4096 threads per block \(64 \(threadIdx.x\) x 64 "
-                                            r"\(threadIdx.y\)\); target cuda allows at most 1024"):
+    with pytest.raises(
+        wb.BuildError,
+        match=r"4096 threads per block \(64 \(threadIdx.x\) x 64 "
+        r"\(threadIdx.y\)\); target cuda allows at most 1024",
+    ):
         wb.build(sch, target="cuda")
     wb.build(sch, target="cuda-emulate -max-threads-per-block=4096")  # the limit is the target's
 
 
 def test_shared_memory_beyond_the_target_limit():
     sch = S.gmm_shared(b=1, n=64, m=128, k=32)
-    with pytest.raises(wb.BuildError, match=r"needs 6144 bytes of shared memory \(X_shared "
-                                            r"\(2048 B\), Y_shared \(4096 B\)\); the target "
-                                            r"allows 4096"):
+    with pytest.raises(
+        wb.BuildError,
+        match=r"needs 6144 bytes of shared memory \(X_shared "
+        r"\(2048 B\), Y_shared \(4096 B\)\); the target "
+        r"allows 4096",
+    ):
         wb.build(sch, target="cuda-emulate -max-shared-memory-per-block=4096")
 
 
 def test_shared_memory_cannot_outlive_a_kernel():
     sch = S.nrm_cross_thread(b=2, m=4, n=16)
     sch.set_scope(sch.get_block("C"), 0, "shared")  # C: written by kernel 0, read by kernel 1
-    with pytest.raises(wb.BuildError, match="shared buffer C_shared of norm_bmn is used by 2 "
-                                            "kernels .* shared memory lives within one kernel"):
+    with pytest.raises(
+        wb.BuildError,
+        match="shared buffer C_shared of norm_bmn is used by 2 "
+        "kernels .* shared memory lives within one kernel",
+    ):
         wb.build(sch, target="cuda-emulate")
 
 
@@ -215,11 +244,16 @@ def test_software_pipeline_order_runs_the_compute_first():
 
 
 def test_software_pipeline_annotations_must_fit_the_loop_body():
-    with pytest.raises(wb.BuildError, match="software pipeline of loop 'k_0': its body has 3 "
-                                            "statements but software_pipeline_stage has 2"):
+    with pytest.raises(
+        wb.BuildError,
+        match="software pipeline of loop 'k_0': its body has 3 statements but software_pipeline_stage has 2",
+    ):
         wb.build(pipelined_gmm(stage=(0, 1), order=(0, 1)), target="cuda-emulate")
-    with pytest.raises(wb.BuildError, match=r"software_pipeline_order=\[0, 0, 1\] is not a "
-                                            r"permutation of 0..2"):
+    with pytest.raises(
+        wb.BuildError,
+        match=r"software_pipeline_order=\[0, 0, 1\] is not a "
+        r"permutation of 0..2",
+    ):
         wb.build(pipelined_gmm(order=(0, 0, 1)), target="cuda-emulate")
 
 
@@ -231,8 +265,10 @@ def test_software_pipeline_cannot_version_a_buffer_allocated_outside_the_loop():
     sch.bind(b, "blockIdx.x")
     sch.reverse_compute_at(sch.get_block("D"), b)
     sch.annotate(b, "software_pipeline_stage", [0, 1])
-    with pytest.raises(wb.BuildError, match="buffer C is written in stage 0 and read in stage 1, "
-                                            "but it is allocated outside the loop"):
+    with pytest.raises(
+        wb.BuildError,
+        match="buffer C is written in stage 0 and read in stage 1, but it is allocated outside the loop",
+    ):
         wb.build(sch, target="cuda-emulate")
 
 
@@ -247,10 +283,13 @@ def test_race_between_threads_is_reported():
         stage = sch.get_block(name)
         sch.compute_at(stage, row)
         sch.bind(sch.split(sch.get_loops(stage)[-1], [None, 32])[1], "threadIdx.x")
-    with pytest.raises(GPURaceError, match=r"race on global buffer T_softmax_maxelem\[\d+\].*"
-                                           r"thread \(0, 0, 0\) of block \(0, 0, 0\) wrote it and "
-                                           r"thread \(\d+, 0, 0\) of block \(0, 0, 0\) reads it "
-                                           r"with no __syncthreads\(\) in between"):
+    with pytest.raises(
+        GPURaceError,
+        match=r"race on global buffer T_softmax_maxelem\[\d+\].*"
+        r"thread \(0, 0, 0\) of block \(0, 0, 0\) wrote it and "
+        r"thread \(\d+, 0, 0\) of block \(0, 0, 0\) reads it "
+        r"with no __syncthreads\(\) in between",
+    ):
         run_emulated("SFM", sch, dict(m=1, n=64))
 
 
@@ -273,9 +312,12 @@ def test_reduction_over_two_thread_axes():
 @needs_nvcc
 def test_nvcc_errors_quote_the_offending_source_line():
     source = 'extern "C" __global__ void k(float* a) {\n  a[0] = undefined_name;\n}\n'
-    with pytest.raises(wb.BuildError, match=r"(?s)nvcc could not compile.*error: identifier "
-                                            r"\"undefined_name\" is undefined.*   2 \| a\[0\] = "
-                                            r"undefined_name;"):
+    with pytest.raises(
+        wb.BuildError,
+        match=r"(?s)nvcc could not compile.*error: identifier "
+        r"\"undefined_name\" is undefined.*   2 \| a\[0\] = "
+        r"undefined_name;",
+    ):
         compile_cuda(source, "sm_80")
 
 
@@ -290,8 +332,9 @@ def test_an_architecture_nvcc_cannot_compile_for_is_its_error():
 def test_without_a_gpu_the_kernel_says_what_is_missing():
     kernel = wb.build(S.nrm_cross_thread(b=2, m=4, n=16), target="cuda")
     args = wb.workloads.random_args("NRM", seed=0, b=2, m=4, n=16)
-    with pytest.raises(RuntimeError, match=f"cannot run CUDA kernel 'norm_bmn': "
-                                           f"{gpu_unavailable()[:20]}.*cuda-emulate"):
+    with pytest.raises(
+        RuntimeError, match=f"cannot run CUDA kernel 'norm_bmn': {gpu_unavailable()[:20]}.*cuda-emulate"
+    ):
         kernel(*args)
     with pytest.raises(TypeError, match="argument 'A' has dtype float64"):  # checked first
         kernel(args[0].astype("float64"), args[1])
@@ -299,8 +342,12 @@ def test_without_a_gpu_the_kernel_says_what_is_missing():
 
 def test_cuda_target_properties():
     t = Target("cuda -arch=sm_90 -max-threads-per-block=512")
-    assert (t.cuda_arch, t.max_threads_per_block, t.max_shared_memory_per_block,
-            t.thread_warp_size) == ("sm_90", 512, 48 * 1024, 32)
+    assert (t.cuda_arch, t.max_threads_per_block, t.max_shared_memory_per_block, t.thread_warp_size) == (
+        "sm_90",
+        512,
+        48 * 1024,
+        32,
+    )
     assert Target("cuda").cuda_arch == "sm_80"
     with pytest.raises(ValueError, match="-arch must look like sm_80"):
         Target("cuda -arch=volta")

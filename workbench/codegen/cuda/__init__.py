@@ -16,6 +16,7 @@ it with numpy, all threads of the grid at once, and reports the races it sees. W
 ``build(..., "cuda")`` still compiles (so a schedule is checked by nvcc) and the kernel says
 what is missing — pycuda, the driver, a device — when called.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional, Union
@@ -32,19 +33,29 @@ from .emulate import EmulatedProgram, GPURaceError
 from .launch import gpu_unavailable
 from .source import cuda_source
 
-__all__ = ["build_cuda", "build_cuda_emulate", "emit_cuda", "CUDAKernel", "GPURaceError",
-           "gpu_unavailable", "device_program"]
+__all__ = [
+    "build_cuda",
+    "build_cuda_emulate",
+    "emit_cuda",
+    "CUDAKernel",
+    "GPURaceError",
+    "gpu_unavailable",
+    "device_program",
+]
 
 
-def _program(func: PrimFunc, target: Union[str, Target],
-             kinds: tuple[str, ...]) -> tuple[Target, PrimFunc, DeviceProgram]:
+def _program(
+    func: PrimFunc, target: Union[str, Target], kinds: tuple[str, ...]
+) -> tuple[Target, PrimFunc, DeviceProgram]:
     from ..lower import is_lowered, lower
+
     target = Target.of(target)
     if target.kind not in kinds:
         raise BuildError(f"target {str(target)!r} is not a {' or '.join(kinds)} target")
     # the read_at / write_at copies dealt over the threads first (TVM's LowerAutoCopy; only GPU
     # targets: a serial backend has no threads to deal them to)
     from ..auto_copy import lower_auto_copy
+
     lowered = lower(func if is_lowered(func) else lower_auto_copy(func, target.thread_warp_size))
     return target, lowered, device_program(lowered, target)
 
@@ -66,6 +77,7 @@ def build_cuda(func: PrimFunc, target: Union[str, Target] = "cuda") -> "CUDAKern
     arch = target.cuda_arch
     if "arch" not in target.options and gpu_unavailable() is None:
         from .launch import device_arch
+
         arch = device_arch() or arch  # a cubin runs only on its own major architecture
         target = Target(f"{target} -arch={arch}")
     cubin = compile_cuda(source, arch, "cubin")
@@ -76,8 +88,9 @@ def build_cuda_emulate(func: PrimFunc, target: Union[str, Target] = "cuda-emulat
     """``func``'s GPU kernels, run on the CPU with GPU semantics (see :mod:`.emulate`)."""
     target, _, program = _program(func, target, ("cuda-emulate", "cuda"))
     emulated = EmulatedProgram(program)
-    return Kernel(func, target, emulated.run,
-                  {"cuda": cuda_source(program), "emulator": emulated.python_source})
+    return Kernel(
+        func, target, emulated.run, {"cuda": cuda_source(program), "emulator": emulated.python_source}
+    )
 
 
 class CUDAKernel(Kernel):
@@ -85,8 +98,7 @@ class CUDAKernel(Kernel):
     request). Calling or timing it needs a GPU; without one it raises ``RuntimeError`` saying
     what is missing."""
 
-    def __init__(self, func: PrimFunc, target: Target, program: DeviceProgram, source: str,
-                 cubin: bytes):
+    def __init__(self, func: PrimFunc, target: Target, program: DeviceProgram, source: str, cubin: bytes):
         self.program = program
         self.cubin = cubin
         self._launcher: Optional[Any] = None
@@ -95,31 +107,46 @@ class CUDAKernel(Kernel):
     def _gpu(self):
         why = gpu_unavailable()
         if why:
-            raise RuntimeError(f"cannot run CUDA kernel {self.func.name!r}: {why}. It was "
-                               f"compiled (kernel.source('cuda'), kernel.source('ptx')); "
-                               f"target='cuda-emulate' runs it on the CPU")
+            raise RuntimeError(
+                f"cannot run CUDA kernel {self.func.name!r}: {why}. It was "
+                f"compiled (kernel.source('cuda'), kernel.source('ptx')); "
+                f"target='cuda-emulate' runs it on the CPU"
+            )
         if self._launcher is None:
             from .launch import Launcher
+
             self._launcher = Launcher(self.program, self.cubin, self._writes)
         return self._launcher
 
     def _run(self, *arrays: np.ndarray) -> None:
         self._gpu().run(*arrays)
 
-    def time(self, *arrays: Any, number: Optional[int] = None, repeat: int = 5,
-             min_repeat_ms: float = 25.0, warmup: int = 1):
+    def time(
+        self,
+        *arrays: Any,
+        number: Optional[int] = None,
+        repeat: int = 5,
+        min_repeat_ms: float = 25.0,
+        warmup: int = 1,
+    ):
         """Seconds per launch of the kernels, the arrays staying on the GPU (copies not
         counted); as :meth:`Kernel.time` otherwise."""
         from ..timing import time_runs
+
         self.check_args(arrays)
         fn = self._gpu().timed_entry(arrays)
-        return time_runs(fn, (), number=number or 1, repeat=repeat, warmup=warmup,
-                         min_repeat_ms=min_repeat_ms if number is None else 0.0)
+        return time_runs(
+            fn,
+            (),
+            number=number or 1,
+            repeat=repeat,
+            warmup=warmup,
+            min_repeat_ms=min_repeat_ms if number is None else 0.0,
+        )
 
     def source(self, kind: Optional[str] = None) -> str:
         if kind == "ptx" and "ptx" not in self._sources:
-            self._sources["ptx"] = compile_cuda(self._sources["cuda"], self.target.cuda_arch,
-                                                "ptx").decode()
+            self._sources["ptx"] = compile_cuda(self._sources["cuda"], self.target.cuda_arch, "ptx").decode()
         return super().source(kind)
 
     @property

@@ -5,6 +5,7 @@ line it names, so the reader sees the offending code without opening a file. (py
 ``compiler`` calls nvcc too, so it is no fallback; an NVRTC path would need ``libnvrtc``, which
 the toolkit on these machines lacks, so none is offered untested.)
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -27,6 +27,7 @@ axis at the top level ("unbound loop"), a ``blockIdx`` loop under a serial or th
 ``parallel`` loops, more threads or shared memory than the target
 allows, a cross-thread reduction under a thread-dependent condition.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -37,20 +38,22 @@ from ...ir import expr as E
 from ...ir.buffer import Buffer
 from ...ir.func import PrimFunc
 from ...ir.functor import pre_order, substitute, uses_var
-from ...ir.stmt import (Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt,
-                        seq)
+from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt, seq
 from ...ir.structural import structural_equal
 from ..target import Target
 
 #: the hardware indices, one variable each; a thread loop's variable is replaced by one of these
-HW: dict[str, E.Var] = {tag: E.Var(tag) for tag in (
-    "blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")}
+HW: dict[str, E.Var] = {
+    tag: E.Var(tag)
+    for tag in ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
+}
 THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 
 #: scopes private to a thread (no races, no barriers, never guarded)
 PRIVATE_SCOPES = ("local", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
 SHARED_SCOPES = ("shared", "shared.dyn")
+
 
 @dataclass(frozen=True, eq=False)
 class Barrier(Stmt):
@@ -63,8 +66,8 @@ class AllReduce(Stmt):
     every thread of the block reaches it)."""
 
     acc: Buffer
-    op: str          # "sum", "max", "min", "prod"
-    tag: str         # "threadIdx.x" ...
+    op: str  # "sum", "max", "min", "prod"
+    tag: str  # "threadIdx.x" ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,8 +129,20 @@ def _padded_bytes(b: Buffer) -> int:
     return (n + 15) // 16 * 16
 
 
-E_ITEMSIZE = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2,
-              "int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8, "float64": 8}
+E_ITEMSIZE = {
+    "bool": 1,
+    "int8": 1,
+    "uint8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "float16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "float32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "float64": 8,
+}
 
 
 def _loop_name(f: For) -> str:
@@ -158,7 +173,8 @@ def device_program(func: PrimFunc, target: Target) -> DeviceProgram:
                     f"cuda: {s.buffer.scope} buffer {s.buffer.name} of {func.name} is used by "
                     f"{len(users)} kernels (top-level thread-bound loop nests), but "
                     f"{s.buffer.scope} memory lives within one kernel; compute its producer "
-                    f"and consumers under one blockIdx loop (compute_at), or keep it global")
+                    f"and consumers under one blockIdx loop (compute_at), or keep it global"
+                )
             for n in users:
                 inner[n] = Allocate(s.buffer, inner[n])
             return inner
@@ -176,12 +192,12 @@ def device_program(func: PrimFunc, target: Target) -> DeviceProgram:
 
 
 def _uses_buffer(s: Stmt, buf: Buffer) -> bool:
-    return any(isinstance(n, (BufferStore, E.BufferLoad)) and n.buffer is buf
-               for n in pre_order(s))
+    return any(isinstance(n, (BufferStore, E.BufferLoad)) and n.buffer is buf for n in pre_order(s))
 
 
 def _c_name(name: str) -> str:
     import re
+
     out = re.sub(r"\W", "_", name) or "f"
     return "_" + out if out[0].isdigit() else out
 
@@ -191,25 +207,33 @@ def _check_bound(item: Stmt, func: PrimFunc) -> None:
     s = item
     while isinstance(s, Allocate):
         s = s.body
-    if isinstance(s, For) and s.kind == ForKind.THREAD_BINDING and not \
-            (s.thread_tag or "").startswith("vthread"):
+    if (
+        isinstance(s, For)
+        and s.kind == ForKind.THREAD_BINDING
+        and not (s.thread_tag or "").startswith("vthread")
+    ):
         return
     bound = [n for n in pre_order(s) if isinstance(n, For) and n.kind == ForKind.THREAD_BINDING]
     stores = [n for n in pre_order(s) if isinstance(n, BufferStore)]
     what = ", ".join(sorted({st.buffer.name for st in stores})) or "nothing"
     if isinstance(s, For):
-        where = (f"loop {_loop_name(s)!r} ({s.kind.value}, extent {s.extent}) is not bound to "
-                 f"a GPU thread axis")
+        where = (
+            f"loop {_loop_name(s)!r} ({s.kind.value}, extent {s.extent}) is not bound to a GPU thread axis"
+        )
     else:
         where = f"a {type(s).__name__} outside every thread-bound loop"
     if bound:
-        raise BuildError(f"cuda: {where} but encloses the thread-bound loop "
-                         f"{_loop_name(bound[0])!r} ({bound[0].thread_tag}) of {func.name}: a loop "
-                         f"around a kernel would run on the host; bind it to blockIdx.* or move "
-                         f"it inside the thread-bound loops")
-    raise BuildError(f"cuda: {where} in {func.name} (it writes {what}): every statement of a GPU "
-                     f"kernel runs under blockIdx/threadIdx loops; bind the loop with "
-                     f"sch.bind(loop, 'blockIdx.x') (postprocessor RewriteUnboundBlock does it)")
+        raise BuildError(
+            f"cuda: {where} but encloses the thread-bound loop "
+            f"{_loop_name(bound[0])!r} ({bound[0].thread_tag}) of {func.name}: a loop "
+            f"around a kernel would run on the host; bind it to blockIdx.* or move "
+            f"it inside the thread-bound loops"
+        )
+    raise BuildError(
+        f"cuda: {where} in {func.name} (it writes {what}): every statement of a GPU "
+        f"kernel runs under blockIdx/threadIdx loops; bind the loop with "
+        f"sch.bind(loop, 'blockIdx.x') (postprocessor RewriteUnboundBlock does it)"
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -218,16 +242,15 @@ def _check_bound(item: Stmt, func: PrimFunc) -> None:
 
 @dataclass(frozen=True)
 class _Ctx:
-    bound: frozenset = frozenset()      # thread axes bound on the path (threadIdx.* only)
-    divergent: Optional[str] = None      # why threads may take different paths here
-    in_loop: Optional[str] = None        # the innermost serial loop (blockIdx below is wrong)
-    in_reduction: bool = False           # inside a cross-thread reduction nest
-    blocks: frozenset = frozenset()      # blockIdx axes bound on the path
+    bound: frozenset = frozenset()  # thread axes bound on the path (threadIdx.* only)
+    divergent: Optional[str] = None  # why threads may take different paths here
+    in_loop: Optional[str] = None  # the innermost serial loop (blockIdx below is wrong)
+    in_reduction: bool = False  # inside a cross-thread reduction nest
+    blocks: frozenset = frozenset()  # blockIdx axes bound on the path
 
 
 class _Kernelizer:
-    def __init__(self, name: str, item: Stmt, target: Target, func: PrimFunc,
-                 host: list[Buffer]):
+    def __init__(self, name: str, item: Stmt, target: Target, func: PrimFunc, host: list[Buffer]):
         self.name, self.item, self.target, self.func, self.host = name, item, target, func, host
         self.launch: dict[str, int] = {}
         self.shared: list[Buffer] = []
@@ -243,17 +266,23 @@ class _Kernelizer:
         params = list(self.func.params)
         used = {n.buffer for n in pre_order(body) if isinstance(n, (BufferStore, E.BufferLoad))}
         params += [b for b in self.host if b in used]
-        k = DeviceKernel(self.name, tuple(params),
-                         tuple(self.launch.get(t, 1) for t in BLOCK_AXES),  # type: ignore
-                         tuple(self.launch.get(t, 1) for t in THREAD_AXES),  # type: ignore
-                         body, self.shared, self.dyn_shared)
+        k = DeviceKernel(
+            self.name,
+            tuple(params),
+            tuple(self.launch.get(t, 1) for t in BLOCK_AXES),  # type: ignore
+            tuple(self.launch.get(t, 1) for t in THREAD_AXES),  # type: ignore
+            body,
+            self.shared,
+            self.dyn_shared,
+        )
         shared_bytes = sum(_padded_bytes(b) for b in self.shared) + k.dyn_shared_bytes
         if shared_bytes > self.target.max_shared_memory_per_block:
-            names = ", ".join(f"{b.name} ({_padded_bytes(b)} B)"
-                              for b in self.shared + self.dyn_shared)
-            raise BuildError(f"cuda: kernel {self.name} of {self.func.name} needs {shared_bytes} "
-                             f"bytes of shared memory ({names}); the target allows "
-                             f"{self.target.max_shared_memory_per_block} per block")
+            names = ", ".join(f"{b.name} ({_padded_bytes(b)} B)" for b in self.shared + self.dyn_shared)
+            raise BuildError(
+                f"cuda: kernel {self.name} of {self.func.name} needs {shared_bytes} "
+                f"bytes of shared memory ({names}); the target allows "
+                f"{self.target.max_shared_memory_per_block} per block"
+            )
         return k
 
     # launch extents -----------------------------------------------------------------------
@@ -261,9 +290,11 @@ class _Kernelizer:
         for n in pre_order(s):
             if isinstance(n, For) and n.kind == ForKind.THREAD_BINDING and n.thread_tag in HW:
                 if not isinstance(n.extent, E.IntImm) or not E.is_const(n.min, 0):
-                    raise BuildError(f"cuda: loop {_loop_name(n)!r} bound to {n.thread_tag} "
-                                     f"needs a constant extent and start 0, has "
-                                     f"[{n.min}, {n.min} + {n.extent})")
+                    raise BuildError(
+                        f"cuda: loop {_loop_name(n)!r} bound to {n.thread_tag} "
+                        f"needs a constant extent and start 0, has "
+                        f"[{n.min}, {n.min} + {n.extent})"
+                    )
                 tag = n.thread_tag
                 self.launch[tag] = max(self.launch.get(tag, 1), n.extent.value)
 
@@ -275,10 +306,12 @@ class _Kernelizer:
         warp = self.target.thread_warp_size
         x = self.launch.get("threadIdx.x", warp)
         if x != warp:
-            raise BuildError(f"cuda: kernel {self.name} of {self.func.name} uses wmma tensor-core "
-                             f"operations, which a warp executes together, but binds {x} threads "
-                             f"to threadIdx.x; bind threadIdx.x to the {warp} lanes of a warp "
-                             f"(warps to threadIdx.y / z)")
+            raise BuildError(
+                f"cuda: kernel {self.name} of {self.func.name} uses wmma tensor-core "
+                f"operations, which a warp executes together, but binds {x} threads "
+                f"to threadIdx.x; bind threadIdx.x to the {warp} lanes of a warp "
+                f"(warps to threadIdx.y / z)"
+            )
         self.launch["threadIdx.x"] = warp
 
     def check_limits(self) -> None:
@@ -288,19 +321,26 @@ class _Kernelizer:
             ext = self.launch.get(tag, 1)
             threads *= ext
             if ext > t.max_thread_dims[i]:
-                raise BuildError(f"cuda: kernel {self.name} of {self.func.name} binds {ext} "
-                                 f"threads to {tag}; a GPU allows at most "
-                                 f"{t.max_thread_dims[i]}")
+                raise BuildError(
+                    f"cuda: kernel {self.name} of {self.func.name} binds {ext} "
+                    f"threads to {tag}; a GPU allows at most "
+                    f"{t.max_thread_dims[i]}"
+                )
         if threads > t.max_threads_per_block:
-            dims = " x ".join(f"{self.launch.get(tag, 1)} ({tag})" for tag in THREAD_AXES
-                              if tag in self.launch)
-            raise BuildError(f"cuda: kernel {self.name} of {self.func.name} has {threads} threads "
-                             f"per block ({dims}); target {t} allows at most "
-                             f"{t.max_threads_per_block}")
+            dims = " x ".join(
+                f"{self.launch.get(tag, 1)} ({tag})" for tag in THREAD_AXES if tag in self.launch
+            )
+            raise BuildError(
+                f"cuda: kernel {self.name} of {self.func.name} has {threads} threads "
+                f"per block ({dims}); target {t} allows at most "
+                f"{t.max_threads_per_block}"
+            )
         for i, tag in enumerate(BLOCK_AXES):
             if self.launch.get(tag, 1) > t.max_grid_dims[i]:
-                raise BuildError(f"cuda: kernel {self.name} launches {self.launch[tag]} blocks "
-                                 f"on {tag}; a GPU allows at most {t.max_grid_dims[i]}")
+                raise BuildError(
+                    f"cuda: kernel {self.name} launches {self.launch[tag]} blocks "
+                    f"on {tag}; a GPU allows at most {t.max_grid_dims[i]}"
+                )
 
     # statements ---------------------------------------------------------------------------
     def stmt(self, s: Stmt, ctx: _Ctx) -> Stmt:
@@ -312,8 +352,11 @@ class _Kernelizer:
             inner = ctx
             if _thread_dependent(s.condition):
                 inner = replace(ctx, divergent=ctx.divergent or f"the condition {s.condition}")
-            return IfThenElse(s.condition, self.stmt(s.then_case, inner),
-                              None if s.else_case is None else self.stmt(s.else_case, inner))
+            return IfThenElse(
+                s.condition,
+                self.stmt(s.then_case, inner),
+                None if s.else_case is None else self.stmt(s.else_case, inner),
+            )
         if isinstance(s, Allocate):
             scope = s.buffer.scope
             if scope == "shared":
@@ -323,10 +366,12 @@ class _Kernelizer:
                 self.dyn_shared.append(s.buffer)
                 return self.stmt(s.body, ctx)
             if scope == "global":
-                raise BuildError(f"cuda: global buffer {s.buffer.name} is allocated inside "
-                                 f"kernel {self.name}: a kernel cannot allocate global memory "
-                                 f"(set_scope it to 'shared' or 'local', or compute it in a "
-                                 f"kernel of its own)")
+                raise BuildError(
+                    f"cuda: global buffer {s.buffer.name} is allocated inside "
+                    f"kernel {self.name}: a kernel cannot allocate global memory "
+                    f"(set_scope it to 'shared' or 'local', or compute it in a "
+                    f"kernel of its own)"
+                )
             return Allocate(s.buffer, self.stmt(s.body, ctx))
         if isinstance(s, BufferStore):
             return self.guard_store(s, ctx)
@@ -337,24 +382,33 @@ class _Kernelizer:
     def loop(self, f: For, ctx: _Ctx) -> Stmt:
         tag = f.thread_tag if f.kind == ForKind.THREAD_BINDING else None
         if f.kind == ForKind.PARALLEL:
-            raise BuildError(f"cuda: loop {_loop_name(f)!r} is parallel: CPU threads do not exist "
-                             f"in a GPU kernel; bind it to a thread axis instead")
+            raise BuildError(
+                f"cuda: loop {_loop_name(f)!r} is parallel: CPU threads do not exist "
+                f"in a GPU kernel; bind it to a thread axis instead"
+            )
         if tag is not None and tag.startswith("blockIdx"):
             if tag in ctx.blocks:
-                raise BuildError(f"cuda: loop {_loop_name(f)!r} is bound to {tag} inside another "
-                                 f"loop bound to {tag}; fuse them and bind the fused loop once")
+                raise BuildError(
+                    f"cuda: loop {_loop_name(f)!r} is bound to {tag} inside another "
+                    f"loop bound to {tag}; fuse them and bind the fused loop once"
+                )
             if ctx.bound or ctx.in_loop:
-                where = f"thread axes {', '.join(sorted(ctx.bound))}" if ctx.bound else \
-                    f"loop {ctx.in_loop!r}"
-                raise BuildError(f"cuda: loop {_loop_name(f)!r} bound to {tag} is inside "
-                                 f"{where}; blockIdx loops must be outermost")
+                where = (
+                    f"thread axes {', '.join(sorted(ctx.bound))}" if ctx.bound else f"loop {ctx.in_loop!r}"
+                )
+                raise BuildError(
+                    f"cuda: loop {_loop_name(f)!r} bound to {tag} is inside "
+                    f"{where}; blockIdx loops must be outermost"
+                )
             inner = replace(ctx, blocks=ctx.blocks | {tag})
             return self.stmt(substitute(f.body, {f.loop_var: HW[tag]}), inner)
         if "wmma" in f.annotations:
             if ctx.divergent:
-                raise BuildError(f"cuda: the wmma {f.annotations['wmma']} of loop "
-                                 f"{_loop_name(f)!r} is under {ctx.divergent}: a whole warp "
-                                 f"executes it, so no thread of the warp may skip it")
+                raise BuildError(
+                    f"cuda: the wmma {f.annotations['wmma']} of loop "
+                    f"{_loop_name(f)!r} is under {ctx.divergent}: a whole warp "
+                    f"executes it, so no thread of the warp may skip it"
+                )
             return Wmma(f.annotations["wmma"], f.annotations.get("wmma.layout", "row_major"), f)
         if not ctx.in_reduction:
             red = _find_reduction(f)
@@ -370,8 +424,9 @@ class _Kernelizer:
         ext = f.extent.value
         hw = HW[tag]
         partial = ext < self.launch[tag]
-        inner = replace(ctx, bound=ctx.bound | {tag},
-                        divergent=ctx.divergent or (f"{tag} < {ext}" if partial else None))
+        inner = replace(
+            ctx, bound=ctx.bound | {tag}, divergent=ctx.divergent or (f"{tag} < {ext}" if partial else None)
+        )
         out = self.stmt(substitute(f.body, {f.loop_var: hw}), inner)
         if partial:
             out = IfThenElse(E.LT(hw, E.IntImm(ext)), out)
@@ -395,9 +450,11 @@ class _Kernelizer:
         (:class:`AllReduce` per reduced axis) and thread 0 stores ``init (+) total``."""
         tags = ", ".join(red.tags)
         if ctx.divergent:
-            raise BuildError(f"cuda: cross-thread reduction into {red.buffer.name} over {tags} "
-                             f"(loop {_loop_name(f)!r}) is under {ctx.divergent}, which threads "
-                             f"may take differently; every thread must reach the reduction")
+            raise BuildError(
+                f"cuda: cross-thread reduction into {red.buffer.name} over {tags} "
+                f"(loop {_loop_name(f)!r}) is under {ctx.divergent}, which threads "
+                f"may take differently; every thread must reach the reduction"
+            )
         dtype = red.buffer.dtype
         acc = Buffer(f"{red.buffer.name}_red{self.n_acc}", (1,), dtype, "local")
         self.n_acc += 1
@@ -438,11 +495,15 @@ class _Kernelizer:
         result = BufferStore(red.buffer, _combine(red.op, start, acc_load), red.indices)
         if red.buffer.scope not in PRIVATE_SCOPES:
             result = self.guard_store(result, ctx)
-        return Allocate(acc, seq(
-            BufferStore(acc, _identity(red.op, dtype), zero),
-            local,
-            *(AllReduce(acc, red.op, tag) for tag in red.tags),
-            result))
+        return Allocate(
+            acc,
+            seq(
+                BufferStore(acc, _identity(red.op, dtype), zero),
+                local,
+                *(AllReduce(acc, red.op, tag) for tag in red.tags),
+                result,
+            ),
+        )
 
 
 # ------------------------------------------------------------------------------------------
@@ -455,7 +516,7 @@ class _Reduction:
     indices: tuple[E.Expr, ...]
     op: str
     init: Optional[E.Expr]
-    tags: tuple[str, ...]   # the thread axes reduced over
+    tags: tuple[str, ...]  # the thread axes reduced over
 
 
 _OPS: dict[type, str] = {E.Add: "sum", E.Max: "max", E.Min: "min", E.Mul: "prod"}
@@ -467,9 +528,12 @@ def _combined_value(s: BufferStore, op: str) -> Optional[E.Expr]:
     if _OPS.get(type(v)) != op:
         return None
     for mine, other in ((v.a, v.b), (v.b, v.a)):
-        if isinstance(mine, E.BufferLoad) and mine.buffer is s.buffer and \
-                all(structural_equal(a, b) for a, b in zip(mine.indices, s.indices)) and \
-                not _loads(other, s.buffer):
+        if (
+            isinstance(mine, E.BufferLoad)
+            and mine.buffer is s.buffer
+            and all(structural_equal(a, b) for a, b in zip(mine.indices, s.indices))
+            and not _loads(other, s.buffer)
+        ):
             return other
     return None
 
@@ -490,6 +554,7 @@ def _identity(op: str, dtype: str) -> E.Expr:
     if E.is_float(dtype):
         return E.FloatImm(float("-inf") if op == "max" else float("inf"), dtype)
     import numpy as np
+
     info = np.iinfo(dtype)
     return E.IntImm(int(info.min if op == "max" else info.max), dtype)
 
@@ -502,8 +567,7 @@ def _find_reduction(f: For) -> Optional[_Reduction]:
     inner_vars = {n.loop_var for n in loops}
     private = {n.buffer for n in pre_order(f) if isinstance(n, Allocate)}
     found: Optional[_Reduction] = None
-    stores = [n for n in pre_order(f.body) if isinstance(n, BufferStore)
-              and n.buffer not in private]
+    stores = [n for n in pre_order(f.body) if isinstance(n, BufferStore) and n.buffer not in private]
     for s in stores:
         if any(uses_var(i, v) for i in s.indices for v in inner_vars):
             continue
@@ -511,32 +575,37 @@ def _find_reduction(f: For) -> Optional[_Reduction]:
         if op is None or _combined_value(s, op) is None:
             continue
         if found is not None and (found.buffer is not s.buffer or found.op != op):
-            raise BuildError(f"cuda: loop {_loop_name(f)!r} reduces into both "
-                             f"{found.buffer.name} ({found.op}) and {s.buffer.name} ({op}) "
-                             f"across threads; one cross-thread reduction per loop nest")
+            raise BuildError(
+                f"cuda: loop {_loop_name(f)!r} reduces into both "
+                f"{found.buffer.name} ({found.op}) and {s.buffer.name} ({op}) "
+                f"across threads; one cross-thread reduction per loop nest"
+            )
         found = _Reduction(s.buffer, s.indices, op, None, ())
     if found is None:
         return None
     # the axes reduced over: thread loops around the accumulating stores (a thread loop of a
     # cooperative fetch beside them in the nest is not one)
     paths = _thread_paths(f)
-    found.tags = tuple(sorted({t for s in stores if s.buffer is found.buffer
-                               for t in paths.get(id(s), ())}))
+    found.tags = tuple(sorted({t for s in stores if s.buffer is found.buffer for t in paths.get(id(s), ())}))
     if not found.tags:
         return None  # a reduction each thread does alone
     for n in loops:
         if (n.thread_tag or "").startswith("blockIdx"):
-            raise BuildError(f"cuda: loop {_loop_name(n)!r} bound to {n.thread_tag} is inside the "
-                             f"reduction into {found.buffer.name}; blocks cannot reduce together "
-                             f"(rfactor the reduction and reduce the partial results in a "
-                             f"second kernel)")
+            raise BuildError(
+                f"cuda: loop {_loop_name(n)!r} bound to {n.thread_tag} is inside the "
+                f"reduction into {found.buffer.name}; blocks cannot reduce together "
+                f"(rfactor the reduction and reduce the partial results in a "
+                f"second kernel)"
+            )
     for s in stores:
         if s.buffer is found.buffer and _combined_value(s, found.op) is None:
             if not all(structural_equal(a, b) for a, b in zip(s.indices, found.indices)):
                 return None  # other elements of X written too: not a plain reduction
             if _loads(s.value, found.buffer) or any(uses_var(s.value, v) for v in inner_vars):
-                raise BuildError(f"cuda: cannot reduce across threads into {found.buffer.name}: "
-                                 f"its initial value {s.value} depends on the threads")
+                raise BuildError(
+                    f"cuda: cannot reduce across threads into {found.buffer.name}: "
+                    f"its initial value {s.value} depends on the threads"
+                )
             found.init = s.value
     return found
 
@@ -563,8 +632,9 @@ def _thread_paths(root: Stmt) -> dict[int, frozenset]:
 
 
 def _thread_dependent(e: E.Expr) -> bool:
-    return any(isinstance(n, E.Var) and n.name.startswith("threadIdx") and HW.get(n.name) is n
-               for n in pre_order(e)) or any(isinstance(n, E.BufferLoad) for n in pre_order(e))
+    return any(
+        isinstance(n, E.Var) and n.name.startswith("threadIdx") and HW.get(n.name) is n for n in pre_order(e)
+    ) or any(isinstance(n, E.BufferLoad) for n in pre_order(e))
 
 
 # ------------------------------------------------------------------------------------------
@@ -625,8 +695,9 @@ class _Sync:
                     body = seq(body, Barrier())
             return s.with_(body=body)
         if isinstance(s, IfThenElse):
-            return IfThenElse(s.condition, self.stmt(s.then_case),
-                              None if s.else_case is None else self.stmt(s.else_case))
+            return IfThenElse(
+                s.condition, self.stmt(s.then_case), None if s.else_case is None else self.stmt(s.else_case)
+            )
         if isinstance(s, Allocate):
             return Allocate(s.buffer, self.stmt(s.body))
         return s

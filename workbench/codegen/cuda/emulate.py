@@ -24,6 +24,7 @@ kernel writes: a thread writing, or reading, an element another thread of its bl
 the same phase (or read in it, for a write), or another block wrote at all, raises
 :class:`GPURaceError` naming the buffer, the element, the two threads and the statement.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,9 +37,8 @@ from ...ir import expr as E
 from ...ir.arith import simplify
 from ...ir.buffer import Buffer
 from ...ir.functor import pre_order, substitute
-from ...ir.stmt import (Allocate, BufferStore, Evaluate, For, IfThenElse, Range, SeqStmt, Stmt)
-from .device import (HW, PRIVATE_SCOPES, AllReduce, Barrier, DeviceKernel, DeviceProgram,
-                     Wmma)
+from ...ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, Range, SeqStmt, Stmt
+from .device import HW, PRIVATE_SCOPES, AllReduce, Barrier, DeviceKernel, DeviceProgram, Wmma
 
 
 class GPURaceError(RuntimeError):
@@ -84,9 +84,14 @@ class _State:
         tid, blk = lane % self.nt, lane // self.nt
         X, Y, _ = k.block
         GX, GY, _ = k.grid
-        self.hw = {"threadIdx.x": tid % X, "threadIdx.y": (tid // X) % Y,
-                   "threadIdx.z": tid // (X * Y), "blockIdx.x": blk % GX,
-                   "blockIdx.y": (blk // GX) % GY, "blockIdx.z": blk // (GX * GY)}
+        self.hw = {
+            "threadIdx.x": tid % X,
+            "threadIdx.y": (tid // X) % Y,
+            "threadIdx.z": tid // (X * Y),
+            "blockIdx.x": blk % GX,
+            "blockIdx.y": (blk // GX) % GY,
+            "blockIdx.z": blk // (GX * GY),
+        }
         self.blk = blk
         self.warp_leader = tid % 32 == 0
         self.phase = 0
@@ -99,8 +104,12 @@ class _State:
             arr = np.zeros(b.alloc_size() * self.nb, b.dtype) if shared else mem[b]
             track = None
             if shared or b in written:
-                track = [np.full(arr.size, -1, np.int64), np.zeros(arr.size, np.int64),
-                         np.full(arr.size, -1, np.int64), np.zeros(arr.size, np.int64)]
+                track = [
+                    np.full(arr.size, -1, np.int64),
+                    np.zeros(arr.size, np.int64),
+                    np.full(arr.size, -1, np.int64),
+                    np.zeros(arr.size, np.int64),
+                ]
             self.ids[b] = len(self.bufs)
             self.bufs.append([arr, b.name, shared, track, b.alloc_size()])
         self.at = ""  # the statement running (for messages)
@@ -127,8 +136,10 @@ class _State:
     # memory -----------------------------------------------------------------------------------
     def thread(self, lane: int) -> str:
         h = {t: int(v[lane]) for t, v in self.hw.items()}
-        return (f"thread ({h['threadIdx.x']}, {h['threadIdx.y']}, {h['threadIdx.z']}) of block "
-                f"({h['blockIdx.x']}, {h['blockIdx.y']}, {h['blockIdx.z']})")
+        return (
+            f"thread ({h['threadIdx.x']}, {h['threadIdx.y']}, {h['threadIdx.z']}) of block "
+            f"({h['blockIdx.x']}, {h['blockIdx.y']}, {h['blockIdx.z']})"
+        )
 
     def _keys(self, bid: int, flat, m, what: str):
         """(keys into the buffer's array, lanes) of the active lanes, flattened; bounds
@@ -145,9 +156,11 @@ class _State:
             bad = (flat < 0) | (flat >= size)
             if bad.any():
                 i = int(np.argmax(bad))
-                raise IndexError(f"cuda-emulate: {what} {name}[{int(flat[i])}] is out of bounds "
-                                 f"(size {size}) in {self.thread(int(lanes[i]))}, at "
-                                 f"{self.at}")
+                raise IndexError(
+                    f"cuda-emulate: {what} {name}[{int(flat[i])}] is out of bounds "
+                    f"(size {size}) in {self.thread(int(lanes[i]))}, at "
+                    f"{self.at}"
+                )
         keys = flat * self.nb + self.blk[lanes] if shared else flat
         return keys, lanes, shape
 
@@ -167,8 +180,9 @@ class _State:
         if track is not None and keys.size:
             writer, wphase, reader, rphase = track
             w = writer[keys]
-            bad = (w >= 0) & (w != lanes) & ((wphase[keys] == self.phase) |
-                                              (w // self.nt != lanes // self.nt))
+            bad = (
+                (w >= 0) & (w != lanes) & ((wphase[keys] == self.phase) | (w // self.nt != lanes // self.nt))
+            )
             if bad.any():
                 i = int(np.argmax(bad))
                 self.race(bid, keys[i], int(w[i]), int(lanes[i]), "wrote", "reads")
@@ -198,8 +212,9 @@ class _State:
                 self.race(bid, keys[a], int(lanes[a]), int(lanes[b]), "writes", "writes")
             for arr_, ph, verb in ((writer, wphase, "wrote"), (reader, rphase, "read")):
                 w = arr_[keys]
-                bad = (w >= 0) & (w != lanes) & ((ph[keys] == self.phase) |
-                                                  (w // self.nt != lanes // self.nt))
+                bad = (
+                    (w >= 0) & (w != lanes) & ((ph[keys] == self.phase) | (w // self.nt != lanes // self.nt))
+                )
                 if bad.any():
                     i = int(np.argmax(bad))
                     self.race(bid, keys[i], int(w[i]), int(lanes[i]), verb, "writes")
@@ -214,7 +229,8 @@ class _State:
             f"cuda-emulate: race on {'shared' if shared else 'global'} buffer {name}[{elem}] "
             f"(flat index) in kernel {self.kernel.name}: {self.thread(first)} {did} it and "
             f"{self.thread(second)} {does} it with no __syncthreads() in between, at "
-            f"{self.at}")
+            f"{self.at}"
+        )
 
     # thread-private memory ---------------------------------------------------------------------
     def alloc(self, size: int, dtype: str) -> np.ndarray:
@@ -243,17 +259,22 @@ class _State:
     def uniform_in_blocks(self, m, what: str) -> None:
         if m is None:
             return
-        rows = np.broadcast_to(m, (self.n,)).reshape(self.nb, self.nt) if m is not False else \
-            np.zeros((self.nb, self.nt), bool)
+        rows = (
+            np.broadcast_to(m, (self.n,)).reshape(self.nb, self.nt)
+            if m is not False
+            else np.zeros((self.nb, self.nt), bool)
+        )
         split = rows.any(axis=1) & ~rows.all(axis=1)
         if split.any():
             b = int(np.argmax(split))
             lane_on = b * self.nt + int(np.argmax(rows[b]))
             lane_off = b * self.nt + int(np.argmin(rows[b]))
-            raise GPURaceError(f"cuda-emulate: {what} in kernel {self.kernel.name} is reached "
-                               f"by {self.thread(lane_on)} but not by {self.thread(lane_off)} "
-                               f"(it is under a condition that splits the block), at "
-                               f"{self.at}")
+            raise GPURaceError(
+                f"cuda-emulate: {what} in kernel {self.kernel.name} is reached "
+                f"by {self.thread(lane_on)} but not by {self.thread(lane_off)} "
+                f"(it is under a condition that splits the block), at "
+                f"{self.at}"
+            )
 
     def barrier(self, m) -> None:
         self.uniform_in_blocks(m, "__syncthreads()")
@@ -282,8 +303,9 @@ class _State:
     @staticmethod
     def varying(off: np.ndarray) -> np.ndarray:
         """``off`` with the grid axes it does not vary along cut to length 1."""
-        return off[tuple(slice(None) if np.ptp(off, axis=ax).any() else slice(0, 1)
-                         for ax in range(off.ndim))]
+        return off[
+            tuple(slice(None) if np.ptp(off, axis=ax).any() else slice(0, 1) for ax in range(off.ndim))
+        ]
 
     def tile_load(self, spec, m) -> np.ndarray:
         """The tile ``spec`` names, for every lane: shape (*grid, lanes), axes the tile does
@@ -300,8 +322,7 @@ class _State:
         if m is False:
             return
         off = self.varying(off)
-        idx = np.broadcast_to(off[..., None] + np.asarray(base, dtype=np.int64),
-                              off.shape + (self.n,))
+        idx = np.broadcast_to(off[..., None] + np.asarray(base, dtype=np.int64), off.shape + (self.n,))
         value = np.broadcast_to(value, off.shape + (self.n,))
         if private:
             if m is None:
@@ -321,8 +342,7 @@ class _State:
         """wmma mma_sync: C[i, j] += sum_k A * B in float32, the loops (i, j, k) being the grid
         axes; an operand's axes are those its offsets vary along."""
         tiles = [self.tile_load(x, m) for x in (c, a, b)]
-        axes = [tuple(ax for ax in range(c[3].ndim) if np.ptp(x[3], axis=ax).any())
-                for x in (c, a, b)]
+        axes = [tuple(ax for ax in range(c[3].ndim) if np.ptp(x[3], axis=ax).any()) for x in (c, a, b)]
         letters = "ijklmn"
         terms = []
         for tile, ax in zip(tiles[1:], axes[1:]):
@@ -330,8 +350,7 @@ class _State:
             terms.append((squeezed.astype(np.float32), "".join(letters[i] for i in ax) + "z"))
         out_axes = "".join(letters[i] for i in axes[0]) + "z"
         prod = np.einsum(f"{terms[0][1]},{terms[1][1]}->{out_axes}", terms[0][0], terms[1][0])
-        acc = tiles[0][tuple(slice(None) if i in axes[0] else 0
-                             for i in range(tiles[0].ndim - 1))]
+        acc = tiles[0][tuple(slice(None) if i in axes[0] else 0 for i in range(tiles[0].ndim - 1))]
         full = (acc + prod).astype(tiles[0].dtype)
         shape = [c[3].shape[i] if i in axes[0] else 1 for i in range(c[3].ndim)] + [self.n]
         self.tile_store(c, full.reshape(shape), m)
@@ -339,8 +358,10 @@ class _State:
     @staticmethod
     def range(lo, ext, name: str):
         if np.ndim(lo) or np.ndim(ext):
-            raise BuildError(f"cuda-emulate: loop {name} has a trip count that differs between "
-                             f"threads; the emulator needs uniform loops")
+            raise BuildError(
+                f"cuda-emulate: loop {name} has a trip count that differs between "
+                f"threads; the emulator needs uniform loops"
+            )
         lo = int(lo)
         return range(lo, lo + int(ext))
 
@@ -358,9 +379,19 @@ class _State:
         return q + ((np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0)))
 
 
-_MATH = {"exp": "np.exp", "log": "np.log", "sqrt": "np.sqrt", "tanh": "np.tanh",
-         "fabs": "np.abs", "abs": "np.abs", "pow": "np.power", "floor": "np.floor",
-         "ceil": "np.ceil", "sin": "np.sin", "cos": "np.cos"}
+_MATH = {
+    "exp": "np.exp",
+    "log": "np.log",
+    "sqrt": "np.sqrt",
+    "tanh": "np.tanh",
+    "fabs": "np.abs",
+    "abs": "np.abs",
+    "pow": "np.power",
+    "floor": "np.floor",
+    "ceil": "np.ceil",
+    "sin": "np.sin",
+    "cos": "np.cos",
+}
 
 
 def _rsqrt(x):
@@ -396,8 +427,16 @@ class _EmulatedKernel:
         for i, b in enumerate(list(kernel.params) + list(kernel.shared) + list(kernel.dyn_shared)):
             self.ids[b] = i
         self.source = self.generate()
-        namespace: dict[str, Any] = {"np": np, "_rsqrt": _rsqrt, "_sigmoid": _sigmoid, "_round": _round,
-                     "_erf": _erf, "math": math, "inf": math.inf, "nan": math.nan}
+        namespace: dict[str, Any] = {
+            "np": np,
+            "_rsqrt": _rsqrt,
+            "_sigmoid": _sigmoid,
+            "_round": _round,
+            "_erf": _erf,
+            "math": math,
+            "inf": math.inf,
+            "nan": math.nan,
+        }
         exec(compile(self.source, f"<cuda-emulate {kernel.name}>", "exec"), namespace)  # noqa
         self.fn: Callable[[_State], None] = namespace[kernel.name]
 
@@ -407,6 +446,7 @@ class _EmulatedKernel:
 
     def fresh(self, base: str) -> str:
         import re
+
         self.n += 1
         return f"{re.sub(r'[^0-9A-Za-z_]', '_', base)}_{self.n}"
 
@@ -435,8 +475,11 @@ class _EmulatedKernel:
             var = self.fresh(s.loop_var.name)
             self.vars[s.loop_var] = var
             self.ranges[s.loop_var] = Range(s.min, s.extent)
-            self.emit(d, f"for {var} in S.range({self.expr(s.min, m)}, {self.expr(s.extent, m)},"
-                         f" {s.loop_var.name!r}):")
+            self.emit(
+                d,
+                f"for {var} in S.range({self.expr(s.min, m)}, {self.expr(s.extent, m)},"
+                f" {s.loop_var.name!r}):",
+            )
             n = len(self.lines)
             self.stmt(s.body, d + 1, m)
             if len(self.lines) == n:
@@ -496,6 +539,7 @@ class _EmulatedKernel:
         """Emit ``s`` as whole-tile numpy operations (gathers and an einsum over the lanes)
         when its nest is a perfect one of affine accesses; False: not emitted."""
         from .source import _innermost
+
         try:
             loops, store = _innermost(s.loop)
         except BuildError:
@@ -555,8 +599,10 @@ class _EmulatedKernel:
 
     def buffer_id(self, b: Buffer) -> int:
         if b not in self.ids:
-            raise BuildError(f"cuda-emulate: buffer {b.name} is neither a parameter nor "
-                             f"allocated in kernel {self.kernel.name}")
+            raise BuildError(
+                f"cuda-emulate: buffer {b.name} is neither a parameter nor "
+                f"allocated in kernel {self.kernel.name}"
+            )
         return self.ids[b]
 
     def flat(self, buf: Buffer, indices, m: str) -> str:
@@ -578,8 +624,9 @@ class _EmulatedKernel:
             return f"({e.value})"
         if t is E.FloatImm:
             v = e.value
-            text = "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) \
-                else repr(float(v))
+            text = (
+                "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else repr(float(v))
+            )
             return f"np.{_NP[e.dtype]}({text})"
         if t is E.BufferLoad:
             flat = self.flat(e.buffer, e.indices, m)
@@ -588,8 +635,7 @@ class _EmulatedKernel:
             return f"S.ld({self.buffer_id(e.buffer)}, {flat}, {m})"
         if t is E.And:
             c = self.fresh("c")
-            return f"np.logical_and({c} := {self.expr(e.a, m)}, " \
-                   f"{self.expr(e.b, f'S.band({m}, {c})')})"
+            return f"np.logical_and({c} := {self.expr(e.a, m)}, {self.expr(e.b, f'S.band({m}, {c})')})"
         if t is E.Or:
             return f"np.logical_or({self.expr(e.a, m)}, {self.expr(e.b, m)})"
         if t in _BIN:
@@ -605,21 +651,36 @@ class _EmulatedKernel:
             return f"np.logical_not({self.expr(e.a, m)})"
         if t is E.Select:
             c = self.fresh("c")
-            return (f"S.where({c} := {self.expr(e.condition, m)}, "
-                    f"{self.expr(e.true_value, f'S.band({m}, {c})')}, "
-                    f"{self.expr(e.false_value, f'S.bandnot({m}, {c})')})")
+            return (
+                f"S.where({c} := {self.expr(e.condition, m)}, "
+                f"{self.expr(e.true_value, f'S.band({m}, {c})')}, "
+                f"{self.expr(e.false_value, f'S.bandnot({m}, {c})')})"
+            )
         if t is E.Cast:
             return f"S.cast({self.expr(e.value, m)}, {e.dtype!r})"
         if t is E.Call:
             args = ", ".join(self.expr(a, m) for a in e.args)
-            fn = _MATH.get(e.op) or {"rsqrt": "_rsqrt", "sigmoid": "_sigmoid", "round": "_round",
-                                     "erf": "_erf"}[e.op]
+            fn = (
+                _MATH.get(e.op)
+                or {"rsqrt": "_rsqrt", "sigmoid": "_sigmoid", "round": "_round", "erf": "_erf"}[e.op]
+            )
             return f"{fn}({args})"
         raise BuildError(f"cuda-emulate: unsupported expression {t.__name__}")
 
 
-_BIN = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.FloorDiv: "//", E.FloorMod: "%", E.EQ: "==",
-        E.NE: "!=", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">="}
+_BIN = {
+    E.Add: "+",
+    E.Sub: "-",
+    E.Mul: "*",
+    E.FloorDiv: "//",
+    E.FloorMod: "%",
+    E.EQ: "==",
+    E.NE: "!=",
+    E.LT: "<",
+    E.LE: "<=",
+    E.GT: ">",
+    E.GE: ">=",
+}
 _NP = {"float16": "float16", "float32": "float32", "float64": "float64"}
 
 
@@ -633,4 +694,3 @@ def _flat_of(buf: Buffer, indices) -> E.Expr:
 def _describe(s: BufferStore) -> str:
     text = str(s).strip().splitlines()[0]
     return text if len(text) < 160 else text[:157] + "..."
-

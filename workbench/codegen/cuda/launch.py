@@ -3,6 +3,7 @@
 :func:`gpu_unavailable` says what is missing — pycuda, a working driver, a device — so a
 machine without a GPU gets one clear sentence instead of an import error or a crash.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -35,6 +36,7 @@ def _context():
     import atexit
 
     import pycuda.driver as drv
+
     ctx = drv.Device(0).retain_primary_context()
     ctx.push()
     atexit.register(ctx.pop)
@@ -46,6 +48,7 @@ def device_arch() -> Optional[str]:
     if gpu_unavailable():
         return None
     import pycuda.driver as drv
+
     major, minor = drv.Device(0).compute_capability()
     return f"sm_{major}{minor}"
 
@@ -56,6 +59,7 @@ class Launcher:
 
     def __init__(self, program: DeviceProgram, cubin: bytes, writes: Sequence[bool]):
         import pycuda.driver as drv
+
         _context()
         self.drv = drv
         self.program = program
@@ -63,8 +67,7 @@ class Launcher:
         self.functions = [self.module.get_function(k.name) for k in program.kernels]
         for fn, k in zip(self.functions, program.kernels):
             if k.dyn_shared_bytes > 48 * 1024:
-                fn.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                 k.dyn_shared_bytes)
+                fn.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, k.dyn_shared_bytes)
         self.writes = tuple(writes)
         self.resident: Optional[dict] = None
 
@@ -82,8 +85,7 @@ class Launcher:
 
     def launch(self, mem: dict) -> None:
         for fn, k in zip(self.functions, self.program.kernels):
-            fn(*[mem[b] for b in k.params], block=k.block, grid=k.grid,
-               shared=k.dyn_shared_bytes)
+            fn(*[mem[b] for b in k.params], block=k.block, grid=k.grid, shared=k.dyn_shared_bytes)
 
     def run(self, *arrays: np.ndarray) -> None:
         mem = self.upload(arrays)

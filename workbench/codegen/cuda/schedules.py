@@ -15,6 +15,7 @@ returns a ``Schedule``; :data:`HAND_SCHEDULES` maps a label to ``(workload, sche
 * ``gmm_wmma``: tensor cores: fp16 tiles staged in shared memory, loaded into wmma fragments,
   multiplied by ``mma_sync`` into an fp32 accumulator fragment per warp.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -23,8 +24,7 @@ from ... import workloads
 from ...schedule import Schedule
 
 
-def _cooperative_fetch(sch: Schedule, block: Any, at: Any, threads: tuple[int, ...],
-                       vector: int = 1) -> None:
+def _cooperative_fetch(sch: Schedule, block: Any, at: Any, threads: tuple[int, ...], vector: int = 1) -> None:
     """Fuse the loops of ``block`` below loop ``at`` and spread them over the threads
     (``threads``: extents of threadIdx.y, threadIdx.x), ``vector`` elements per access."""
     loops = sch.get_loops(block)
@@ -32,8 +32,8 @@ def _cooperative_fetch(sch: Schedule, block: Any, at: Any, threads: tuple[int, .
     fused = sch.fuse(*loops[start:]) if len(loops) - start > 1 else loops[start]
     factors = [None, *threads] + ([vector] if vector > 1 else [])
     parts = sch.split(fused, factors)
-    tags = ("threadIdx.y", "threadIdx.x")[-len(threads):]
-    for loop, tag in zip(parts[1:1 + len(threads)], tags):
+    tags = ("threadIdx.y", "threadIdx.x")[-len(threads) :]
+    for loop, tag in zip(parts[1 : 1 + len(threads)], tags):
         sch.bind(loop, tag)
     if vector > 1:
         sch.vectorize(parts[-1])
@@ -126,6 +126,7 @@ def gmm_wmma(n: int = 128, m: int = 128, k: int = 128) -> Schedule:
     """C (fp32) = A @ B (fp16) on tensor cores: a 32x32 tile per block, one 16x16 accumulator
     fragment per warp (4 warps on threadIdx.y), k-tiles of 16 staged in shared memory."""
     from ...schedule.intrinsics.cuda import FILL, SYNC, load_intrin, store_intrin
+
     sch: Any = Schedule(workloads.get("GMM-FP16", n=n, m=m, k=k))
     c = sch.get_block("C")
     i, j, kk = sch.get_loops(c)

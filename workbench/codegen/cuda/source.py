@@ -10,6 +10,7 @@
 * :class:`~.device.AllReduce` is a butterfly of ``__shfl_xor_sync`` when it reduces over
   ``threadIdx.x`` with a power-of-two extent of at most a warp, else a tree in shared memory.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,14 +19,23 @@ from ...ir import expr as E
 from ...ir.arith import can_prove, simplify
 from ...ir.buffer import Buffer
 from ...ir.functor import pre_order, substitute
-from ...ir.stmt import (Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, Range,
-                        SeqStmt, Stmt)
+from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, Range, SeqStmt, Stmt
 from .device import HW, AllReduce, Barrier, DeviceKernel, DeviceProgram, Wmma
 
-C_TYPES = {"bool": "bool", "int8": "signed char", "uint8": "unsigned char", "int16": "short",
-           "uint16": "unsigned short", "int32": "int", "uint32": "unsigned int",
-           "int64": "long long", "uint64": "unsigned long long", "float16": "half",
-           "float32": "float", "float64": "double"}
+C_TYPES = {
+    "bool": "bool",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "int16": "short",
+    "uint16": "unsigned short",
+    "int32": "int",
+    "uint32": "unsigned int",
+    "int64": "long long",
+    "uint64": "unsigned long long",
+    "float16": "half",
+    "float32": "float",
+    "float64": "double",
+}
 
 PRELUDE = """\
 #include <cuda_fp16.h>
@@ -38,19 +48,41 @@ __device__ __forceinline__ int wb_floormod(int a, int b) {
 }
 """
 
-_BINOPS = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.EQ: "==", E.NE: "!=", E.LT: "<", E.LE: "<=",
-           E.GT: ">", E.GE: ">=", E.And: "&&", E.Or: "||"}
+_BINOPS = {
+    E.Add: "+",
+    E.Sub: "-",
+    E.Mul: "*",
+    E.EQ: "==",
+    E.NE: "!=",
+    E.LT: "<",
+    E.LE: "<=",
+    E.GT: ">",
+    E.GE: ">=",
+    E.And: "&&",
+    E.Or: "||",
+}
 
-_F32_MATH = {"exp": "expf", "log": "logf", "sqrt": "sqrtf", "rsqrt": "rsqrtf", "tanh": "tanhf",
-             "fabs": "fabsf", "pow": "powf", "erf": "erff", "floor": "floorf", "ceil": "ceilf",
-             "round": "roundf", "sin": "sinf", "cos": "cosf", "abs": "fabsf"}
+_F32_MATH = {
+    "exp": "expf",
+    "log": "logf",
+    "sqrt": "sqrtf",
+    "rsqrt": "rsqrtf",
+    "tanh": "tanhf",
+    "fabs": "fabsf",
+    "pow": "powf",
+    "erf": "erff",
+    "floor": "floorf",
+    "ceil": "ceilf",
+    "round": "roundf",
+    "sin": "sinf",
+    "cos": "cosf",
+    "abs": "fabsf",
+}
 
-_COMBINE = {"sum": "{a} + {b}", "prod": "{a} * {b}", "max": "max({a}, {b})",
-            "min": "min({a}, {b})"}
+_COMBINE = {"sum": "{a} + {b}", "prod": "{a} * {b}", "max": "max({a}, {b})", "min": "min({a}, {b})"}
 
 
-WMMA_FRAGMENT = {"wmma.matrix_a": "matrix_a", "wmma.matrix_b": "matrix_b",
-                 "wmma.accumulator": "accumulator"}
+WMMA_FRAGMENT = {"wmma.matrix_a": "matrix_a", "wmma.matrix_b": "matrix_b", "wmma.accumulator": "accumulator"}
 
 
 def cuda_source(program: DeviceProgram) -> str:
@@ -74,6 +106,7 @@ class _KernelPrinter:
 
     def fresh(self, name: str) -> str:
         import re
+
         base = re.sub(r"\W", "_", name) or "v"
         if base[0].isdigit():
             base = "_" + base
@@ -94,15 +127,16 @@ class _KernelPrinter:
             self.names[b] = self.fresh(b.name)
             args.append(f"{C_TYPES[b.dtype]}* __restrict__ {self.names[b]}")
         bounds = f"__launch_bounds__({k.num_threads}) " if k.num_threads > 1 else ""
-        self.emit(0, f"// launch: grid ({', '.join(map(str, k.grid))}), "
-                     f"block ({', '.join(map(str, k.block))})"
-                     + (f", {k.dyn_shared_bytes} bytes of dynamic shared memory"
-                        if k.dyn_shared else ""))
+        self.emit(
+            0,
+            f"// launch: grid ({', '.join(map(str, k.grid))}), "
+            f"block ({', '.join(map(str, k.block))})"
+            + (f", {k.dyn_shared_bytes} bytes of dynamic shared memory" if k.dyn_shared else ""),
+        )
         self.emit(0, f'extern "C" __global__ void {bounds}{k.name}({", ".join(args)}) {{')
         for b in k.shared:
             self.names[b] = self.fresh(b.name)
-            self.emit(1, f"__shared__ __align__(16) {C_TYPES[b.dtype]} {self.names[b]}"
-                         f"[{b.alloc_size()}];")
+            self.emit(1, f"__shared__ __align__(16) {C_TYPES[b.dtype]} {self.names[b]}[{b.alloc_size()}];")
         if k.dyn_shared:
             self.emit(1, "extern __shared__ __align__(16) unsigned char wb_dyn_shared[];")
             for b, off in k.dyn_offsets().items():
@@ -137,8 +171,9 @@ class _KernelPrinter:
             b = s.buffer
             self.names[b] = self.fresh(b.name)
             self.emit(d, "{")
-            self.emit(d + 1, f"__align__(16) {C_TYPES[b.dtype]} {self.names[b]}"
-                             f"[{b.alloc_size()}];  // {b.scope}")
+            self.emit(
+                d + 1, f"__align__(16) {C_TYPES[b.dtype]} {self.names[b]}[{b.alloc_size()}];  // {b.scope}"
+            )
             self.stmt(s.body, d + 1)
             self.emit(d, "}")
         elif isinstance(s, Barrier):
@@ -170,9 +205,15 @@ class _KernelPrinter:
         """``dst[base + v] = src[base' + v]`` for v < 2 or 4, float32, both bases provably
         multiples of the width: one float2/float4 access each."""
         body, n = s.body, s.extent
-        if not (isinstance(body, BufferStore) and isinstance(body.value, E.BufferLoad)
-                and isinstance(n, E.IntImm) and n.value in (2, 4) and E.is_const(s.min, 0)
-                and body.buffer.dtype == "float32" and body.value.buffer.dtype == "float32"):
+        if not (
+            isinstance(body, BufferStore)
+            and isinstance(body.value, E.BufferLoad)
+            and isinstance(n, E.IntImm)
+            and n.value in (2, 4)
+            and E.is_const(s.min, 0)
+            and body.buffer.dtype == "float32"
+            and body.value.buffer.dtype == "float32"
+        ):
             return False
         v = s.loop_var
         ranges = dict(self.ranges)
@@ -182,7 +223,8 @@ class _KernelPrinter:
             base = simplify(_subst(flat, v, 0), ranges)
             step = simplify(E.Sub(_subst(flat, v, 1), base), ranges)
             if not E.is_const(step, 1) or not can_prove(
-                    E.EQ(E.FloorMod(base, E.IntImm(n.value)), E.IntImm(0)), ranges):
+                E.EQ(E.FloorMod(base, E.IntImm(n.value)), E.IntImm(0)), ranges
+            ):
                 return False
             bases.append(base)
         vt = "float4" if n.value == 4 else "float2"
@@ -196,22 +238,33 @@ class _KernelPrinter:
         """``wmma::fragment<...> name[tiles]``: one fragment per 16x16 tile of the buffer."""
         b = s.buffer
         if b.ndim < 2 or b.shape[-1] % 16 or b.shape[-2] % 16:
-            raise BuildError(f"cuda: fragment buffer {b.name} has shape {b.shape}; the last two "
-                             f"dimensions of a wmma buffer must be multiples of 16")
+            raise BuildError(
+                f"cuda: fragment buffer {b.name} has shape {b.shape}; the last two "
+                f"dimensions of a wmma buffer must be multiples of 16"
+            )
         tiles = b.size // 256
         use = WMMA_FRAGMENT[b.scope]
         ctype = "half" if b.dtype == "float16" else C_TYPES[b.dtype]
-        layouts = {n.layout for n in pre_order(s.body) if isinstance(n, Wmma)
-                   and n.op.startswith("load") and n.loop.body is not None
-                   and _innermost(n.loop)[1].buffer is b}
+        layouts = {
+            n.layout
+            for n in pre_order(s.body)
+            if isinstance(n, Wmma)
+            and n.op.startswith("load")
+            and n.loop.body is not None
+            and _innermost(n.loop)[1].buffer is b
+        }
         if len(layouts) > 1:
             raise BuildError(f"cuda: fragment {b.name} is loaded both row- and column-major")
-        layout = "" if use == "accumulator" else \
-            f", nvcuda::wmma::{layouts.pop() if layouts else 'row_major'}"
+        layout = (
+            "" if use == "accumulator" else f", nvcuda::wmma::{layouts.pop() if layouts else 'row_major'}"
+        )
         self.names[b] = self.fresh(b.name)
         self.emit(d, "{")
-        self.emit(d + 1, f"nvcuda::wmma::fragment<nvcuda::wmma::{use}, 16, 16, 16, {ctype}"
-                         f"{layout}> {self.names[b]}[{tiles}];")
+        self.emit(
+            d + 1,
+            f"nvcuda::wmma::fragment<nvcuda::wmma::{use}, 16, 16, 16, {ctype}"
+            f"{layout}> {self.names[b]}[{tiles}];",
+        )
         self.stmt(s.body, d + 1)
         self.emit(d, "}")
 
@@ -222,55 +275,57 @@ class _KernelPrinter:
 
         def tile(buf: Buffer, indices) -> str:
             if buf.scope not in WMMA_FRAGMENT:
-                raise BuildError(f"cuda: wmma {s.op} expects a fragment, got {buf.name} "
-                                 f"({buf.scope})")
+                raise BuildError(f"cuda: wmma {s.op} expects a fragment, got {buf.name} ({buf.scope})")
             idx = [simplify(substitute(i, zero), self.ranges) for i in indices]
             tiles_c = buf.shape[-1] // 16
             lead: E.Expr = E.IntImm(0)
             for i, n in zip(idx[:-2], buf.shape[:-2]):
                 lead = lead * n + i
-            t = lead * ((buf.shape[-2] // 16) * tiles_c) + \
-                E.FloorDiv(idx[-2], E.IntImm(16)) * tiles_c + E.FloorDiv(idx[-1], E.IntImm(16))
+            t = (
+                lead * ((buf.shape[-2] // 16) * tiles_c)
+                + E.FloorDiv(idx[-2], E.IntImm(16)) * tiles_c
+                + E.FloorDiv(idx[-1], E.IntImm(16))
+            )
             return f"{self.names[buf]}[{self.expr(simplify(t, self.ranges))}]"
 
         def memory(buf: Buffer, indices) -> tuple[str, str]:
             flat = _flat(buf, indices)
             base = simplify(substitute(flat, zero), self.ranges)
-            rows = simplify(E.Sub(substitute(flat, {**zero, loops[0].loop_var: E.IntImm(1)}),
-                                  base), self.ranges)
-            cols = simplify(E.Sub(substitute(flat, {**zero, loops[1].loop_var: E.IntImm(1)}),
-                                  base), self.ranges)
+            rows = simplify(
+                E.Sub(substitute(flat, {**zero, loops[0].loop_var: E.IntImm(1)}), base), self.ranges
+            )
+            cols = simplify(
+                E.Sub(substitute(flat, {**zero, loops[1].loop_var: E.IntImm(1)}), base), self.ranges
+            )
             if not E.is_const(cols, 1) or not isinstance(rows, E.IntImm):
-                raise BuildError(f"cuda: wmma {s.op} on {buf.name}: the tile's rows must be "
-                                 f"{buf.name}'s rows and its columns contiguous (strides "
-                                 f"{rows}, {cols})")
+                raise BuildError(
+                    f"cuda: wmma {s.op} on {buf.name}: the tile's rows must be "
+                    f"{buf.name}'s rows and its columns contiguous (strides "
+                    f"{rows}, {cols})"
+                )
             return f"{self.names[buf]} + {self.expr(base)}", str(rows.value)
 
         if s.op == "fill":
-            self.emit(d, f"{wm}fill_fragment({tile(store.buffer, store.indices)}, "
-                         f"{self.expr(store.value)});")
+            self.emit(d, f"{wm}fill_fragment({tile(store.buffer, store.indices)}, {self.expr(store.value)});")
         elif s.op in ("load_matrix_a", "load_matrix_b"):
             src = store.value
             if not isinstance(src, E.BufferLoad):
                 raise BuildError(f"cuda: wmma {s.op} must copy a tile, got {store}")
             ptr, ldm = memory(src.buffer, src.indices)
-            self.emit(d, f"{wm}load_matrix_sync({tile(store.buffer, store.indices)}, {ptr}, "
-                         f"{ldm});")
+            self.emit(d, f"{wm}load_matrix_sync({tile(store.buffer, store.indices)}, {ptr}, {ldm});")
         elif s.op == "store":
             src = store.value
             ptr, ldm = memory(store.buffer, store.indices)
-            self.emit(d, f"{wm}store_matrix_sync({ptr}, {tile(src.buffer, src.indices)}, {ldm}, "
-                         f"{wm}mem_row_major);")
+            self.emit(
+                d, f"{wm}store_matrix_sync({ptr}, {tile(src.buffer, src.indices)}, {ldm}, {wm}mem_row_major);"
+            )
         elif s.op == "mma_sync":
-            loads = {n.buffer.scope: n for n in pre_order(store.value)
-                     if isinstance(n, E.BufferLoad)}
+            loads = {n.buffer.scope: n for n in pre_order(store.value) if isinstance(n, E.BufferLoad)}
             a, b = loads.get("wmma.matrix_a"), loads.get("wmma.matrix_b")
             if a is None or b is None:
-                raise BuildError(f"cuda: wmma mma_sync needs matrix_a and matrix_b fragments, "
-                                 f"got {store}")
+                raise BuildError(f"cuda: wmma mma_sync needs matrix_a and matrix_b fragments, got {store}")
             c = tile(store.buffer, store.indices)
-            self.emit(d, f"{wm}mma_sync({c}, {tile(a.buffer, a.indices)}, "
-                         f"{tile(b.buffer, b.indices)}, {c});")
+            self.emit(d, f"{wm}mma_sync({c}, {tile(a.buffer, a.indices)}, {tile(b.buffer, b.indices)}, {c});")
         else:
             raise BuildError(f"cuda: unknown wmma operation {s.op!r}")
 
@@ -295,8 +350,10 @@ class _KernelPrinter:
         # shared-memory tree: the group of a thread is its siblings along the axis
         buf = self.fresh("wb_red_buf")
         stride = [1, k.block[0], k.block[0] * k.block[1]][axis]
-        tid = (f"((int)threadIdx.x + (int)threadIdx.y * {k.block[0]} + (int)threadIdx.z * "
-               f"{k.block[0] * k.block[1]})")
+        tid = (
+            f"((int)threadIdx.x + (int)threadIdx.y * {k.block[0]} + (int)threadIdx.z * "
+            f"{k.block[0] * k.block[1]})"
+        )
         me = f"((int){s.tag})"
         p = 1 << max(n - 1, 0).bit_length()
         self.emit(d, f"// all-reduce ({s.op}) over {s.tag}: a tree in shared memory")
@@ -306,8 +363,7 @@ class _KernelPrinter:
         self.emit(d + 1, "__syncthreads();")
         self.emit(d + 1, f"for (int wb_s = {p // 2}; wb_s > 0; wb_s >>= 1) {{")
         mine, other = f"{buf}[{tid}]", f"{buf}[{tid} + wb_s * {stride}]"
-        self.emit(d + 2, f"if ({me} < wb_s && {me} + wb_s < {n}) "
-                         f"{mine} = {comb.format(a=mine, b=other)};")
+        self.emit(d + 2, f"if ({me} < wb_s && {me} + wb_s < {n}) {mine} = {comb.format(a=mine, b=other)};")
         self.emit(d + 2, "__syncthreads();")
         self.emit(d + 1, "}")
         self.emit(d + 1, f"{acc} = {buf}[{tid} - {me} * {stride}];")
@@ -317,8 +373,9 @@ class _KernelPrinter:
     # expressions -----------------------------------------------------------------------------
     def access(self, buf: Buffer, indices) -> str:
         if buf not in self.names:
-            raise BuildError(f"cuda: buffer {buf.name} is neither a kernel parameter nor "
-                             f"allocated in kernel {self.k.name}")
+            raise BuildError(
+                f"cuda: buffer {buf.name} is neither a kernel parameter nor allocated in kernel {self.k.name}"
+            )
         return f"{self.names[buf]}[{self.expr(simplify(_flat(buf, indices), self.ranges))}]"
 
     def expr(self, e: E.Expr) -> str:
@@ -341,9 +398,11 @@ class _KernelPrinter:
             return f"({self.expr(e.a)} {_BINOPS[t]} {self.expr(e.b)})"
         if t in (E.FloorDiv, E.FloorMod):
             a, b = self.expr(e.a), self.expr(e.b)
-            if E.is_int(e.dtype) and not (isinstance(e.b, E.IntImm) and e.b.value > 0 and
-                                          can_prove(E.GE(e.a, E.IntImm(0, e.a.dtype)),
-                                                    self.ranges)):
+            if E.is_int(e.dtype) and not (
+                isinstance(e.b, E.IntImm)
+                and e.b.value > 0
+                and can_prove(E.GE(e.a, E.IntImm(0, e.a.dtype)), self.ranges)
+            ):
                 fn = "wb_floordiv" if t is E.FloorDiv else "wb_floormod"
                 return f"{fn}({a}, {b})"
             if E.is_float(e.dtype):  # floor semantics: a - floor(a / b) * b for the modulus
@@ -355,14 +414,12 @@ class _KernelPrinter:
         if t in (E.Min, E.Max):
             fn = "min" if t is E.Min else "max"
             if e.dtype == "float16":
-                return f"__float2half({fn}(__half2float({self.expr(e.a)}), " \
-                       f"__half2float({self.expr(e.b)})))"
+                return f"__float2half({fn}(__half2float({self.expr(e.a)}), __half2float({self.expr(e.b)})))"
             return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
         if t is E.Not:
             return f"(!{self.expr(e.a)})"
         if t is E.Select:
-            return (f"({self.expr(e.condition)} ? {self.expr(e.true_value)} : "
-                    f"{self.expr(e.false_value)})")
+            return f"({self.expr(e.condition)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
         if t is E.Cast:
             inner = self.expr(e.value)
             if e.dtype == "float16":
@@ -433,4 +490,3 @@ def _float_literal(v: float, dtype: str) -> str:
             text = f"{float(v):.9e}f"
     text = f"({text})" if text.startswith("-") else text
     return f"__float2half({text})" if dtype == "float16" else text
-

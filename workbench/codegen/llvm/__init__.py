@@ -20,6 +20,7 @@ memory accesses), :mod:`.parallel` (thread pool), :mod:`.runtime` (thread cap, f
 :mod:`.intrinsics` (math, masked memory), :mod:`.dtypes`, :mod:`.analysis`, :mod:`.jit`
 (optimization, MCJIT).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -42,6 +43,7 @@ __all__ = ["build_llvm", "emit_llvm", "LLVMKernel", "CompileOnlyKernel", "set_ma
 def emit_llvm(func: PrimFunc, target: Union[str, Target] = "llvm") -> str:
     """The unoptimized LLVM IR text of ``func`` (lowered first)."""
     from ..lower import lower
+
     target = _llvm_target(target)
     return str(KernelEmitter(lower(func), target).emit())
 
@@ -50,6 +52,7 @@ def build_llvm(func: PrimFunc, target: Union[str, Target] = "llvm") -> "LLVMKern
     """Compile ``func`` (scheduled or lowered) to native code for a CPU target; for a target
     this host cannot run, only to its sources (a :class:`CompileOnlyKernel`)."""
     from ..lower import lower
+
     target = _llvm_target(target)
     emitter = KernelEmitter(lower(func), target)
     raw = str(emitter.emit())
@@ -57,8 +60,7 @@ def build_llvm(func: PrimFunc, target: Union[str, Target] = "llvm") -> "LLVMKern
     if reason is not None:
         return CompileOnlyKernel(func, target, str(optimize(raw, target)), raw, reason)
     compiled = jit(raw, emitter.name + "_packed", target)
-    return LLVMKernel(func, target, compiled, raw, parallel=emitter.n_parallel > 0,
-                      symbol=emitter.name)
+    return LLVMKernel(func, target, compiled, raw, parallel=emitter.n_parallel > 0, symbol=emitter.name)
 
 
 def _llvm_target(target: Union[str, Target]) -> Target:
@@ -72,12 +74,23 @@ class LLVMKernel(Kernel):
     """A ``Kernel`` running JIT-compiled code. Sources: ``"llvm"`` (optimized IR, the default),
     ``"llvm-raw"`` (IR as emitted) and ``"asm"`` (generated on first request)."""
 
-    def __init__(self, func: PrimFunc, target: Target, compiled: Compiled, raw_ir: str,
-                 parallel: bool = False, symbol: Optional[str] = None):
+    def __init__(
+        self,
+        func: PrimFunc,
+        target: Target,
+        compiled: Compiled,
+        raw_ir: str,
+        parallel: bool = False,
+        symbol: Optional[str] = None,
+    ):
         self._compiled = compiled  # owns the machine code: must live as long as the entry
         self._parallel = parallel
-        super().__init__(func, target, _entry(compiled, len(func.params), parallel),
-                         {"llvm": compiled.optimized_ir, "llvm-raw": raw_ir})
+        super().__init__(
+            func,
+            target,
+            _entry(compiled, len(func.params), parallel),
+            {"llvm": compiled.optimized_ir, "llvm-raw": raw_ir},
+        )
         by_pointers = self.entry
 
         def checked(*arrays: np.ndarray) -> None:  # the Python path: full checks, ctypes call
@@ -85,12 +98,14 @@ class LLVMKernel(Kernel):
             by_pointers(*arrays)
 
         self._checked = checked
-        self._fast: Optional[pycall.PythonEntry] = None   # None: the Python path only
-        if pycall.available() and symbol is not None:   # symbol: the kernel's LLVM function
-            module = pycall.python_entry_module(symbol, [b.shape for b in self._params],
-                                                [b.dtype for b in self._params], self._writes)
+        self._fast: Optional[pycall.PythonEntry] = None  # None: the Python path only
+        if pycall.available() and symbol is not None:  # symbol: the kernel's LLVM function
+            module = pycall.python_entry_module(
+                symbol, [b.shape for b in self._params], [b.dtype for b in self._params], self._writes
+            )
             fast = self._fast = pycall.PythonEntry(
-                link(compiled, str(module), symbol + "_py", target), symbol + "_py")
+                link(compiled, str(module), symbol + "_py", target), symbol + "_py"
+            )
             # arguments the native checks do not take (an ndarray subclass, an equal dtype
             # object, ...) go to the Python path: checked for __call__, as they are for entry
             self._checked = _fast_entry(fast, checked, parallel)
@@ -115,16 +130,16 @@ class CompileOnlyKernel(LLVMKernel):
     """The sources of a kernel compiled for a CPU this host cannot run (``reason`` says why):
     ``source("llvm" | "llvm-raw" | "asm")`` work; calling or timing it raises RuntimeError."""
 
-    def __init__(self, func: PrimFunc, target: Target, optimized_ir: str, raw_ir: str,
-                 reason: str):
+    def __init__(self, func: PrimFunc, target: Target, optimized_ir: str, raw_ir: str, reason: str):
         self._compiled = Compiled(None, 0, optimized_ir)  # type: ignore[arg-type]
         self.reason = reason
-        Kernel.__init__(self, func, target, self._refuse,
-                        {"llvm": optimized_ir, "llvm-raw": raw_ir})
+        Kernel.__init__(self, func, target, self._refuse, {"llvm": optimized_ir, "llvm-raw": raw_ir})
 
     def _refuse(self, *_: object) -> None:
-        raise RuntimeError(f"cannot run kernel {self.func.name!r} on this host: {self.reason}. "
-                           f"It was only compiled: kernel.source('asm') shows its code")
+        raise RuntimeError(
+            f"cannot run kernel {self.func.name!r} on this host: {self.reason}. "
+            f"It was only compiled: kernel.source('asm') shows its code"
+        )
 
     def __call__(self, *arrays: object) -> None:
         self._refuse()

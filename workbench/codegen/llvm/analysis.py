@@ -9,25 +9,50 @@
 * :func:`vector_lanes` — whether a ``vectorized`` loop can be emitted as explicit SIMD code, and
   with how many lanes per machine vector.
 """
+
 from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence
 
 from ...ir.buffer import Buffer
-from ...ir.expr import (Add, BufferLoad, Cast, Expr, FloorDiv, FloorMod, IntImm, Max, Min, Mul,
-                        Select, Sub, Var, is_int)
+from ...ir.expr import (
+    Add,
+    BufferLoad,
+    Cast,
+    Expr,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    Select,
+    Sub,
+    Var,
+    is_int,
+)
 from ...ir.functor import pre_order, uses_var
-from ...ir.stmt import (BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt,
-                        Stmt)
+from ...ir.stmt import BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt
 
 #: inclusive integer interval; None on a side means unbounded
 Interval = tuple[Optional[int], Optional[int]]
 UNKNOWN: Interval = (None, None)
 
 #: element bits of each dtype *in memory* (bool is one byte, like numpy's)
-DTYPE_BITS = {"bool": 8, "int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32,
-              "uint32": 32, "int64": 64, "uint64": 64, "float16": 16, "float32": 32,
-              "float64": 64}
+DTYPE_BITS = {
+    "bool": 8,
+    "int8": 8,
+    "uint8": 8,
+    "int16": 16,
+    "uint16": 16,
+    "int32": 32,
+    "uint32": 32,
+    "int64": 64,
+    "uint64": 64,
+    "float16": 16,
+    "float32": 32,
+    "float64": 64,
+}
 
 
 def flat_offset(buffer: Buffer, indices: Sequence[Expr]) -> Expr:
@@ -58,8 +83,7 @@ def bounds(e: Expr, ranges: Mapping[Var, Interval]) -> Interval:
         (a0, a1), (b0, b1) = bounds(e.a, ranges), bounds(e.b, ranges)
         if isinstance(e, Sub):
             b0, b1 = (None if b1 is None else -b1), (None if b0 is None else -b0)
-        return (None if a0 is None or b0 is None else a0 + b0,
-                None if a1 is None or b1 is None else a1 + b1)
+        return (None if a0 is None or b0 is None else a0 + b0, None if a1 is None or b1 is None else a1 + b1)
     if isinstance(e, Mul):
         (a0, a1), (b0, b1) = bounds(e.a, ranges), bounds(e.b, ranges)
         if None in (a0, a1, b0, b1):
@@ -81,16 +105,22 @@ def bounds(e: Expr, ranges: Mapping[Var, Interval]) -> Interval:
         hi = None if a1 is None or b1 is None else pick(a1, b1)
         if isinstance(e, Min):  # min(a, b) <= either upper bound
             hi = a1 if b1 is None else b1 if a1 is None else hi
-        else:                   # max(a, b) >= either lower bound
+        else:  # max(a, b) >= either lower bound
             lo = a0 if b0 is None else b0 if a0 is None else lo
         return (lo, hi)
     if isinstance(e, Select):
         (a0, a1), (b0, b1) = bounds(e.true_value, ranges), bounds(e.false_value, ranges)
-        return (None if a0 is None or b0 is None else min(a0, b0),
-                None if a1 is None or b1 is None else max(a1, b1))
-    if isinstance(e, Cast) and is_int(e.dtype) and is_int(e.value.dtype) \
-            and DTYPE_BITS[e.dtype] >= DTYPE_BITS[e.value.dtype] \
-            and e.dtype.startswith("u") == e.value.dtype.startswith("u"):
+        return (
+            None if a0 is None or b0 is None else min(a0, b0),
+            None if a1 is None or b1 is None else max(a1, b1),
+        )
+    if (
+        isinstance(e, Cast)
+        and is_int(e.dtype)
+        and is_int(e.value.dtype)
+        and DTYPE_BITS[e.dtype] >= DTYPE_BITS[e.value.dtype]
+        and e.dtype.startswith("u") == e.value.dtype.startswith("u")
+    ):
         return bounds(e.value, ranges)
     return UNKNOWN
 
@@ -141,8 +171,12 @@ def _linear_terms(e: Expr) -> Optional[list[tuple[int, Expr]]]:
             if isinstance(y, IntImm):
                 t = _linear_terms(x)
                 return None if t is None else [(k * y.value, a) for k, a in t]
-    if isinstance(e, Cast) and is_int(e.dtype) and is_int(e.value.dtype) \
-            and DTYPE_BITS[e.dtype] >= DTYPE_BITS[e.value.dtype]:
+    if (
+        isinstance(e, Cast)
+        and is_int(e.dtype)
+        and is_int(e.value.dtype)
+        and DTYPE_BITS[e.dtype] >= DTYPE_BITS[e.value.dtype]
+    ):
         return _linear_terms(e.value)
     if isinstance(e, IntImm):
         return []
@@ -157,8 +191,13 @@ def _merge_div_mod(terms: list[tuple[int, Expr]]) -> list[tuple[int, Expr]]:
             continue
         c = d.b.value
         for j, (km, m) in enumerate(out):
-            if (isinstance(m, FloorMod) and m.a is d.a and isinstance(m.b, IntImm)
-                    and m.b.value == c and kd == km * c):
+            if (
+                isinstance(m, FloorMod)
+                and m.a is d.a
+                and isinstance(m.b, IntImm)
+                and m.b.value == c
+                and kd == km * c
+            ):
                 out[i], out[j] = (km, d.a), (0, None)
                 break
     return [(k, x) for k, x in out if x is not None]
@@ -178,8 +217,7 @@ def vector_lanes(loop: For, vector_bits: int) -> Optional[int]:
         return None
     widest = 8
     for node in pre_order(loop.body):
-        if isinstance(node, Stmt) and not isinstance(
-                node, (BufferStore, SeqStmt, IfThenElse, Evaluate, For)):
+        if isinstance(node, Stmt) and not isinstance(node, (BufferStore, SeqStmt, IfThenElse, Evaluate, For)):
             return None  # Allocate (per-lane storage) or anything unexpected
         if isinstance(node, For):
             if node.kind in (ForKind.VECTORIZED, ForKind.THREAD_BINDING):
@@ -197,5 +235,14 @@ def vector_lanes(loop: For, vector_bits: int) -> Optional[int]:
     return max(vector_bits // widest, 1)
 
 
-__all__ = ["Interval", "UNKNOWN", "DTYPE_BITS", "flat_offset", "bounds", "in_bounds",
-           "loop_interval", "linear_coeff", "vector_lanes"]
+__all__ = [
+    "Interval",
+    "UNKNOWN",
+    "DTYPE_BITS",
+    "flat_offset",
+    "bounds",
+    "in_bounds",
+    "loop_interval",
+    "linear_coeff",
+    "vector_lanes",
+]

@@ -6,6 +6,7 @@ index dtype — is computed in ``i64`` registers, sign-extended: every address c
 64-bit without extensions in loops, which keeps LLVM's loop analyses simple. Values are only
 narrowed back to 32 bits when stored into an ``int32`` buffer or cast.
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -16,8 +17,17 @@ VOID = ir.VoidType()
 
 _FLOAT = {"float16": ir.HalfType(), "float32": ir.FloatType(), "float64": ir.DoubleType()}
 #: bits each integer dtype really has (int32 lives in i64 registers but has 32 bits)
-_INT_BITS = {"bool": 1, "int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32,
-             "uint32": 32, "int64": 64, "uint64": 64}
+_INT_BITS = {
+    "bool": 1,
+    "int8": 8,
+    "uint8": 8,
+    "int16": 16,
+    "uint16": 16,
+    "int32": 32,
+    "uint32": 32,
+    "int64": 64,
+    "uint64": 64,
+}
 
 #: fast-math flags on float arithmetic: contraction into FMA and reassociation (so LLVM may
 #: vectorize float reductions); NaN and infinity semantics are kept.

@@ -14,6 +14,7 @@ explicit SIMD code (:meth:`KernelEmitter.vector_loop`), otherwise a scalar loop 
 ``llvm.loop.vectorize`` metadata. Intermediate buffers are allocated in the entry block of the
 function being emitted, once per call (or per parallel task), whatever loop they sit in.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,8 +27,7 @@ from ...ir import expr as E
 from ...ir.buffer import Buffer
 from ...ir.func import PrimFunc
 from ...ir.functor import pre_order
-from ...ir.stmt import (Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt,
-                        Stmt)
+from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt
 from ..target import Target
 from . import intrinsics as K
 from .analysis import DTYPE_BITS, Interval, loop_interval, vector_lanes
@@ -62,8 +62,7 @@ class FunctionState:
         self.builder = ir.IRBuilder(fn.append_basic_block("start"))
         self.heap: list[ir.Value] = []
 
-    def finish(self, on_failure: Callable[[ir.IRBuilder], None],
-               ret: Callable[[ir.IRBuilder], None]) -> None:
+    def finish(self, on_failure: Callable[[ir.IRBuilder], None], ret: Callable[[ir.IRBuilder], None]) -> None:
         """Close the function: entry checks heap allocations, every exit frees them."""
         start = self.fn.blocks[1]
         b = self.builder
@@ -112,13 +111,13 @@ class KernelEmitter(ExpressionEmitter):
         self.vars: dict[E.Var, Union[ir.Value, Ramp]] = {}
         self.bufs: dict[Buffer, ir.Value] = {}
         self.ranges: dict[E.Var, Interval] = {}
-        self.vec: Optional[tuple[E.Var, int]] = None     # (vector var, lanes) inside SIMD code
-        self.mask: Optional[ir.Value] = None             # lanes/iterations a guard lets through
-        self.scalar_index = False                        # evaluate the ramp at lane 0
+        self.vec: Optional[tuple[E.Var, int]] = None  # (vector var, lanes) inside SIMD code
+        self.mask: Optional[ir.Value] = None  # lanes/iterations a guard lets through
+        self.scalar_index = False  # evaluate the ramp at lane 0
         self.in_parallel = False
-        self.auto_unroll = (0, True)                     # (max steps, explicit) in scope
+        self.auto_unroll = (0, True)  # (max steps, explicit) in scope
         self.fs: FunctionState
-        self.status: ir.Value                            # i32 slot: nonzero = allocation failed
+        self.status: ir.Value  # i32 slot: nonzero = allocation failed
         self.n_parallel = 0
 
     @property
@@ -139,16 +138,17 @@ class KernelEmitter(ExpressionEmitter):
         self.status = alloca(self.fs.entry, I32, "status")
         self.fs.entry.store(ir.Constant(I32, 0), self.status)
         self.stmt(self.func.body)
-        self.fs.finish(lambda b: b.ret(ir.Constant(I32, 1)),
-                       lambda b: b.ret(b.load(self.status)))
+        self.fs.finish(lambda b: b.ret(ir.Constant(I32, 1)), lambda b: b.ret(b.load(self.status)))
         self._packed_entry(fn)
         return self.module
 
     def _packed_entry(self, kernel: ir.Function) -> None:
         fn = ir.Function(self.module, ir.FunctionType(I32, [PTR]), name=self.name + "_packed")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        args = [b.load(b.gep(fn.args[0], [ir.Constant(I64, i)], source_etype=PTR), typ=PTR)
-                for i in range(len(kernel.args))]
+        args = [
+            b.load(b.gep(fn.args[0], [ir.Constant(I64, i)], source_etype=PTR), typ=PTR)
+            for i in range(len(kernel.args))
+        ]
         b.ret(b.call(kernel, args))
 
     # statements ----------------------------------------------------------------------------
@@ -167,18 +167,24 @@ class KernelEmitter(ExpressionEmitter):
         elif isinstance(s, Evaluate):
             self.expr(s.value)
         else:
-            raise BuildError(f"llvm: {type(s).__name__} is not in lowered form "
-                             f"(expected loops, stores, ifs and allocations)")
+            raise BuildError(
+                f"llvm: {type(s).__name__} is not in lowered form "
+                f"(expected loops, stores, ifs and allocations)"
+            )
 
     def for_(self, s: For) -> None:
         if s.kind == ForKind.THREAD_BINDING:
-            raise BuildError(f"llvm: loop {s.loop_var.name} is bound to {s.thread_tag}; "
-                             f"thread bindings need a GPU target such as 'cuda'")
+            raise BuildError(
+                f"llvm: loop {s.loop_var.name} is bound to {s.thread_tag}; "
+                f"thread bindings need a GPU target such as 'cuda'"
+            )
         self.ranges[s.loop_var] = loop_interval(s, self.ranges)
         outer_auto = self.auto_unroll
         if AUTO_UNROLL_KEY in s.annotations:
-            self.auto_unroll = (_int(s.annotations[AUTO_UNROLL_KEY]),
-                                bool(_int(s.annotations.get(UNROLL_EXPLICIT_KEY, 1))))
+            self.auto_unroll = (
+                _int(s.annotations[AUTO_UNROLL_KEY]),
+                bool(_int(s.annotations.get(UNROLL_EXPLICIT_KEY, 1))),
+            )
         try:
             ext = s.extent.value if isinstance(s.extent, E.IntImm) else None
             if s.kind == ForKind.SERIAL and self._auto_unrolled(s):
@@ -188,6 +194,7 @@ class KernelEmitter(ExpressionEmitter):
                     self.serial(s, [("llvm.loop.unroll.full",)])
             elif s.kind == ForKind.PARALLEL and self._can_fork(ext):
                 from .parallel import emit_parallel
+
                 emit_parallel(self, s)
             elif s.kind == ForKind.VECTORIZED and self.vec is None:
                 lanes = vector_lanes(s, self.target.vector_width_bits)
@@ -195,8 +202,13 @@ class KernelEmitter(ExpressionEmitter):
                     self.vector_loop(s, lanes)
                 else:  # not expressible as SIMD here: ask LLVM's loop vectorizer
                     lanes = self.target.vector_width_bits // _widest(s)
-                    self.serial(s, [("llvm.loop.vectorize.enable", ir.Constant(I1, 1)),
-                                    ("llvm.loop.vectorize.width", ir.Constant(I32, lanes))])
+                    self.serial(
+                        s,
+                        [
+                            ("llvm.loop.vectorize.enable", ir.Constant(I1, 1)),
+                            ("llvm.loop.vectorize.width", ir.Constant(I32, lanes)),
+                        ],
+                    )
             elif s.kind == ForKind.UNROLLED:
                 if ext is not None and ext * _size(s.body) <= UNROLL_BUDGET:
                     self.unrolled(s)
@@ -227,8 +239,14 @@ class KernelEmitter(ExpressionEmitter):
 
     def _can_fork(self, extent: Optional[int]) -> bool:
         from .jit import has_openmp
-        return (not self.in_parallel and self.vec is None and self.target.num_cores > 1
-                and extent != 1 and has_openmp())
+
+        return (
+            not self.in_parallel
+            and self.vec is None
+            and self.target.num_cores > 1
+            and extent != 1
+            and has_openmp()
+        )
 
     def serial(self, s: For, props: Optional[list] = None) -> None:
         lo = self.expr(s.min)
@@ -240,8 +258,14 @@ class KernelEmitter(ExpressionEmitter):
 
         self.loop(lo, extent, body, props, name=s.loop_var.name)
 
-    def loop(self, lo: ir.Value, count: Union[int, ir.Value], body: Callable[[ir.Value], None],
-             props: Optional[list] = None, name: str = "i") -> None:
+    def loop(
+        self,
+        lo: ir.Value,
+        count: Union[int, ir.Value],
+        body: Callable[[ir.Value], None],
+        props: Optional[list] = None,
+        name: str = "i",
+    ) -> None:
         """``for i in [lo, lo + count): body(i)`` as a bottom-tested loop (LLVM's canonical
         rotated form), guarded when ``count`` is not a positive constant."""
         b = self.b
@@ -268,8 +292,9 @@ class KernelEmitter(ExpressionEmitter):
         i.add_incoming(nxt, b.block)
         br = b.cbranch(b.icmp_signed("<", nxt, end), head, exit_)
         if props:
-            br.set_metadata("llvm.loop", _LoopID(self.module, [
-                self.module.add_metadata(list(p)) for p in props]))
+            br.set_metadata(
+                "llvm.loop", _LoopID(self.module, [self.module.add_metadata(list(p)) for p in props])
+            )
         _move_to_end(fn, exit_)
         b.position_at_end(exit_)
 
@@ -330,10 +355,12 @@ class KernelEmitter(ExpressionEmitter):
             self._vector_chunk(s, lo, n)
             return
         full, rest = divmod(n, lanes)
-        self.loop(ir.Constant(I64, 0), full,
-                  lambda c: self._vector_chunk(
-                      s, self.b.add(lo, self.b.mul(c, ir.Constant(I64, lanes))), lanes),
-                  name=s.loop_var.name + "_chunk")
+        self.loop(
+            ir.Constant(I64, 0),
+            full,
+            lambda c: self._vector_chunk(s, self.b.add(lo, self.b.mul(c, ir.Constant(I64, lanes))), lanes),
+            name=s.loop_var.name + "_chunk",
+        )
         if rest:
             self._vector_chunk(s, self.b.add(lo, ir.Constant(I64, full * lanes)), rest)
 
@@ -375,8 +402,7 @@ def _unrolled_steps(s: Stmt, max_step: int) -> Optional[int]:
             total += n
         return total
     if isinstance(s, For):
-        if not isinstance(s.extent, E.IntImm) or s.kind in (ForKind.PARALLEL,
-                                                            ForKind.THREAD_BINDING):
+        if not isinstance(s.extent, E.IntImm) or s.kind in (ForKind.PARALLEL, ForKind.THREAD_BINDING):
             return None
         inner = _unrolled_steps(s.body, max_step)
         if inner is None:
@@ -400,6 +426,7 @@ def _size(s: Stmt) -> int:
 
 
 def _widest(s: For) -> int:
-    bits = [DTYPE_BITS[n.buffer.dtype] for n in pre_order(s.body)
-            if isinstance(n, (BufferStore, E.BufferLoad))]
+    bits = [
+        DTYPE_BITS[n.buffer.dtype] for n in pre_order(s.body) if isinstance(n, (BufferStore, E.BufferLoad))
+    ]
     return max(bits, default=32)

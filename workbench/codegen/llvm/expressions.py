@@ -9,6 +9,7 @@ the condition) under which the value being emitted matters: reads that cannot be
 bounds are then clamped (scalar) or masked (vector), so ``Select(i >= 1, A[i - 1], 0)`` never
 reads before ``A``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,8 +25,19 @@ from ...ir.stmt import BufferStore
 from . import intrinsics as K
 from . import vector_math
 from .analysis import DTYPE_BITS, Interval, bounds, flat_offset, in_bounds, linear_coeff
-from .dtypes import (FMF, I64, PTR, cast, const, from_memory, is_float_dtype, is_signed,
-                     lanes_of, mem_type, to_memory)
+from .dtypes import (
+    FMF,
+    I64,
+    PTR,
+    cast,
+    const,
+    from_memory,
+    is_float_dtype,
+    is_signed,
+    lanes_of,
+    mem_type,
+    to_memory,
+)
 
 
 @dataclass
@@ -159,9 +171,10 @@ class ExpressionEmitter:
         safe = bld.select(bld.or_(is_zero, minus1), const(dt, 1, n), b)
         q, r = bld.sdiv(a, safe), bld.srem(a, safe)
         if kind != "trunc":  # floor: step toward -inf when the remainder's sign differs
-            fix = bld.and_(bld.icmp_signed("!=", r, zero),
-                           bld.icmp_signed("!=", bld.icmp_signed("<", r, zero),
-                                           bld.icmp_signed("<", safe, zero)))
+            fix = bld.and_(
+                bld.icmp_signed("!=", r, zero),
+                bld.icmp_signed("!=", bld.icmp_signed("<", r, zero), bld.icmp_signed("<", safe, zero)),
+            )
             q = bld.sub(q, bld.zext(fix, q.type))
             r = bld.select(fix, bld.add(r, safe), r)
         if kind == "mod":
@@ -237,8 +250,7 @@ class ExpressionEmitter:
                 last = ir.Constant(I64, buf.alloc_size() - 1)
                 o = b.select(b.icmp_signed("<", o, ir.Constant(I64, 0)), ir.Constant(I64, 0), o)
                 o = b.select(b.icmp_signed(">", o, last), last, o)
-            v = b.load(self._gep(buf, o, inbounds=not guarded), typ=mem_type(buf.dtype),
-                       align=align)
+            v = b.load(self._gep(buf, o, inbounds=not guarded), typ=mem_type(buf.dtype), align=align)
             return from_memory(b, v, buf.dtype)
         lanes = self.vec[1]
         vt = ir.VectorType(mem_type(buf.dtype), lanes)
@@ -255,8 +267,7 @@ class ExpressionEmitter:
 
     # helpers -------------------------------------------------------------------------------
     def _gep(self, buf: Buffer, offset: ir.Value, inbounds: bool = True) -> ir.Value:
-        return self.b.gep(self.bufs[buf], [offset], inbounds=inbounds,
-                          source_etype=mem_type(buf.dtype))
+        return self.b.gep(self.bufs[buf], [offset], inbounds=inbounds, source_etype=mem_type(buf.dtype))
 
     def _lane_pointers(self, buf: Buffer, off: E.Expr) -> ir.Value:
         """A vector of one pointer per lane, for gathers and scatters."""
@@ -264,8 +275,7 @@ class ExpressionEmitter:
         coeff = linear_coeff(off, var)
         if coeff is not None:  # strided: base + coeff * lane
             base = K.splat(self.b, self.index_base(off), lanes)
-            offs = self.b.add(base, ir.Constant(ir.VectorType(I64, lanes),
-                                                [coeff * k for k in range(lanes)]))
+            offs = self.b.add(base, ir.Constant(ir.VectorType(I64, lanes), [coeff * k for k in range(lanes)]))
         else:
             offs = K.splat(self.b, self.expr(off), lanes)
         ptrs = self.b.gep(self.bufs[buf], [offs], source_etype=mem_type(buf.dtype))
@@ -284,9 +294,17 @@ class ExpressionEmitter:
 
 _X = ExpressionEmitter
 _EXPR = {
-    E.Var: _X._var, E.IntImm: _X._imm, E.FloatImm: _X._imm, E.Not: _X._not,
-    E.Select: _X._select, E.Cast: _X._cast, E.Call: _X._call, E.BufferLoad: _X._load,
-    E.Min: _X._minmax, E.Max: _X._minmax, E.FloorDiv: _X._floor_div_mod,
+    E.Var: _X._var,
+    E.IntImm: _X._imm,
+    E.FloatImm: _X._imm,
+    E.Not: _X._not,
+    E.Select: _X._select,
+    E.Cast: _X._cast,
+    E.Call: _X._call,
+    E.BufferLoad: _X._load,
+    E.Min: _X._minmax,
+    E.Max: _X._minmax,
+    E.FloorDiv: _X._floor_div_mod,
     E.FloorMod: _X._floor_div_mod,
     **dict.fromkeys((E.Add, E.Sub, E.Mul, E.Div), _X._arith),
     **dict.fromkeys((E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE, E.And, E.Or), _X._cmp),

@@ -7,6 +7,7 @@ the python target does), not to even as numpy does. The masked load/store/gather
 intrinsics let a vectorized loop touch only the lanes its conditions allow (a padded border, a
 split tail).
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -14,9 +15,19 @@ from llvmlite import ir
 from .dtypes import FMF, I1, I32, PTR, VOID, const, is_float_dtype, lanes_of, vec
 
 #: IR op -> LLVM intrinsic base name (overloaded on the argument type)
-_LLVM = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "fabs": "fabs",
-         "pow": "pow", "floor": "floor", "ceil": "ceil", "round": "round", "sin": "sin",
-         "cos": "cos"}
+_LLVM = {
+    "exp": "exp",
+    "log": "log",
+    "sqrt": "sqrt",
+    "tanh": "tanh",
+    "fabs": "fabs",
+    "pow": "pow",
+    "floor": "floor",
+    "ceil": "ceil",
+    "round": "round",
+    "sin": "sin",
+    "cos": "cos",
+}
 #: IR op -> libm function (float32 name; the float64 one drops the "f")
 _LIBM = {"erf": "erff"}
 
@@ -46,8 +57,9 @@ def declare(module: ir.Module, name: str, ret: ir.Type, args: list) -> ir.Functi
     return fn
 
 
-def call_intrinsic(b: ir.IRBuilder, base: str, args: list, ret: ir.Type | None = None,
-                   overload: list | None = None) -> ir.Value:
+def call_intrinsic(
+    b: ir.IRBuilder, base: str, args: list, ret: ir.Type | None = None, overload: list | None = None
+) -> ir.Value:
     """Call ``llvm.<base>.<suffixes>``; suffixes come from ``overload`` (default: first arg)."""
     overload = overload if overload is not None else [args[0].type]
     name = ".".join([f"llvm.{base}"] + [type_suffix(t) for t in overload])
@@ -64,8 +76,9 @@ def splat(b: ir.IRBuilder, v: ir.Value, lanes: int) -> ir.Value:
         return ir.Constant(ir.VectorType(v.type, lanes), [v] * lanes)
     t = ir.VectorType(v.type, lanes)
     one = b.insert_element(ir.Constant(t, ir.Undefined), v, ir.Constant(I32, 0))
-    return b.shuffle_vector(one, ir.Constant(t, ir.Undefined),
-                            ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
+    return b.shuffle_vector(
+        one, ir.Constant(t, ir.Undefined), ir.Constant(ir.VectorType(I32, lanes), [0] * lanes)
+    )
 
 
 def math(b: ir.IRBuilder, op: str, args: list, dtype: str) -> ir.Value:
@@ -112,29 +125,28 @@ def _libm(b: ir.IRBuilder, fname: str, x: ir.Value, dtype: str) -> ir.Value:
 # masked memory -------------------------------------------------------------------------------
 # (the explicit alignment operand is the pre-LLVM-22 form; newer LLVMs upgrade it on parsing)
 
-def masked_load(b: ir.IRBuilder, ptr: ir.Value, t: ir.VectorType, mask: ir.Value,
-                align: int) -> ir.Value:
+
+def masked_load(b: ir.IRBuilder, ptr: ir.Value, t: ir.VectorType, mask: ir.Value, align: int) -> ir.Value:
     passthru = ir.Constant(t, None)
-    return call_intrinsic(b, "masked.load", [ptr, ir.Constant(I32, align), mask, passthru],
-                          ret=t, overload=[t, PTR])
+    return call_intrinsic(
+        b, "masked.load", [ptr, ir.Constant(I32, align), mask, passthru], ret=t, overload=[t, PTR]
+    )
 
 
-def masked_store(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, mask: ir.Value,
-                 align: int) -> None:
+def masked_store(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, mask: ir.Value, align: int) -> None:
     name = f"llvm.masked.store.{type_suffix(value.type)}.p0"
     fn = declare(b.module, name, VOID, [value.type, PTR, I32, mask.type])
     b.call(fn, [value, ptr, ir.Constant(I32, align), mask])
 
 
-def gather(b: ir.IRBuilder, ptrs: ir.Value, t: ir.VectorType, mask: ir.Value,
-           align: int) -> ir.Value:
+def gather(b: ir.IRBuilder, ptrs: ir.Value, t: ir.VectorType, mask: ir.Value, align: int) -> ir.Value:
     passthru = ir.Constant(t, None)
-    return call_intrinsic(b, "masked.gather", [ptrs, ir.Constant(I32, align), mask, passthru],
-                          ret=t, overload=[t, ptrs.type])
+    return call_intrinsic(
+        b, "masked.gather", [ptrs, ir.Constant(I32, align), mask, passthru], ret=t, overload=[t, ptrs.type]
+    )
 
 
-def scatter(b: ir.IRBuilder, value: ir.Value, ptrs: ir.Value, mask: ir.Value,
-            align: int) -> None:
+def scatter(b: ir.IRBuilder, value: ir.Value, ptrs: ir.Value, mask: ir.Value, align: int) -> None:
     name = f"llvm.masked.scatter.{type_suffix(value.type)}.{type_suffix(ptrs.type)}"
     fn = declare(b.module, name, VOID, [value.type, ptrs.type, I32, mask.type])
     b.call(fn, [value, ptrs, ir.Constant(I32, align), mask])

@@ -8,6 +8,7 @@ Every LLVM target is initialized, so IR can be optimized and printed as assembly
 and CPU (cross-compilation, :func:`optimize` and :func:`assembly`); only :func:`jit` needs a
 target whose code this host can run (:meth:`Target.cannot_run`), and refuses the others.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -22,15 +23,18 @@ from ..target import Target
 from .runtime import bound_spinning
 
 #: shared libraries generated code may call, by the names tried in order
-_LIBRARIES = {"libm": ("libm.so.6", "m"), "libgomp": ("libgomp.so.1", "gomp"),
-              "libmvec": ("libmvec.so.1", "mvec")}
+_LIBRARIES = {
+    "libm": ("libm.so.6", "m"),
+    "libgomp": ("libgomp.so.1", "gomp"),
+    "libmvec": ("libmvec.so.1", "mvec"),
+}
 #: libraries only some code needs: their absence is reported when that code is built
 _OPTIONAL = ("libgomp", "libmvec")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _initialize() -> None:
-    llvm.initialize_all_targets()       # every triple, for cross-compilation
+    llvm.initialize_all_targets()  # every triple, for cross-compilation
     llvm.initialize_all_asmprinters()
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
@@ -56,13 +60,13 @@ def _initialize() -> None:
             raise BuildError(f"llvm: cannot load {lib} ({', '.join(names)})")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def has_openmp() -> bool:
     """Whether libgomp could be loaded (parallel loops need it)."""
     return has_symbol("GOMP_parallel")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def has_symbol(name: str) -> bool:
     """Whether JIT-compiled code of this process can call the C function ``name``."""
     _initialize()
@@ -83,8 +87,7 @@ def new_target_machine(target: Target) -> llvm.TargetMachine:
         t = llvm.Target.from_triple(target.triple)
     except RuntimeError as err:
         raise BuildError(f"llvm: unknown target triple {target.triple!r}: {err}") from None
-    return t.create_target_machine(cpu=target.mcpu, features=target.features, opt=3,
-                                   codemodel="jitdefault")
+    return t.create_target_machine(cpu=target.mcpu, features=target.features, opt=3, codemodel="jitdefault")
 
 
 @dataclass

@@ -19,6 +19,7 @@ thread let the running threads take over the work of one the OS has descheduled 
 shared with other work); the region's end still waits for every thread to check in. Only the
 outermost parallel loop forks; parallel loops inside it run serially in their task.
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -60,11 +61,9 @@ def emit_parallel(em: KernelEmitter, loop: For) -> None:
     trampoline = _emit_trampoline(em, name, closure_t, task)
     # threads = min(threads, the process-wide cap); one thread runs the chunks itself
     cap = b.load(b.inttoptr(ir.Constant(I64, cap_address()), PTR), typ=I32)
-    n = b.select(b.icmp_signed("<", cap, ir.Constant(I32, threads)), cap,
-                 ir.Constant(I32, threads))
+    n = b.select(b.icmp_signed("<", cap, ir.Constant(I32, threads)), cap, ir.Constant(I32, threads))
     fn = em.fs.fn
-    fork, alone, join = (fn.append_basic_block(name + suffix)
-                         for suffix in ("_fork", "_alone", "_join"))
+    fork, alone, join = (fn.append_basic_block(name + suffix) for suffix in ("_fork", "_alone", "_join"))
     b.cbranch(b.icmp_signed(">", n, ir.Constant(I32, 1)), fork, alone)
     b.position_at_end(fork)
     gomp = declare(em.module, "GOMP_parallel", VOID, [PTR, PTR, I32, I32])
@@ -90,8 +89,7 @@ def _captured(em: KernelEmitter, loop: For):
 
 
 def _field(b: ir.IRBuilder, ptr: ir.Value, struct_t: ir.Type, i: int) -> ir.Value:
-    return b.gep(ptr, [ir.Constant(I32, 0), ir.Constant(I32, i)], inbounds=True,
-                 source_etype=struct_t)
+    return b.gep(ptr, [ir.Constant(I32, 0), ir.Constant(I32, i)], inbounds=True, source_etype=struct_t)
 
 
 def _emit_task(em: KernelEmitter, name: str, loop: For, bufs: list, vars_: list) -> ir.Function:
@@ -106,10 +104,11 @@ def _emit_task(em: KernelEmitter, name: str, loop: For, bufs: list, vars_: list)
     saved = em.fs, em.vars, em.bufs, em.status, em.in_parallel
     em.fs = FunctionState(fn)
     em.bufs = dict(zip(bufs, fn.args))
-    em.vars = dict(zip(vars_, fn.args[len(bufs):]))
+    em.vars = dict(zip(vars_, fn.args[len(bufs) :]))
     begin, end, status = fn.args[-3:]
     em.status, em.in_parallel = status, True
     try:
+
         def body(i: ir.Value) -> None:
             em.vars[loop.loop_var] = i
             em.stmt(loop.body)
@@ -126,16 +125,18 @@ def _emit_task(em: KernelEmitter, name: str, loop: For, bufs: list, vars_: list)
     return fn
 
 
-def _emit_trampoline(em: KernelEmitter, name: str, closure_t: ir.LiteralStructType,
-                     task: ir.Function) -> ir.Function:
+def _emit_trampoline(
+    em: KernelEmitter, name: str, closure_t: ir.LiteralStructType, task: ir.Function
+) -> ir.Function:
     fn = ir.Function(em.module, ir.FunctionType(VOID, [PTR]), name=name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
     closure = fn.args[0]
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     n = len(closure_t.elements)
-    fields = [b.load(_field(b, closure, closure_t, i), typ=closure_t.elements[i])
-              for i in range(n) if i != n - 2]
+    fields = [
+        b.load(_field(b, closure, closure_t, i), typ=closure_t.elements[i]) for i in range(n) if i != n - 2
+    ]
     counter = _field(b, closure, closure_t, n - 2)
     *captured, lo, extent, chunk, status = fields
     claim = fn.append_basic_block("claim")

@@ -21,6 +21,7 @@ The layout is checked once per process on a real array (:func:`available`); wher
 hold (another Python implementation, a debug or free-threaded build, a future numpy) kernels
 are called through ctypes as before.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -41,22 +42,25 @@ RAN, MISMATCH, NO_MEMORY = 0, 1, 2
 
 
 class _MethodDef(ctypes.Structure):
-    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
-                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
+    _fields_ = [
+        ("ml_name", ctypes.c_char_p),
+        ("ml_meth", ctypes.c_void_p),
+        ("ml_flags", ctypes.c_int),
+        ("ml_doc", ctypes.c_char_p),
+    ]
 
 
 def _c_api(name: str) -> int:
     return ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def available() -> bool:
     """Whether this process's CPython and numpy have the layout the entry reads."""
     if ctypes.sizeof(ctypes.c_void_p) != 8 or not hasattr(ctypes, "pythonapi"):
         return False
     try:
-        for name in ("PyLong_FromLong", "PyEval_SaveThread", "PyEval_RestoreThread",
-                     "PyCFunction_NewEx"):
+        for name in ("PyLong_FromLong", "PyEval_SaveThread", "PyEval_RestoreThread", "PyCFunction_NewEx"):
             _c_api(name)
     except AttributeError:
         return False
@@ -68,17 +72,21 @@ def available() -> bool:
 
     try:
         dims = ctypes.cast(read(_DIMS, ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64))
-        return (read(_OB_TYPE, ctypes.c_void_p) == id(np.ndarray)
-                and read(_DATA, ctypes.c_void_p) == a.ctypes.data
-                and read(_ND, ctypes.c_int32) == 2 and (dims[0], dims[1]) == (3, 5)
-                and read(_DESCR, ctypes.c_void_p) == id(a.dtype) == id(np.dtype("float32"))
-                and read(_FLAGS, ctypes.c_int32) & 0xFFFF == a.flags.num & 0xFFFF)
+        return (
+            read(_OB_TYPE, ctypes.c_void_p) == id(np.ndarray)
+            and read(_DATA, ctypes.c_void_p) == a.ctypes.data
+            and read(_ND, ctypes.c_int32) == 2
+            and (dims[0], dims[1]) == (3, 5)
+            and read(_DESCR, ctypes.c_void_p) == id(a.dtype) == id(np.dtype("float32"))
+            and read(_FLAGS, ctypes.c_int32) & 0xFFFF == a.flags.num & 0xFFFF
+        )
     except (ValueError, OSError):
         return False
 
 
-def python_entry_module(kernel_name: str, shapes: Sequence[tuple[int, ...]],
-                        dtypes: Sequence[str], writes: Sequence[bool]) -> ir.Module:
+def python_entry_module(
+    kernel_name: str, shapes: Sequence[tuple[int, ...]], dtypes: Sequence[str], writes: Sequence[bool]
+) -> ir.Module:
     """The module of ``@<kernel_name>_py`` (see the module docstring); it calls
     ``i32 @<kernel_name>(ptr, ...)``, defined in the kernel's own module."""
     mod = ir.Module(name=kernel_name + "_py")
@@ -99,17 +107,22 @@ def python_entry_module(kernel_name: str, shapes: Sequence[tuple[int, ...]],
         b.position_at_end(ok)
 
     def field(obj: ir.Value, offset: int, typ: ir.Type) -> ir.Value:
-        return b.load(b.gep(obj, [ir.Constant(I64, offset)], source_etype=ir.IntType(8)),
-                      typ=typ)
+        return b.load(b.gep(obj, [ir.Constant(I64, offset)], source_etype=ir.IntType(8)), typ=typ)
 
     require(b.icmp_signed("==", nargs, ir.Constant(I64, len(shapes))))
     data = []
     for k, (shape, dtype, written) in enumerate(zip(shapes, dtypes, writes)):
         obj = b.load(b.gep(args, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR)
-        require(b.icmp_unsigned("==", b.ptrtoint(field(obj, _OB_TYPE, PTR), I64),
-                                ir.Constant(I64, id(np.ndarray))))
-        require(b.icmp_unsigned("==", b.ptrtoint(field(obj, _DESCR, PTR), I64),
-                                ir.Constant(I64, id(np.dtype(dtype)))))
+        require(
+            b.icmp_unsigned(
+                "==", b.ptrtoint(field(obj, _OB_TYPE, PTR), I64), ir.Constant(I64, id(np.ndarray))
+            )
+        )
+        require(
+            b.icmp_unsigned(
+                "==", b.ptrtoint(field(obj, _DESCR, PTR), I64), ir.Constant(I64, id(np.dtype(dtype)))
+            )
+        )
         require(b.icmp_signed("==", field(obj, _ND, I32), ir.Constant(I32, len(shape))))
         mask = ir.Constant(I32, _C_CONTIGUOUS | (_WRITEABLE if written else 0))
         require(b.icmp_unsigned("==", b.and_(field(obj, _FLAGS, I32), mask), mask))
@@ -123,8 +136,9 @@ def python_entry_module(kernel_name: str, shapes: Sequence[tuple[int, ...]],
     save = b.call(c_api("PyEval_SaveThread", PTR, []), [])
     status = b.call(kernel, data)
     b.call(c_api("PyEval_RestoreThread", ir.VoidType(), [PTR]), [save])
-    code = b.select(b.icmp_signed("==", status, ir.Constant(I32, 0)),
-                    ir.Constant(I64, RAN), ir.Constant(I64, NO_MEMORY))
+    code = b.select(
+        b.icmp_signed("==", status, ir.Constant(I32, 0)), ir.Constant(I64, RAN), ir.Constant(I64, NO_MEMORY)
+    )
     b.ret(b.call(c_api("PyLong_FromLong", PTR, long_t), [code]))
     b.position_at_end(mismatch)
     b.ret(b.call(c_api("PyLong_FromLong", PTR, long_t), [ir.Constant(I64, MISMATCH)]))

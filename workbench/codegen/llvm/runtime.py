@@ -28,6 +28,7 @@ enough to catch the next call of a loop of kernel calls) unless the user chose a
 the LLVM backend applies it before it loads libgomp, and the tuner's measuring workers get it
 in their environment.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -80,10 +81,13 @@ def before_parallel_call() -> None:
 def _warn_serial() -> None:
     global _forked_after_use
     _forked_after_use = False  # once per process
-    warnings.warn("workbench: this process was forked after the parent ran parallel kernels; "
-                  "libgomp cannot be used here, so parallel loops run on one thread. Start "
-                  "worker processes with the 'spawn' or 'forkserver' method.", RuntimeWarning,
-                  stacklevel=5)
+    warnings.warn(
+        "workbench: this process was forked after the parent ran parallel kernels; "
+        "libgomp cannot be used here, so parallel loops run on one thread. Start "
+        "worker processes with the 'spawn' or 'forkserver' method.",
+        RuntimeWarning,
+        stacklevel=5,
+    )
 
 
 def _after_fork_in_child() -> None:

@@ -16,6 +16,7 @@ Used where the target is the host (the JIT resolves the symbols in this process)
 Linux whose libmvec has the function at the target's register width; elsewhere (another
 architecture, a cross-compiled CPU, no libmvec) math stays on LLVM's intrinsics.
 """
+
 from __future__ import annotations
 
 import functools
@@ -53,12 +54,14 @@ def register_bits(target: Target, op: str, dtype: str) -> Optional[int]:
     if bits not in _ISA:
         return None
     from .jit import has_symbol
+
     return bits if has_symbol(_symbol(op, dtype, bits)) else None
 
 
 def call(b: ir.IRBuilder, op: str, x: ir.Value, dtype: str, bits: int) -> ir.Value:
     """``op`` of every lane of vector ``x`` through libmvec, one call per register."""
     from .intrinsics import declare
+
     n = x.type.count
     lanes = bits // (32 if dtype == "float32" else 64)
     reg_t = ir.VectorType(x.type.element, lanes)
@@ -73,6 +76,7 @@ def call(b: ir.IRBuilder, op: str, x: ir.Value, dtype: str, bits: int) -> ir.Val
         if n == lanes:
             return result
         for k in range(min(lanes, n - start)):  # LLVM folds these into shuffles
-            out = b.insert_element(out, b.extract_element(result, ir.Constant(I32, k)),
-                                   ir.Constant(I32, start + k))
+            out = b.insert_element(
+                out, b.extract_element(result, ir.Constant(I32, k)), ir.Constant(I32, start + k)
+            )
     return out

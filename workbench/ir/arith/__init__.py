@@ -11,12 +11,38 @@ index expressions and regions.
 
 :class:`Analyzer` holds the ranges; the functions are thin wrappers that make one per call.
 """
-from .analyzer import (Analyzer, as_range, can_prove, const_int_bound, region_covers, relax,
-                       relax_region, simplify, union_regions)
+
+from .analyzer import (
+    Analyzer,
+    as_range,
+    can_prove,
+    const_int_bound,
+    region_covers,
+    relax,
+    relax_region,
+    simplify,
+    union_regions,
+)
 from .evaluate import evaluate, fold_binary, fold_call, fold_cast, int_range, wrap_int
 from .relax import Relaxer
 from .simplifier import Simplifier
 
-__all__ = ["Analyzer", "Simplifier", "Relaxer", "as_range", "simplify", "const_int_bound",
-           "can_prove", "relax", "relax_region", "union_regions", "region_covers", "evaluate",
-           "fold_binary", "fold_call", "fold_cast", "int_range", "wrap_int"]
+__all__ = [
+    "Analyzer",
+    "Simplifier",
+    "Relaxer",
+    "as_range",
+    "simplify",
+    "const_int_bound",
+    "can_prove",
+    "relax",
+    "relax_region",
+    "union_regions",
+    "region_covers",
+    "evaluate",
+    "fold_binary",
+    "fold_call",
+    "fold_cast",
+    "int_range",
+    "wrap_int",
+]

@@ -12,6 +12,7 @@ i
 >>> ana.can_prove(i * 4 + j < 64)
 True
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -84,14 +85,16 @@ class Analyzer:
         lo, hi = Relaxer(sim, dom).interval(sim.lin(convert(expr)))
         return (None if lo is None else sim.to_expr(lo)), (None if hi is None else sim.to_expr(hi))
 
-    def relax_region(self, region: Sequence[Range], dom_map: Mapping[Var, RangeLike],
-                     shape: Optional[Sequence[int]] = None) -> tuple[Range, ...]:
+    def relax_region(
+        self, region: Sequence[Range], dom_map: Mapping[Var, RangeLike], shape: Optional[Sequence[int]] = None
+    ) -> tuple[Range, ...]:
         """Each range relaxed over ``dom_map``; with ``shape``, a side that cannot be bounded
         is clamped to the buffer's extent (else ValueError)."""
         dom = {v: as_range(r) for v, r in dom_map.items()}
         relaxer = Relaxer(self.session(dom), dom)
-        return tuple(relax_range(relaxer, r, None if shape is None else shape[d])
-                     for d, r in enumerate(region))
+        return tuple(
+            relax_range(relaxer, r, None if shape is None else shape[d]) for d, r in enumerate(region)
+        )
 
     def union_regions(self, a: Sequence[Range], b: Sequence[Range]) -> tuple[Range, ...]:
         """Per dimension, the smallest range holding both (``[i, i+1) ∪ [i+1, i+2) = [i, i+2)``)."""
@@ -134,13 +137,18 @@ def can_prove(cond: Any, var_ranges: VarRanges = None) -> bool:
     return Analyzer(var_ranges).can_prove(cond)
 
 
-def relax(expr: Any, dom_map: Mapping[Var, RangeLike],
-          var_ranges: VarRanges = None) -> tuple[Optional[Expr], Optional[Expr]]:
+def relax(
+    expr: Any, dom_map: Mapping[Var, RangeLike], var_ranges: VarRanges = None
+) -> tuple[Optional[Expr], Optional[Expr]]:
     return Analyzer(var_ranges).relax(expr, dom_map)
 
 
-def relax_region(region: Sequence[Range], dom_map: Mapping[Var, RangeLike],
-                 var_ranges: VarRanges = None, shape: Optional[Sequence[int]] = None) -> tuple[Range, ...]:
+def relax_region(
+    region: Sequence[Range],
+    dom_map: Mapping[Var, RangeLike],
+    var_ranges: VarRanges = None,
+    shape: Optional[Sequence[int]] = None,
+) -> tuple[Range, ...]:
     return Analyzer(var_ranges).relax_region(region, dom_map, shape)
 
 

@@ -8,6 +8,7 @@ by anyone who needs to evaluate an expression (tests, debuggers, the UI):
 * floats are computed in their own dtype through numpy scalars (IEEE results, no exceptions);
 * booleans are Python bools.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,12 +16,46 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, BufferLoad, Call, Cast, Div, Expr,
-                    FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, Not, Or, Select, Sub,
-                    Var, is_float)
+from ..expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BinaryOp,
+    BufferLoad,
+    Call,
+    Cast,
+    Div,
+    Expr,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    Not,
+    Or,
+    Select,
+    Sub,
+    Var,
+    is_float,
+)
 
-_INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64,
-             "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
+_INT_BITS = {
+    "int8": 8,
+    "int16": 16,
+    "int32": 32,
+    "int64": 64,
+    "uint8": 8,
+    "uint16": 16,
+    "uint32": 32,
+    "uint64": 64,
+}
 
 
 def int_range(dtype: str) -> tuple[int, int]:
@@ -55,18 +90,34 @@ def _np(dtype: str):
 
 
 _INT_OPS: dict[type, Callable[[int, int], Any]] = {
-    Add: lambda a, b: a + b, Sub: lambda a, b: a - b, Mul: lambda a, b: a * b,
-    Div: trunc_div, FloorDiv: lambda a, b: a // b, FloorMod: lambda a, b: a % b,
-    Min: min, Max: max,
+    Add: lambda a, b: a + b,
+    Sub: lambda a, b: a - b,
+    Mul: lambda a, b: a * b,
+    Div: trunc_div,
+    FloorDiv: lambda a, b: a // b,
+    FloorMod: lambda a, b: a % b,
+    Min: min,
+    Max: max,
 }
 _FLOAT_OPS: dict[type, Callable[[Any, Any], Any]] = {
-    Add: np.add, Sub: np.subtract, Mul: np.multiply, Div: np.divide,
-    FloorDiv: np.floor_divide, FloorMod: np.mod, Min: np.minimum, Max: np.maximum,
+    Add: np.add,
+    Sub: np.subtract,
+    Mul: np.multiply,
+    Div: np.divide,
+    FloorDiv: np.floor_divide,
+    FloorMod: np.mod,
+    Min: np.minimum,
+    Max: np.maximum,
 }
 _CMP_OPS: dict[type, Callable[[Any, Any], bool]] = {
-    EQ: lambda a, b: a == b, NE: lambda a, b: a != b, LT: lambda a, b: a < b,
-    LE: lambda a, b: a <= b, GT: lambda a, b: a > b, GE: lambda a, b: a >= b,
-    And: lambda a, b: bool(a) and bool(b), Or: lambda a, b: bool(a) or bool(b),
+    EQ: lambda a, b: a == b,
+    NE: lambda a, b: a != b,
+    LT: lambda a, b: a < b,
+    LE: lambda a, b: a <= b,
+    GT: lambda a, b: a > b,
+    GE: lambda a, b: a >= b,
+    And: lambda a, b: bool(a) and bool(b),
+    Or: lambda a, b: bool(a) or bool(b),
 }
 
 
@@ -108,10 +159,21 @@ def _round_half_away(x: float) -> float:
 
 
 _FLOAT_INTRINSICS: dict[str, Callable[..., Any]] = {
-    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
-    "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "fabs": np.abs, "abs": np.abs,
-    "pow": np.power, "erf": lambda x: math.erf(float(x)), "floor": np.floor, "ceil": np.ceil,
-    "round": lambda x: _round_half_away(float(x)), "sin": np.sin, "cos": np.cos,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x),
+    "tanh": np.tanh,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "fabs": np.abs,
+    "abs": np.abs,
+    "pow": np.power,
+    "erf": lambda x: math.erf(float(x)),
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": lambda x: _round_half_away(float(x)),
+    "sin": np.sin,
+    "cos": np.cos,
 }
 
 

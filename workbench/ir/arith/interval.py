@@ -4,6 +4,7 @@ A bound is a Python int or ``-inf`` / ``inf`` (floats); an interval is a ``(lo, 
 Every operation is *sound*: the result contains every value the operation can produce on
 operands drawn from the argument intervals. Only the public API turns infinities into None.
 """
+
 from __future__ import annotations
 
 import math

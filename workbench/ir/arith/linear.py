@@ -6,6 +6,7 @@ dict keyed by atom identity. The dict's insertion order is the order in which te
 appeared, which is also the printing order: the form is deterministic and does not depend on
 variable names.
 """
+
 from __future__ import annotations
 
 
@@ -22,7 +23,7 @@ class Lin:
     def single_atom(self):
         """The atom if this is exactly ``1 * atom + 0``, else None."""
         if self.const == 0 and len(self.terms) == 1:
-            (a, c), = self.terms.items()
+            ((a, c),) = self.terms.items()
             if c == 1:
                 return a
         return None

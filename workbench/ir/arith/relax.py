@@ -10,6 +10,7 @@ each relaxed variable appears once, and over-approximate otherwise. A side that 
 The functions here work inside one :class:`~.simplifier.Simplifier` session, whose ranges must
 include the relaxed variables' ranges (so constant bounds can serve as a fallback).
 """
+
 from __future__ import annotations
 
 from typing import Mapping, Optional
@@ -60,8 +61,7 @@ class Relaxer:
             lo = None if lo is None or alo is None else lin.add(lo, lin.scale(alo, c))
             hi = None if hi is None or ahi is None else lin.add(hi, lin.scale(ahi, c))
         sim = self.sim
-        return (None if lo is None else sim.merge_divmod(lo),
-                None if hi is None else sim.merge_divmod(hi))
+        return (None if lo is None else sim.merge_divmod(lo), None if hi is None else sim.merge_divmod(hi))
 
     def range_bounds(self, rng: Range) -> Bounds:
         """Smallest first and largest last element of ``[min, min + extent)``."""
@@ -77,14 +77,16 @@ class Relaxer:
 
     def _atom_interval(self, a: Expr) -> Bounds:
         sim, t = self.sim, type(a)
-        if type(a) is Var:       # exactly: a DSL reduce axis is not a loop variable here
+        if type(a) is Var:  # exactly: a DSL reduce axis is not a loop variable here
             return self.range_bounds(self.dom[a])
         if isinstance(a, (FloorDiv, FloorMod)) and isinstance(a.b, IntImm) and a.b.value > 0:
             c = lin.constant(a.b.value, a.dtype)
             lo, hi = self.interval(sim.as_lin(a.a))
             if t is FloorDiv:  # monotone
-                return (None if lo is None else sim.floordiv(lo, c),
-                        None if hi is None else sim.floordiv(hi, c))
+                return (
+                    None if lo is None else sim.floordiv(lo, c),
+                    None if hi is None else sim.floordiv(hi, c),
+                )
             if lo is not None and hi is not None:
                 q = sim.floordiv(lo, c)
                 if sim.same(q, sim.floordiv(hi, c)):  # one period: the modulo is a shift
@@ -94,22 +96,24 @@ class Relaxer:
             alo, ahi = self.interval(sim.as_lin(a.a))
             blo, bhi = self.interval(sim.as_lin(a.b))
             # monotone in both operands: combine lower bounds, and upper bounds
-            return (_combine(sim, t, alo, blo, strict=t is Min),
-                    _combine(sim, t, ahi, bhi, strict=t is Max))
+            return (_combine(sim, t, alo, blo, strict=t is Min), _combine(sim, t, ahi, bhi, strict=t is Max))
         elif isinstance(a, Select):
             tlo, thi = self.interval(sim.as_lin(a.true_value))
             flo, fhi = self.interval(sim.as_lin(a.false_value))
-            return (_combine(sim, Min, tlo, flo, strict=True),
-                    _combine(sim, Max, thi, fhi, strict=True))
+            return (_combine(sim, Min, tlo, flo, strict=True), _combine(sim, Max, thi, fhi, strict=True))
         elif isinstance(a, Mul) and sim.bound_expr(a.a)[0] >= 0 and sim.bound_expr(a.b)[0] >= 0:
             alo, ahi = self.interval(sim.as_lin(a.a))
             blo, bhi = self.interval(sim.as_lin(a.b))
-            return (None if alo is None or blo is None else sim.mul(alo, blo),
-                    None if ahi is None or bhi is None else sim.mul(ahi, bhi))
+            return (
+                None if alo is None or blo is None else sim.mul(alo, blo),
+                None if ahi is None or bhi is None else sim.mul(ahi, bhi),
+            )
         # anything else: the constant bounds of the whole atom over the relaxed ranges
         lo, hi = sim.bound_atom(a)
-        return (None if lo == -iv.INF else lin.constant(lo, a.dtype),
-                None if hi == iv.INF else lin.constant(hi, a.dtype))
+        return (
+            None if lo == -iv.INF else lin.constant(lo, a.dtype),
+            None if hi == iv.INF else lin.constant(hi, a.dtype),
+        )
 
 
 def _combine(sim: Simplifier, cls: type, x: Optional[Lin], y: Optional[Lin], strict: bool):
@@ -151,5 +155,4 @@ def covers_range(sim: Simplifier, outer: Range, inner: Range) -> bool:
     omin, imin = sim.lin(outer.min), sim.lin(inner.min)
     oend = lin.add(omin, sim.lin(outer.extent))
     iend = lin.add(imin, sim.lin(inner.extent))
-    return (sim.bound_lin(lin.add(imin, omin, -1))[0] >= 0
-            and sim.bound_lin(lin.add(oend, iend, -1))[0] >= 0)
+    return sim.bound_lin(lin.add(imin, omin, -1))[0] >= 0 and sim.bound_lin(lin.add(oend, iend, -1))[0] >= 0

@@ -7,6 +7,7 @@ boolean expression for comparisons). Facts come from the session's interval anal
 (``_atom``), so a rule never builds two copies of one structure. Every rule is an identity on
 ideal integers with floor semantics — the randomized tests check each on every point.
 """
+
 from __future__ import annotations
 
 from math import gcd
@@ -29,7 +30,7 @@ def _tq(k: int, c: int) -> int:
 class IntRules:
     """Mixed into :class:`~.simplifier.Simplifier`, whose state and helpers it uses."""
 
-    if TYPE_CHECKING:   # what the Simplifier provides (declared for the type checker only)
+    if TYPE_CHECKING:  # what the Simplifier provides (declared for the type checker only)
         _cons: dict[Any, Expr]
 
         def to_expr(self, x: Any) -> Expr: ...
@@ -154,7 +155,7 @@ class IntRules:
         """floordiv(floordiv(y, c2) + k, c) == floordiv(y + k*c2, c2*c)."""
         if len(rem.terms) != 1:
             return None
-        (a, k), = rem.terms.items()
+        ((a, k),) = rem.terms.items()
         if k != 1 or type(a) is not FloorDiv or type(a.b) is not IntImm or a.b.value <= 0:
             return None
         c2 = a.b.value
@@ -219,9 +220,9 @@ class IntRules:
         other = Max if cls is Min else Min
         for p, q in ((ea, eb), (eb, ea)):
             if type(p) is cls and isinstance(p, (Min, Max)) and (p.a is q or p.b is q):
-                return lin.atom(p, p.dtype)      # min(min(x, y), x) -> min(x, y)
+                return lin.atom(p, p.dtype)  # min(min(x, y), x) -> min(x, y)
             if type(p) is other and (p.a is q or p.b is q):
-                return self.as_lin(q)            # min(max(x, y), x) -> x
+                return self.as_lin(q)  # min(max(x, y), x) -> x
         return self._binary_atom(cls, a, b)
 
     def compare(self, cls: type, a: Lin, b: Lin) -> Expr:
@@ -234,11 +235,15 @@ class IntRules:
         d = lin.add(a, b, -1)
         lo, hi = self.bound_lin(d)
         if cls is LT:
-            if hi < 0: return TRUE
-            if lo >= 0: return FALSE
+            if hi < 0:
+                return TRUE
+            if lo >= 0:
+                return FALSE
         elif cls is LE:
-            if hi <= 0: return TRUE
-            if lo > 0: return FALSE
+            if hi <= 0:
+                return TRUE
+            if lo > 0:
+                return FALSE
         else:
             decided = None
             if lo == hi == 0:
@@ -253,9 +258,9 @@ class IntRules:
             g = gcd(g, c)
         if g > 1:
             if cls is LT:
-                k = k // g                   # g*D + k < 0  <=>  D + floor(k/g) < 0
+                k = k // g  # g*D + k < 0  <=>  D + floor(k/g) < 0
             elif cls is LE:
-                k = -((-k) // g)             # g*D + k <= 0 <=>  D + ceil(k/g) <= 0
+                k = -((-k) // g)  # g*D + k <= 0 <=>  D + ceil(k/g) <= 0
             elif k % g:
                 return FALSE if cls is EQ else TRUE
             else:

@@ -12,14 +12,42 @@ Only signed integers are reassociated. Floats keep their evaluation order (const
 ``x + 0``, ``x * 1``, ``x / 1`` only); unsigned integers wrap, so they get folding and trivial
 identities only.
 """
+
 from __future__ import annotations
 
 from dataclasses import fields
 from typing import Any, Callable, Mapping
 
-from ..expr import (EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, BufferLoad, Call, Cast, Div, Expr,
-                    FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, Not, Or, Select, Sub,
-                    Var, const, is_float)
+from ..expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BinaryOp,
+    BufferLoad,
+    Call,
+    Cast,
+    Div,
+    Expr,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    Not,
+    Or,
+    Select,
+    Sub,
+    Var,
+    const,
+    is_float,
+)
 from ..stmt import Range
 from . import interval as iv
 from . import linear as lin
@@ -47,9 +75,9 @@ class Simplifier(IntRules):
 
     def __init__(self, ranges: Mapping[Var, Range]):
         self.ranges = ranges
-        self._memo: dict[int, tuple] = {}      # id(node) -> (node, result); node kept alive
-        self._cons: dict[Any, Expr] = {}       # structural key -> the one canonical node
-        self._lin_of: dict[Expr, Lin] = {}     # canonical sum expression -> its Lin
+        self._memo: dict[int, tuple] = {}  # id(node) -> (node, result); node kept alive
+        self._cons: dict[Any, Expr] = {}  # structural key -> the one canonical node
+        self._lin_of: dict[Expr, Lin] = {}  # canonical sum expression -> its Lin
         self._abound: dict[Expr, iv.Interval] = {}
         self._vbusy: set[Var] = set()
 
@@ -299,16 +327,23 @@ class Simplifier(IntRules):
                 pass
         ints = not is_float(e.dtype)
         if t is Add:
-            if _is(b, 0): return a
-            if _is(a, 0): return b
+            if _is(b, 0):
+                return a
+            if _is(a, 0):
+                return b
         elif t is Sub:
-            if _is(b, 0): return a
+            if _is(b, 0):
+                return a
         elif t is Mul:
-            if _is(b, 1): return a
-            if _is(a, 1): return b
-            if ints and (_is(a, 0) or _is(b, 0)): return const(0, e.dtype)
+            if _is(b, 1):
+                return a
+            if _is(a, 1):
+                return b
+            if ints and (_is(a, 0) or _is(b, 0)):
+                return const(0, e.dtype)
         elif t is Div:
-            if _is(b, 1): return a
+            if _is(b, 1):
+                return a
         elif t in (FloorDiv, FloorMod) and ints and _is(b, 1):
             return a if t is FloorDiv else const(0, e.dtype)
         elif t in (Min, Max) and a is b:
@@ -423,17 +458,38 @@ def _is(e: Expr, v) -> bool:
     return type(e) in _CONSTS and e.value == v
 
 
-_IV_BINARY = {FloorDiv: iv.floordiv, FloorMod: iv.floormod, Div: iv.truncdiv, Mul: iv.mul,
-              Min: iv.minimum, Max: iv.maximum}
+_IV_BINARY = {
+    FloorDiv: iv.floordiv,
+    FloorMod: iv.floormod,
+    Div: iv.truncdiv,
+    Mul: iv.mul,
+    Min: iv.minimum,
+    Max: iv.maximum,
+}
 
 _DISPATCH: dict[type, Callable] = {
-    Var: Simplifier._v_var, IntImm: Simplifier._v_int, FloatImm: Simplifier._v_leaf,
-    Add: Simplifier._v_add, Sub: Simplifier._v_sub, Mul: Simplifier._v_mul,
-    Div: Simplifier._v_div, FloorDiv: Simplifier._v_floordiv, FloorMod: Simplifier._v_floormod,
-    Min: Simplifier._v_minmax, Max: Simplifier._v_minmax,
-    EQ: Simplifier._v_cmp, NE: Simplifier._v_cmp, LT: Simplifier._v_cmp, LE: Simplifier._v_cmp,
-    GT: Simplifier._v_cmp, GE: Simplifier._v_cmp,
-    And: Simplifier._v_and, Or: Simplifier._v_or, Not: Simplifier._v_not,
-    Select: Simplifier._v_select, Cast: Simplifier._v_cast, Call: Simplifier._v_call,
+    Var: Simplifier._v_var,
+    IntImm: Simplifier._v_int,
+    FloatImm: Simplifier._v_leaf,
+    Add: Simplifier._v_add,
+    Sub: Simplifier._v_sub,
+    Mul: Simplifier._v_mul,
+    Div: Simplifier._v_div,
+    FloorDiv: Simplifier._v_floordiv,
+    FloorMod: Simplifier._v_floormod,
+    Min: Simplifier._v_minmax,
+    Max: Simplifier._v_minmax,
+    EQ: Simplifier._v_cmp,
+    NE: Simplifier._v_cmp,
+    LT: Simplifier._v_cmp,
+    LE: Simplifier._v_cmp,
+    GT: Simplifier._v_cmp,
+    GE: Simplifier._v_cmp,
+    And: Simplifier._v_and,
+    Or: Simplifier._v_or,
+    Not: Simplifier._v_not,
+    Select: Simplifier._v_select,
+    Cast: Simplifier._v_cast,
+    Call: Simplifier._v_call,
     BufferLoad: Simplifier._v_load,
 }

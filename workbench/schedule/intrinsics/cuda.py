@@ -21,6 +21,7 @@ semantics, which the emulator and the CPU backends run) with the root annotation
 ``tensorize`` puts that annotation on the tensorized block, and the CUDA backend prints the
 block as the ``nvcuda::wmma`` call of that name on the fragments its regions name.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -29,8 +30,7 @@ from ...ir.buffer import Buffer
 from ...ir.expr import BufferLoad, Cast, FloatImm, Var
 from ...ir.func import PrimFunc
 from ...ir.region import infer_access_regions
-from ...ir.stmt import (REDUCE, SPATIAL, TRUE, Block, BlockRealize, BufferStore, IterVar, Range,
-                        make_for)
+from ...ir.stmt import REDUCE, SPATIAL, TRUE, Block, BlockRealize, BufferStore, IterVar, Range, make_for
 from ..tensor_intrin import TensorIntrin
 
 #: block annotation naming the wmma operation a tensorized block performs
@@ -52,14 +52,21 @@ STORE = "wmma_store_16x16x16_f32_{}"
 SCOPE_SUFFIX = {"shared": "shared", "shared.dyn": "shared_dyn", "global": "global"}
 
 
-def _funcs(name: str, params: tuple[Buffer, ...], kinds: str,
-           store: Callable[[list[Var]], BufferStore], op: str,
-           layout: str = "row_major") -> tuple[PrimFunc, PrimFunc]:
+def _funcs(
+    name: str,
+    params: tuple[Buffer, ...],
+    kinds: str,
+    store: Callable[[list[Var]], BufferStore],
+    op: str,
+    layout: str = "row_major",
+) -> tuple[PrimFunc, PrimFunc]:
     """(description, implementation) over ``params``: loops of 16 (one per letter of ``kinds``,
     S or R) around one block doing ``store``; the implementation is the plain loop nest."""
     loop_vars = [Var(f"i{d}") for d in range(len(kinds))]
-    ivs = tuple(IterVar(Var(f"v{d}"), Range.from_extent(16), SPATIAL if k == "S" else REDUCE)
-                for d, k in enumerate(kinds))
+    ivs = tuple(
+        IterVar(Var(f"v{d}"), Range.from_extent(16), SPATIAL if k == "S" else REDUCE)
+        for d, k in enumerate(kinds)
+    )
     inner = store([iv.var for iv in ivs])
     reads, writes = infer_access_regions(inner)
     block = Block(name, ivs, reads, writes, inner)
@@ -71,8 +78,7 @@ def _funcs(name: str, params: tuple[Buffer, ...], kinds: str,
     impl_body = store(loop_vars)
     for v in reversed(loop_vars):
         impl_body = make_for(v, 16, impl_body)
-    impl_root = Block("root", (), (), (), impl_body,
-                      annotations={WMMA_OP: op, WMMA_LAYOUT: layout})
+    impl_root = Block("root", (), (), (), impl_body, annotations={WMMA_OP: op, WMMA_LAYOUT: layout})
     impl = PrimFunc(f"{name}_impl", params, BlockRealize((), TRUE, impl_root))
     return desc, impl
 
@@ -85,18 +91,24 @@ def _register() -> None:
     for scope, suffix in SCOPE_SUFFIX.items():
         if scope != "global":
             for name, frag_scope, op, layout in (
-                    (LOAD_A, "wmma.matrix_a", "load_matrix_a", "row_major"),
-                    (LOAD_B, "wmma.matrix_b", "load_matrix_b", "row_major"),
-                    (LOAD_B_TRANS, "wmma.matrix_b", "load_matrix_b", "col_major")):
+                (LOAD_A, "wmma.matrix_a", "load_matrix_a", "row_major"),
+                (LOAD_B, "wmma.matrix_b", "load_matrix_b", "row_major"),
+                (LOAD_B_TRANS, "wmma.matrix_b", "load_matrix_b", "col_major"),
+            ):
                 src = Buffer("src", (16, 16), "float16", scope)
                 dst = Buffer("frag", (16, 16), "float16", frag_scope)
-                TensorIntrin.register(name.format(suffix), *_funcs(
-                    name.format(suffix), (src, dst), "SS", _copy(src, dst), op, layout),
-                    override=True)
+                TensorIntrin.register(
+                    name.format(suffix),
+                    *_funcs(name.format(suffix), (src, dst), "SS", _copy(src, dst), op, layout),
+                    override=True,
+                )
         acc = Buffer("acc", (16, 16), "float32", "wmma.accumulator")
         out = Buffer("dst", (16, 16), "float32", scope)
-        TensorIntrin.register(STORE.format(suffix), *_funcs(
-            STORE.format(suffix), (acc, out), "SS", _copy(acc, out), "store"), override=True)
+        TensorIntrin.register(
+            STORE.format(suffix),
+            *_funcs(STORE.format(suffix), (acc, out), "SS", _copy(acc, out), "store"),
+            override=True,
+        )
     a = Buffer("A", (16, 16), "float16", "wmma.matrix_a")
     b = Buffer("B", (16, 16), "float16", "wmma.matrix_b")
     c = Buffer("C", (16, 16), "float32", "wmma.accumulator")
@@ -107,15 +119,18 @@ def _register() -> None:
             b_ij = BufferLoad(b, (j, k) if trans else (k, j))
             prod = Cast("float32", BufferLoad(a, (i, k))) * Cast("float32", b_ij)
             return BufferStore(c, BufferLoad(c, (i, j)) + prod, (i, j))
+
         return store
 
-    TensorIntrin.register(SYNC, *_funcs(SYNC, (a, b, c), "SSR", mma(False), "mma_sync"),
-                          override=True)
-    TensorIntrin.register(SYNC_TRANS, *_funcs(SYNC_TRANS, (a, b, c), "SSR", mma(True),
-                                              "mma_sync", "col_major"), override=True)
-    TensorIntrin.register(FILL, *_funcs(
-        FILL, (c,), "SS", lambda v: BufferStore(c, FloatImm(0.0, "float32"), tuple(v)), "fill"),
-        override=True)
+    TensorIntrin.register(SYNC, *_funcs(SYNC, (a, b, c), "SSR", mma(False), "mma_sync"), override=True)
+    TensorIntrin.register(
+        SYNC_TRANS, *_funcs(SYNC_TRANS, (a, b, c), "SSR", mma(True), "mma_sync", "col_major"), override=True
+    )
+    TensorIntrin.register(
+        FILL,
+        *_funcs(FILL, (c,), "SS", lambda v: BufferStore(c, FloatImm(0.0, "float32"), tuple(v)), "fill"),
+        override=True,
+    )
 
 
 def load_intrin(operand: str, scope: str, trans: bool = False) -> str:

@@ -14,6 +14,7 @@ fit the register file: 32 ``zmm`` registers for AVX-512, 16 ``ymm`` for AVX2 (e.
 shape of BLIS's Haswell kernel). :func:`gemm_intrinsics` gives the family a target can use,
 from its features and :meth:`~workbench.codegen.target.Target.vector_lanes`.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -45,8 +46,7 @@ def _fits(m: int, n: int, isa: str) -> bool:
 #: wide (n), k steps per call
 GEMM_TILES: dict[str, tuple[tuple[int, int, int], ...]] = {
     "avx512": tuple((m, n, k) for m in (1, 4, 8) for n in (16, 32) for k in _K_STEPS),
-    "avx2": tuple((m, n, k) for m in (1, 4, 6, 8) for n in (8, 16) for k in _K_STEPS
-                  if _fits(m, n, "avx2")),
+    "avx2": tuple((m, n, k) for m in (1, 4, 6, 8) for n in (8, 16) for k in _K_STEPS if _fits(m, n, "avx2")),
 }
 
 
@@ -64,6 +64,7 @@ def gemm_isa(target: Any) -> Optional[str]:
     """The micro-kernel family for ``target`` (a ``Target`` or its text): ``"avx512"`` on
     AVX-512 CPUs, ``"avx2"`` on AVX2 + FMA ones, None elsewhere (other architectures, SSE)."""
     from ...codegen.target import Target
+
     target = Target.of(target)
     if target.kind != "llvm" or not target.is_x86:
         return None
@@ -107,8 +108,7 @@ def gemm_impl(m: int, n: int, k: int, dtype: str = "float32") -> PrimFunc:
 
     kk = Var("k")
     load = rows(lambda i, j: BufferStore(acc, C[i, j], (i, j)))
-    step = make_for(kk, k, rows(lambda i, j: BufferStore(acc, acc[i, j] + A[i, kk] * B[kk, j],
-                                                          (i, j))))
+    step = make_for(kk, k, rows(lambda i, j: BufferStore(acc, acc[i, j] + A[i, kk] * B[kk, j], (i, j))))
     store = rows(lambda i, j: BufferStore(C, acc[i, j], (i, j)))
     root = Block("root", (), (), (), seq(load, step, store), alloc_buffers=(acc,))
     return PrimFunc("gemm_impl", (A, B, C), BlockRealize((), TRUE, root))
@@ -116,5 +116,6 @@ def gemm_impl(m: int, n: int, k: int, dtype: str = "float32") -> PrimFunc:
 
 for _isa, _tiles in GEMM_TILES.items():
     for _m, _n, _k in _tiles:
-        TensorIntrin.register(gemm_name(_m, _n, _k, _isa), gemm_desc(_m, _n, _k),
-                              gemm_impl(_m, _n, _k), override=True)
+        TensorIntrin.register(
+            gemm_name(_m, _n, _k, _isa), gemm_desc(_m, _n, _k), gemm_impl(_m, _n, _k), override=True
+        )

@@ -3,6 +3,7 @@
 Other families (compute location, caching, layout, reduction, blockize/tensorize) register
 themselves the same way from their own modules.
 """
+
 from . import annotation, for_kind, loops, query, sampling  # noqa: F401  (registration)
 from . import compute_location, inline  # noqa: F401  (registration)
 from . import cache, layout, read_write_at  # noqa: F401  (registration)

@@ -1,5 +1,6 @@
 """``annotate`` / ``unannotate``: key-value hints on a block or a loop for later passes
 (``"pragma_auto_unroll_max_step"``, ``"meta_schedule.tiling_structure"``, …)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,8 +19,7 @@ def _describe(node: Any) -> str:
 
 def _check_key(primitive: str, key: Any) -> None:
     if not isinstance(key, str) or not key:
-        raise ScheduleError(primitive, f"the key must be a non-empty string, got {key!r}",
-                            argument="ann_key")
+        raise ScheduleError(primitive, f"the key must be a non-empty string, got {key!r}", argument="ann_key")
 
 
 def _value(sch, value: Any) -> Any:
@@ -30,13 +30,17 @@ def _value(sch, value: Any) -> Any:
         return value
     if isinstance(value, (list, tuple)) and all(isinstance(v, _PLAIN) for v in value):
         return tuple(value)
-    raise ScheduleError("annotate", f"annotation values are ints, floats, strings, bools, "
-                        f"lists of them or ExprRVs; got {value!r}", argument="ann_val")
+    raise ScheduleError(
+        "annotate",
+        f"annotation values are ints, floats, strings, bools, lists of them or ExprRVs; got {value!r}",
+        argument="ann_val",
+    )
 
 
 @schedule_primitive("annotate")
-def annotate(sch, block_or_loop: BlockRV | LoopRV, ann_key: str,
-             ann_val: ExprRV | int | float | str | bool | list) -> None:
+def annotate(
+    sch, block_or_loop: BlockRV | LoopRV, ann_key: str, ann_val: ExprRV | int | float | str | bool | list
+) -> None:
     """Set annotation ``ann_key`` of a block or loop to ``ann_val`` (an ExprRV is stored as
     its sampled value).
 
@@ -57,7 +61,11 @@ def unannotate(sch, block_or_loop: BlockRV | LoopRV, ann_key: str) -> None:
     node = sch.get(block_or_loop)
     if ann_key not in node.annotations:
         have = ", ".join(map(repr, node.annotations)) or "none"
-        raise ScheduleError("unannotate", f"{_describe(node)} has no annotation {ann_key!r} "
-                            f"(it has: {have})", argument="ann_key", nodes=[node])
+        raise ScheduleError(
+            "unannotate",
+            f"{_describe(node)} has no annotation {ann_key!r} (it has: {have})",
+            argument="ann_key",
+            nodes=[node],
+        )
     rest = {k: v for k, v in node.annotations.items() if k != ann_key}
     sch.replace(node, node.with_(annotations=rest))

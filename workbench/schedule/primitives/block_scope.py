@@ -13,6 +13,7 @@ Block classes (TensorIR):
 * *reduction*: spatial and reduce iterators, an ``init``, the only writer of its outputs, and
   the reduce iterators do not index the outputs.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -41,15 +42,14 @@ def producers(idx: FuncIndex, block: Block) -> list[Block]:
     """Earlier blocks of the scope that write a buffer ``block`` reads or writes."""
     blocks = scope_blocks(idx, block)
     touched = buffers(block.reads) | buffers(block.writes)
-    return [b for b in blocks[:blocks.index(block)] if buffers(b.writes) & touched]
+    return [b for b in blocks[: blocks.index(block)] if buffers(b.writes) & touched]
 
 
 def consumers(idx: FuncIndex, block: Block) -> list[Block]:
     """Later blocks of the scope that read or write a buffer ``block`` writes."""
     blocks = scope_blocks(idx, block)
     written = buffers(block.writes)
-    return [b for b in blocks[blocks.index(block) + 1:]
-            if (buffers(b.reads) | buffers(b.writes)) & written]
+    return [b for b in blocks[blocks.index(block) + 1 :] if (buffers(b.reads) | buffers(b.writes)) & written]
 
 
 def _other_writer(idx: FuncIndex, block: Block) -> Optional[str]:
@@ -57,8 +57,10 @@ def _other_writer(idx: FuncIndex, block: Block) -> Optional[str]:
     for other in scope_blocks(idx, block):
         shared = buffers(other.writes) & written
         if other is not block and shared:
-            return (f"is not the only writer of {sorted(b.name for b in shared)} in its scope "
-                    f"(block {other.name!r} writes it too)")
+            return (
+                f"is not the only writer of {sorted(b.name for b in shared)} in its scope "
+                f"(block {other.name!r} writes it too)"
+            )
     return None
 
 
@@ -86,44 +88,61 @@ def reduction_problem(idx: FuncIndex, block: Block) -> Optional[str]:
     for region in block.writes:
         used = set().union(*(free_vars(r) for r in region.region)) & reduce_vars
         if used:
-            return (f"indexes its output {region.buffer.name} with reduce iterators "
-                    f"{sorted(v.name for v in used)}")
+            return (
+                f"indexes its output {region.buffer.name} with reduce iterators "
+                f"{sorted(v.name for v in used)}"
+            )
     return _other_writer(idx, block)
 
 
-def check_complete(primitive: str, idx: FuncIndex, block: Block, argument: str = "block",
-                   role: str = "block") -> None:
+def check_complete(
+    primitive: str, idx: FuncIndex, block: Block, argument: str = "block", role: str = "block"
+) -> None:
     problem = complete_problem(idx, block)
     if problem:
-        raise ScheduleError(primitive, f"{role} {block.name!r} is not a complete block: it "
-                            f"{problem}", argument=argument, nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"{role} {block.name!r} is not a complete block: it {problem}",
+            argument=argument,
+            nodes=[block],
+        )
 
 
-def check_complete_or_reduction(primitive: str, idx: FuncIndex, block: Block,
-                                argument: str = "block") -> None:
+def check_complete_or_reduction(
+    primitive: str, idx: FuncIndex, block: Block, argument: str = "block"
+) -> None:
     # judge the block as the class its init suggests, to report the relevant problem
     is_reduction = block.init is not None
     problem = (reduction_problem if is_reduction else complete_problem)(idx, block)
     if problem:
         kind = "reduction" if is_reduction else "complete"
-        raise ScheduleError(primitive, f"block {block.name!r} is neither a complete nor a "
-                            f"reduction block: as a {kind} block it {problem}",
-                            argument=argument, nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r} is neither a complete nor a "
+            f"reduction block: as a {kind} block it {problem}",
+            argument=argument,
+            nodes=[block],
+        )
 
 
 def check_in_scope(primitive: str, idx: FuncIndex, block: Block, argument: str = "block") -> None:
     if idx.scope(block) is None:
-        raise ScheduleError(primitive, "the root block cannot be moved or inlined",
-                            argument=argument, nodes=[block])
+        raise ScheduleError(
+            primitive, "the root block cannot be moved or inlined", argument=argument, nodes=[block]
+        )
 
 
 def check_not_output(primitive: str, func: PrimFunc, block: Block, argument: str = "block") -> None:
     """Refuse a block that writes a function parameter (its result must stay where it is)."""
     outputs = buffers(block.writes) & set(func.params)
     if outputs:
-        raise ScheduleError(primitive, f"block {block.name!r} is an output block: it writes the "
-                            f"function parameter(s) {sorted(b.name for b in outputs)}",
-                            argument=argument, nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r} is an output block: it writes the "
+            f"function parameter(s) {sorted(b.name for b in outputs)}",
+            argument=argument,
+            nodes=[block],
+        )
 
 
 def removal_root(primitive: str, idx: FuncIndex, block: Block, argument: str = "block") -> Stmt:
@@ -134,9 +153,13 @@ def removal_root(primitive: str, idx: FuncIndex, block: Block, argument: str = "
     while isinstance(parent, For):
         node, parent = parent, idx.parent[parent]
     if not isinstance(parent, SeqStmt):
-        raise ScheduleError(primitive, f"block {block.name!r} is the only statement of its "
-                            f"scope; removing it would leave the scope empty",
-                            argument=argument, nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r} is the only statement of its "
+            f"scope; removing it would leave the scope empty",
+            argument=argument,
+            nodes=[block],
+        )
     return node
 
 

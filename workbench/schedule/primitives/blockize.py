@@ -12,6 +12,7 @@ block's body computes exactly what the intrinsic's *description* computes (struc
 names and to where each buffer tile sits), and replaces the body by the intrinsic's
 *implementation*, its buffers bound to the matched tiles.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,7 @@ from ...ir.buffer import Buffer
 from ...ir.expr import Add, BufferLoad, Expr, IntImm, Mul, Sub, Var, is_const
 from ...ir.functor import free_vars, pre_order, replace_buffers, substitute, transform
 from ...ir.region import infer_access_regions
-from ...ir.stmt import (SPATIAL, Block, BlockRealize, BufferRegion, BufferStore, For, IterVar,
-                        Range, Stmt)
+from ...ir.stmt import SPATIAL, Block, BlockRealize, BufferRegion, BufferStore, For, IterVar, Range, Stmt
 from ...ir.structural import structural_match
 from ..instruction import schedule_primitive
 from ..rv import BlockRV, LoopRV
@@ -83,8 +83,13 @@ def _divide(iv: IterVar, value: Expr, inner_vars: set, sim: Simplifier) -> Optio
     olo, ohi = sim.bound_lin(outer)
     if olo < 0 or math.isinf(ohi):
         return None
-    return _Division(sim.to_expr(outer), Range.from_extent(int(ohi) + 1), sim.to_expr(inner),
-                     Range.from_extent(factor), factor)
+    return _Division(
+        sim.to_expr(outer),
+        Range.from_extent(int(ohi) + 1),
+        sim.to_expr(inner),
+        Range.from_extent(factor),
+        factor,
+    )
 
 
 def _loop_chain(primitive: str, argument: str, idx, top: For) -> tuple[list[For], BlockRealize]:
@@ -96,9 +101,14 @@ def _loop_chain(primitive: str, argument: str, idx, top: For) -> tuple[list[For]
         node = node.body
     if not isinstance(node, BlockRealize):
         n = len(idx.child_realizes(top))
-        raise ScheduleError(primitive, f"the statements under {loop_name(top)} must be a chain of "
-                            f"loops ending in one block; found a {type(node).__name__} holding {n} "
-                            f"block(s)", argument=argument, nodes=[top])
+        raise ScheduleError(
+            primitive,
+            f"the statements under {loop_name(top)} must be a chain of "
+            f"loops ending in one block; found a {type(node).__name__} holding {n} "
+            f"block(s)",
+            argument=argument,
+            nodes=[top],
+        )
     return loops, node
 
 
@@ -112,15 +122,15 @@ def _simplify_all(node, vmap: Mapping[Var, Expr], sim: Simplifier):
         if isinstance(n, BufferStore):
             return n.with_(indices=tuple(sim.simplify(i) for i in n.indices))
         if isinstance(n, BufferRegion):
-            return BufferRegion(n.buffer, tuple(Range(sim.simplify(r.min), sim.simplify(r.extent))
-                                                for r in n.region))
+            return BufferRegion(
+                n.buffer, tuple(Range(sim.simplify(r.min), sim.simplify(r.extent)) for r in n.region)
+            )
         return n
 
     return transform(node, post)
 
 
-def blockize_realize(sch, primitive: str, argument: str, top: For,
-                     preserve_unit_iters: bool) -> BlockRealize:
+def blockize_realize(sch, primitive: str, argument: str, top: For, preserve_unit_iters: bool) -> BlockRealize:
     """The realize of the outer block that replaces ``top`` (see :func:`blockize`); errors name
     ``primitive`` and its ``argument``."""
     idx = sch.index
@@ -134,19 +144,28 @@ def blockize_realize(sch, primitive: str, argument: str, top: For,
     for iv, value in zip(block.iter_vars, realize.iter_values):
         d = _divide(iv, value, inner_vars, sim)
         if d is None:
-            raise ScheduleError(primitive, f"the binding {iv.var.name} = {value} of block "
-                                f"{block.name!r} is not divisible as outer * c + inner, with outer "
-                                f"over the loops above {loop_name(top)} and inner in [0, c) over "
-                                f"the loops from it down", argument=argument, nodes=[top, block])
+            raise ScheduleError(
+                primitive,
+                f"the binding {iv.var.name} = {value} of block "
+                f"{block.name!r} is not divisible as outer * c + inner, with outer "
+                f"over the loops above {loop_name(top)} and inner in [0, c) over "
+                f"the loops from it down",
+                argument=argument,
+                nodes=[top, block],
+            )
         divisions.append(d)
     outer_pred: list[Expr] = []
     inner_pred: list[Expr] = []
     for c in split_conjuncts(realize.predicate):
         used = free_vars(c)
         if used & inner_vars and used - inner_vars:
-            raise ScheduleError(primitive, f"the predicate {c} of block {block.name!r} mixes loops "
-                                f"above {loop_name(top)} with loops below it", argument=argument,
-                                nodes=[top, block])
+            raise ScheduleError(
+                primitive,
+                f"the predicate {c} of block {block.name!r} mixes loops "
+                f"above {loop_name(top)} with loops below it",
+                argument=argument,
+                nodes=[top, block],
+            )
         (inner_pred if used & inner_vars else outer_pred).append(c)
 
     outer_iters, outer_values, inner_iters, inner_values = [], [], [], []
@@ -167,23 +186,34 @@ def blockize_realize(sch, primitive: str, argument: str, top: For,
     iter_sim = Simplifier({it.var: it.dom for it in outer_iters + inner_iters})
     sub = {v: iter_sim.simplify(e) for v, e in sub.items()}
 
-    inner_block = block.with_(iter_vars=tuple(inner_iters),
-                              reads=tuple(_simplify_all(r, sub, iter_sim) for r in block.reads),
-                              writes=tuple(_simplify_all(r, sub, iter_sim) for r in block.writes),
-                              body=_simplify_all(block.body, sub, iter_sim), init=None)
+    inner_block = block.with_(
+        iter_vars=tuple(inner_iters),
+        reads=tuple(_simplify_all(r, sub, iter_sim) for r in block.reads),
+        writes=tuple(_simplify_all(r, sub, iter_sim) for r in block.writes),
+        body=_simplify_all(block.body, sub, iter_sim),
+        init=None,
+    )
     body: Stmt = BlockRealize(tuple(inner_values), conjoin_all(inner_pred), inner_block)
     for l in reversed(loops):
         body = l.with_(body=body)
     init = None
     if block.init is not None:
-        init = _outer_init(_simplify_all(block.init, sub, iter_sim), inner_iters, inner_values,
-                           inner_pred, loops, fresh_name(block.name + "_init", idx.realizes),
-                           {it.var: it.dom for it in outer_iters})
-    reads, writes = infer_access_regions(body, init, alloc_buffers=(),
-                                         var_ranges={**idx.var_ranges(top),
-                                                      **{it.var: it.dom for it in outer_iters}})
-    outer = Block(fresh_name(block.name + "_o", idx.realizes), tuple(outer_iters), reads, writes,
-                  body, init)
+        init = _outer_init(
+            _simplify_all(block.init, sub, iter_sim),
+            inner_iters,
+            inner_values,
+            inner_pred,
+            loops,
+            fresh_name(block.name + "_init", idx.realizes),
+            {it.var: it.dom for it in outer_iters},
+        )
+    reads, writes = infer_access_regions(
+        body,
+        init,
+        alloc_buffers=(),
+        var_ranges={**idx.var_ranges(top), **{it.var: it.dom for it in outer_iters}},
+    )
+    outer = Block(fresh_name(block.name + "_o", idx.realizes), tuple(outer_iters), reads, writes, body, init)
     return BlockRealize(tuple(outer_values), conjoin_all(outer_pred), outer)
 
 
@@ -198,14 +228,18 @@ def _outer_init(init: Stmt, inner_iters, inner_values, inner_pred, loops, name, 
             iters.append(IterVar(imap[it.var], it.dom, SPATIAL))
             values.append(value)
     body = substitute(init, imap)
-    reads, writes = infer_access_regions(body, None, var_ranges={
-        **outer_ranges, **{it.var: it.dom for it in iters}})
+    reads, writes = infer_access_regions(
+        body, None, var_ranges={**outer_ranges, **{it.var: it.dom for it in iters}}
+    )
     copied = [l for l in loops if any(l.loop_var in free_vars(v) for v in values)]
     fresh = {l.loop_var: Var(l.loop_var.name, l.loop_var.dtype) for l in copied}
     # guards on loops the init does not run over cannot apply to it
     pred = [substitute(c, fresh) for c in inner_pred if free_vars(c) <= set(fresh)]
-    stmt: Stmt = BlockRealize(tuple(substitute(v, fresh) for v in values), conjoin_all(pred),
-                              Block(name, tuple(iters), reads, writes, body))
+    stmt: Stmt = BlockRealize(
+        tuple(substitute(v, fresh) for v in values),
+        conjoin_all(pred),
+        Block(name, tuple(iters), reads, writes, body),
+    )
     for l in reversed(copied):
         stmt = l.with_(loop_var=fresh[l.loop_var], body=stmt)
     return stmt
@@ -266,8 +300,11 @@ def _relative(primitive: str, body: Stmt, ranges: Mapping, what: str) -> tuple[S
         kept = tuple(d for d, rng in enumerate(region) if not is_const(rng.extent, 1))
         bad = [str(region[d].extent) for d in kept if not isinstance(region[d].extent, IntImm)]
         if bad:
-            raise ScheduleError(primitive, f"{what}: the tile of {buf.name} has non-constant "
-                                f"extent(s) {bad}", argument="block_or_loop")
+            raise ScheduleError(
+                primitive,
+                f"{what}: the tile of {buf.name} has non-constant extent(s) {bad}",
+                argument="block_or_loop",
+            )
         view = Buffer(buf.name, tuple(region[d].extent.value for d in kept), buf.dtype, buf.scope)
         tiles[buf] = _Tile(buf, tuple(r.min for r in region), kept, view)
     sim = Simplifier(dict(ranges))
@@ -293,8 +330,7 @@ def _relative(primitive: str, body: Stmt, ranges: Mapping, what: str) -> tuple[S
     return transform(body, post, pre), tiles
 
 
-def _match(block: Block, ranges: Mapping,
-           intrin: TensorIntrin) -> dict[Buffer, tuple[_Tile, _Tile]]:
+def _match(block: Block, ranges: Mapping, intrin: TensorIntrin) -> dict[Buffer, tuple[_Tile, _Tile]]:
     """desc parameter -> (its tile in ``block``, its tile in the description), or raise."""
     where = f"block {block.name!r}"
     ours, our_tiles = _relative("tensorize", block.body, ranges, where)
@@ -302,10 +338,14 @@ def _match(block: Block, ranges: Mapping,
     theirs, their_tiles = _relative("tensorize", desc.root.body, {}, f"intrinsic {intrin.name!r}")
     m = structural_match(ours, theirs, block_names=False, buffer_names=False)
     if not m:
-        raise ScheduleError("tensorize", f"{where} does not match the description of tensor "
-                            f"intrinsic {intrin.name!r}; first mismatch at {m.mismatch}\n"
-                            f"--- block body:\n{block.body}\n--- description:\n{desc.root.body}",
-                            argument="block_or_loop", nodes=[block])
+        raise ScheduleError(
+            "tensorize",
+            f"{where} does not match the description of tensor "
+            f"intrinsic {intrin.name!r}; first mismatch at {m.mismatch}\n"
+            f"--- block body:\n{block.body}\n--- description:\n{desc.root.body}",
+            argument="block_or_loop",
+            nodes=[block],
+        )
     by_view = {t.view: t for t in our_tiles.values()}
     out = {}
     for ours_view, theirs_view in m.buffers.items():
@@ -314,8 +354,9 @@ def _match(block: Block, ranges: Mapping,
     return out
 
 
-def _bind_impl(intrin: TensorIntrin, tiles: dict, taken_blocks: set, taken_buffers: set,
-               sim: Simplifier) -> tuple[Stmt, tuple]:
+def _bind_impl(
+    intrin: TensorIntrin, tiles: dict, taken_blocks: set, taken_buffers: set, sim: Simplifier
+) -> tuple[Stmt, tuple]:
     """The implementation's body with every parameter access moved onto the matched tile; its
     own buffers, blocks and variables are copied or renamed so it can be inserted many times."""
     impl = intrin.impl
@@ -363,8 +404,9 @@ def _bind_impl(intrin: TensorIntrin, tiles: dict, taken_blocks: set, taken_buffe
 
 
 @schedule_primitive("tensorize")
-def tensorize(sch, block_or_loop: BlockRV | LoopRV, tensor_intrin: str,
-              preserve_unit_iters: bool = True) -> None:
+def tensorize(
+    sch, block_or_loop: BlockRV | LoopRV, tensor_intrin: str, preserve_unit_iters: bool = True
+) -> None:
     """Replace the computation of a block by a registered tensor intrinsic.
 
     Given a loop, the loop is blockized first (see :func:`blockize`). The block's body must match
@@ -395,8 +437,9 @@ def tensorize(sch, block_or_loop: BlockRV | LoopRV, tensor_intrin: str,
         ranges = idx.var_ranges(node)
     else:
         if idx.scope(node) is None:
-            raise ScheduleError("tensorize", "cannot tensorize the root block",
-                                argument="block_or_loop", nodes=[node])
+            raise ScheduleError(
+                "tensorize", "cannot tensorize the root block", argument="block_or_loop", nodes=[node]
+            )
         realize = old = idx.realizes[node.name]
         taken = set(idx.realizes)
         ranges = idx.var_ranges(realize)
@@ -405,6 +448,5 @@ def tensorize(sch, block_or_loop: BlockRV | LoopRV, tensor_intrin: str,
     tiles = _match(block, ranges, intrin)
     body, allocs = _bind_impl(intrin, tiles, taken, buffer_names(sch.func), Simplifier(ranges))
     annotations = {**intrin.impl.root.annotations, **block.annotations}
-    new = block.with_(body=body, alloc_buffers=block.alloc_buffers + allocs,
-                      annotations=annotations)
+    new = block.with_(body=body, alloc_buffers=block.alloc_buffers + allocs, annotations=annotations)
     sch.replace(old, realize.with_(block=new))

@@ -12,6 +12,7 @@ right before the statement containing that block; for a buffer no block of the s
 (a function input), at the start of the scope; for an output nobody reads, at its end. The
 copied region is what the producer writes, relaxed over the loops between it and that place.
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence
@@ -21,8 +22,21 @@ from ...ir.buffer import SCOPES, Buffer
 from ...ir.expr import BufferLoad, Expr, IntImm, Var
 from ...ir.functor import free_vars, pre_order, replace_buffers, substitute, transform
 from ...ir.region import block_access_regions
-from ...ir.stmt import (SPATIAL, TRUE, Block, BlockRealize, BufferRegion, BufferStore, For,
-                        IterVar, Range, SeqStmt, Stmt, make_for, seq)
+from ...ir.stmt import (
+    SPATIAL,
+    TRUE,
+    Block,
+    BlockRealize,
+    BufferRegion,
+    BufferStore,
+    For,
+    IterVar,
+    Range,
+    SeqStmt,
+    Stmt,
+    make_for,
+    seq,
+)
 from ...ir.structural import structural_equal
 from ..instruction import Instruction, py_value, schedule_primitive
 from ..rewrite import simplify
@@ -41,21 +55,31 @@ def nth_buffer(primitive: str, block: Block, index: Any, kind: str, argument: st
     names = [r.buffer.name for r in regions]
     if isinstance(index, str):
         if index not in names:
-            raise ScheduleError(primitive, f"block {block.name!r} {kind}s no buffer named "
-                                f"{index!r} (it {kind}s {names})", argument=argument,
-                                nodes=[block])
+            raise ScheduleError(
+                primitive,
+                f"block {block.name!r} {kind}s no buffer named {index!r} (it {kind}s {names})",
+                argument=argument,
+                nodes=[block],
+            )
         return regions[names.index(index)].buffer
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(regions):
-        raise ScheduleError(primitive, f"block {block.name!r} {kind}s {len(regions)} buffers "
-                            f"{names}; {index!r} is not an index into them", argument=argument,
-                            nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r} {kind}s {len(regions)} buffers "
+            f"{names}; {index!r} is not an index into them",
+            argument=argument,
+            nodes=[block],
+        )
     return regions[index].buffer
 
 
 def check_storage_scope(primitive: str, scope: Any) -> None:
     if scope not in SCOPES:
-        raise ScheduleError(primitive, f"unknown storage scope {scope!r}; expected one of "
-                            f"{', '.join(SCOPES)}", argument="storage_scope")
+        raise ScheduleError(
+            primitive,
+            f"unknown storage scope {scope!r}; expected one of {', '.join(SCOPES)}",
+            argument="storage_scope",
+        )
 
 
 def scoped_name(buffer: Buffer, scope: str) -> str:
@@ -89,20 +113,23 @@ def point_region(buffer: Buffer, indices: Sequence[Expr]) -> BufferRegion:
     return BufferRegion(buffer, tuple(Range(i, IntImm(1)) for i in indices))
 
 
-def copy_stage(name: str, src: Buffer, dst: Buffer, region: Sequence[Range],
-               ranges: dict) -> Stmt:
+def copy_stage(name: str, src: Buffer, dst: Buffer, region: Sequence[Range], ranges: dict) -> Stmt:
     """Loops ``ax0 …`` over ``region`` around block ``name``: ``dst[v] = src[v]``, where the
     iterators ``vax0 …`` span the buffers' shape and are bound to ``region.min + ax``."""
     loop_vars = [Var(f"ax{d}") for d in range(len(region))]
     # iterators are named "v" + loop, the DSL's convention (compute_at names loops back)
-    ivs = tuple(IterVar(Var(f"vax{d}"), Range.from_extent(s), SPATIAL)
-                for d, s in enumerate(src.shape))
+    ivs = tuple(IterVar(Var(f"vax{d}"), Range.from_extent(s), SPATIAL) for d, s in enumerate(src.shape))
     inner = dict(ranges)
     inner.update({v: Range.from_extent(r.extent) for v, r in zip(loop_vars, region)})
     values = tuple(simplify(r.min + v, inner) for r, v in zip(region, loop_vars))
     idx = tuple(iv.var for iv in ivs)
-    block = Block(name, ivs, (point_region(src, idx),), (point_region(dst, idx),),
-                  BufferStore(dst, BufferLoad(src, idx), idx))
+    block = Block(
+        name,
+        ivs,
+        (point_region(src, idx),),
+        (point_region(dst, idx),),
+        BufferStore(dst, BufferLoad(src, idx), idx),
+    )
     nest: Stmt = BlockRealize(values, TRUE, block)
     for v, r in reversed(list(zip(loop_vars, region))):
         nest = make_for(v, r.extent, nest)
@@ -175,13 +202,12 @@ def _locate(scope: Block, producer: Optional[str], related: set[str]) -> tuple[S
     return scope, n
 
 
-def _produced_region(idx: FuncIndex, producer: Block, buffer: Buffer,
-                     owner: Stmt) -> tuple[Range, ...]:
+def _produced_region(idx: FuncIndex, producer: Block, buffer: Buffer, owner: Stmt) -> tuple[Range, ...]:
     """What ``producer`` writes of ``buffer``, relaxed over its loops below ``owner``."""
     realize = idx.realizes[producer.name]
     loops = idx.loops_above(producer)
     if isinstance(owner, For):
-        loops = loops[loops.index(owner) + 1:]
+        loops = loops[loops.index(owner) + 1 :]
     dom = {l.loop_var: Range(l.min, l.extent) for l in loops}
     _, writes = block_access_regions(realize, dom, idx.var_ranges(realize))
     region = next(r.region for r in writes if r.buffer is buffer)
@@ -206,29 +232,36 @@ def _site(sch, key: tuple[str, Any]) -> Stmt:
     return sch.index.loops[key[1]] if key[0] == "loop" else sch.index.block(key[1])
 
 
-def _consumers(sch, primitive: str, given: Optional[Sequence], candidates: list[Block],
-               buffer: Buffer) -> list[Block]:
+def _consumers(
+    sch, primitive: str, given: Optional[Sequence], candidates: list[Block], buffer: Buffer
+) -> list[Block]:
     """The blocks named by ``consumer_blocks`` (BlockRVs or names), each one a candidate."""
     if given is None:
         return []
     if not isinstance(given, (list, tuple)):
-        raise ScheduleError(primitive, f"expected a list of blocks, got {given!r}",
-                            argument="consumer_blocks")
+        raise ScheduleError(
+            primitive, f"expected a list of blocks, got {given!r}", argument="consumer_blocks"
+        )
     out = []
     for g in given:
         node = sch.get(g) if isinstance(g, BlockRV) else sch.index.realizes.get(g)
         node = node.block if isinstance(node, BlockRealize) else node
         if not isinstance(node, Block) or node not in candidates:
             what = node.name if isinstance(node, Block) else g
-            raise ScheduleError(primitive, f"{what!r} is not a block of the same scope that "
-                                f"reads {buffer.name} (candidates: "
-                                f"{[b.name for b in candidates]})", argument="consumer_blocks")
+            raise ScheduleError(
+                primitive,
+                f"{what!r} is not a block of the same scope that "
+                f"reads {buffer.name} (candidates: "
+                f"{[b.name for b in candidates]})",
+                argument="consumer_blocks",
+            )
         out.append(node)
     return out
 
 
-def _stage(sch, scope: Block, rewrites: dict[Block, Block], site: tuple[Stmt, int],
-           stage: Stmt, cache: Buffer) -> None:
+def _stage(
+    sch, scope: Block, rewrites: dict[Block, Block], site: tuple[Stmt, int], stage: Stmt, cache: Buffer
+) -> None:
     """Rewrite the blocks, insert the stage, allocate the cache: three path copies."""
     key, pos = _site_key(site[0]), site[1]
     for old, new in rewrites.items():
@@ -242,8 +275,9 @@ def _stage(sch, scope: Block, rewrites: dict[Block, Block], site: tuple[Stmt, in
 
 
 @schedule_primitive("cache_read")
-def cache_read(sch, block: BlockRV, read_buffer_index: int, storage_scope: str,
-               consumer_blocks: Optional[list] = None) -> BlockRV:
+def cache_read(
+    sch, block: BlockRV, read_buffer_index: int, storage_scope: str, consumer_blocks: Optional[list] = None
+) -> BlockRV:
     """Copy the buffer ``block.reads[read_buffer_index]`` into a new buffer of
     ``storage_scope`` (named ``<buffer>_<scope>``) and make its consumers read the copy.
 
@@ -262,21 +296,33 @@ def cache_read(sch, block: BlockRV, read_buffer_index: int, storage_scope: str,
     check_storage_scope("cache_read", storage_scope)
     buf = nth_buffer("cache_read", node, read_buffer_index, "read", "read_buffer_index")
     if buf in buffers(node.writes):
-        raise ScheduleError("cache_read", f"block {node.name!r} also writes {buf.name} (it "
-                            f"updates it in place); use cache_write for that buffer",
-                            argument="read_buffer_index", nodes=[node])
+        raise ScheduleError(
+            "cache_read",
+            f"block {node.name!r} also writes {buf.name} (it "
+            f"updates it in place); use cache_write for that buffer",
+            argument="read_buffer_index",
+            nodes=[node],
+        )
     idx = sch.index
     scope = idx.scope(node)
     siblings = [r.block for r in idx.child_realizes(scope)]
     writers = [b for b in siblings if buf in buffers(b.writes)]
     if len(writers) > 1:
-        raise ScheduleError("cache_read", f"{buf.name} is written by several blocks of the "
-                            f"scope {[b.name for b in writers]}; it must have one writer",
-                            argument="read_buffer_index", nodes=writers)
+        raise ScheduleError(
+            "cache_read",
+            f"{buf.name} is written by several blocks of the "
+            f"scope {[b.name for b in writers]}; it must have one writer",
+            argument="read_buffer_index",
+            nodes=writers,
+        )
     readers = [b for b in siblings if buf in buffers(b.reads) and b not in writers]
     consumers = _consumers(sch, "cache_read", consumer_blocks, readers, buf) or readers
-    cache = Buffer(fresh_name(scoped_name(buf, storage_scope), buffer_names(sch.func)),
-                   buf.shape, buf.dtype, storage_scope)
+    cache = Buffer(
+        fresh_name(scoped_name(buf, storage_scope), buffer_names(sch.func)),
+        buf.shape,
+        buf.dtype,
+        storage_scope,
+    )
     if writers:
         site = _locate(scope, writers[0].name, {b.name for b in consumers})
         region = _produced_region(idx, writers[0], buf, site[0])
@@ -291,8 +337,9 @@ def cache_read(sch, block: BlockRV, read_buffer_index: int, storage_scope: str,
 
 
 @schedule_primitive("cache_write")
-def cache_write(sch, block: BlockRV, write_buffer_index: int, storage_scope: str,
-                consumer_blocks: Optional[list] = None) -> BlockRV:
+def cache_write(
+    sch, block: BlockRV, write_buffer_index: int, storage_scope: str, consumer_blocks: Optional[list] = None
+) -> BlockRV:
     """Make ``block`` write a new buffer of ``storage_scope`` (``<buffer>_<scope>``) instead of
     ``block.writes[write_buffer_index]``, and add a block copying it back to the original.
 
@@ -316,16 +363,25 @@ def cache_write(sch, block: BlockRV, write_buffer_index: int, storage_scope: str
     siblings = [r.block for r in idx.child_realizes(scope)]
     writers = [b for b in siblings if buf in buffers(b.writes)]
     if writers != [node]:
-        raise ScheduleError("cache_write", f"{buf.name} is written by several blocks of the "
-                            f"scope {[b.name for b in writers]}; block {node.name!r} must be "
-                            f"its only writer", argument="write_buffer_index", nodes=writers)
+        raise ScheduleError(
+            "cache_write",
+            f"{buf.name} is written by several blocks of the "
+            f"scope {[b.name for b in writers]}; block {node.name!r} must be "
+            f"its only writer",
+            argument="write_buffer_index",
+            nodes=writers,
+        )
     readers = [b for b in siblings if b is not node and buf in buffers(b.reads)]
     direct = _consumers(sch, "cache_write", consumer_blocks, readers, buf)
     related = {b.name for b in readers if b not in direct}
     site = _locate(scope, node.name, related)
     region = _produced_region(idx, node, buf, site[0])
-    cache = Buffer(fresh_name(scoped_name(buf, storage_scope), buffer_names(sch.func)),
-                   buf.shape, buf.dtype, storage_scope)
+    cache = Buffer(
+        fresh_name(scoped_name(buf, storage_scope), buffer_names(sch.func)),
+        buf.shape,
+        buf.dtype,
+        storage_scope,
+    )
     name = fresh_name(scoped_name(buf, storage_scope), set(idx.realizes))
     stage = copy_stage(name, cache, buf, region, _ranges_inside(idx, site[0]))
     rewrites = {b: replace_buffers(b, {buf: cache}) for b in [node, *direct]}
@@ -337,8 +393,7 @@ def cache_write(sch, block: BlockRV, write_buffer_index: int, storage_scope: str
 # reindex
 
 
-def buffer_of(primitive: str, block: Block, buffer: Any,
-              argument: str = "buffer") -> tuple[Buffer, str]:
+def buffer_of(primitive: str, block: Block, buffer: Any, argument: str = "buffer") -> tuple[Buffer, str]:
     """(buffer, "read" | "write") for ``("read" | "write", index)`` or a buffer name."""
     if isinstance(buffer, (list, tuple)) and len(buffer) == 2 and buffer[0] in ("read", "write"):
         return nth_buffer(primitive, block, buffer[1], buffer[0], argument), buffer[0]
@@ -347,10 +402,15 @@ def buffer_of(primitive: str, block: Block, buffer: Any,
             for r in regions:
                 if r.buffer.name == buffer:
                     return r.buffer, kind
-        raise ScheduleError(primitive, f"block {block.name!r} accesses no buffer named "
-                            f"{buffer!r}", argument=argument, nodes=[block])
-    raise ScheduleError(primitive, f"expected (\"read\" | \"write\", index) or a buffer name, "
-                        f"got {buffer!r}", argument=argument)
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r} accesses no buffer named {buffer!r}",
+            argument=argument,
+            nodes=[block],
+        )
+    raise ScheduleError(
+        primitive, f'expected ("read" | "write", index) or a buffer name, got {buffer!r}', argument=argument
+    )
 
 
 def _single_access(block: Block, buf: Buffer) -> tuple[Expr, ...]:
@@ -359,16 +419,25 @@ def _single_access(block: Block, buf: Buffer) -> tuple[Expr, ...]:
     for part in (block.init, block.body):
         for n in pre_order(part) if part is not None else ():
             if isinstance(n, (BufferLoad, BufferStore)) and n.buffer is buf:
-                if found and not all(structural_equal(a, b, map_free_vars=False)
-                                     for a, b in zip(found[0], n.indices)):
-                    raise ScheduleError("reindex", f"block {block.name!r} accesses {buf.name} "
-                                        f"at different indices ({list(found[0])} and "
-                                        f"{list(n.indices)}); reindex needs a single pattern",
-                                        argument="buffer", nodes=[block])
+                if found and not all(
+                    structural_equal(a, b, map_free_vars=False) for a, b in zip(found[0], n.indices)
+                ):
+                    raise ScheduleError(
+                        "reindex",
+                        f"block {block.name!r} accesses {buf.name} "
+                        f"at different indices ({list(found[0])} and "
+                        f"{list(n.indices)}); reindex needs a single pattern",
+                        argument="buffer",
+                        nodes=[block],
+                    )
                 found.append(n.indices)
     if not found:
-        raise ScheduleError("reindex", f"block {block.name!r} declares {buf.name} but its body "
-                            f"does not access it", argument="buffer", nodes=[block])
+        raise ScheduleError(
+            "reindex",
+            f"block {block.name!r} declares {buf.name} but its body does not access it",
+            argument="buffer",
+            nodes=[block],
+        )
     return found[0]
 
 
@@ -378,9 +447,14 @@ def _chain_top(idx: FuncIndex, block: Block) -> Stmt:
     node: Stmt = idx.realizes[block.name]
     for loop in reversed(idx.loops_above(block)):
         if loop.body is not node:
-            raise ScheduleError("reindex", f"loop {loop.loop_var.name!r} above block "
-                                f"{block.name!r} holds other statements too; reindex needs the "
-                                f"block alone under its loops", argument="block", nodes=[loop])
+            raise ScheduleError(
+                "reindex",
+                f"loop {loop.loop_var.name!r} above block "
+                f"{block.name!r} holds other statements too; reindex needs the "
+                f"block alone under its loops",
+                argument="block",
+                nodes=[loop],
+            )
         node = loop
     return node
 
@@ -408,15 +482,24 @@ def reindex(sch, block: BlockRV, buffer: Any) -> BlockRV:
     used = set().union(*(free_vars(i) for i in indices))
     covered = [iv for iv in node.iter_vars if iv.var in used]
     for iv in covered:
-        if not (isinstance(iv.dom.min, IntImm) and iv.dom.min.value == 0
-                and isinstance(iv.dom.extent, IntImm)):
-            raise ScheduleError("reindex", f"iterator {iv.var.name!r} of block {node.name!r} "
-                                f"has domain [{iv.dom.min}, {iv.dom.min} + {iv.dom.extent}); "
-                                f"reindex needs constant domains starting at 0",
-                                argument="block", nodes=[node])
+        if not (
+            isinstance(iv.dom.min, IntImm) and iv.dom.min.value == 0 and isinstance(iv.dom.extent, IntImm)
+        ):
+            raise ScheduleError(
+                "reindex",
+                f"iterator {iv.var.name!r} of block {node.name!r} "
+                f"has domain [{iv.dom.min}, {iv.dom.min} + {iv.dom.extent}); "
+                f"reindex needs constant domains starting at 0",
+                argument="block",
+                nodes=[node],
+            )
     top = _chain_top(idx, node)
-    new_buf = Buffer(fresh_name(f"{buf.name}_reindex", buffer_names(sch.func)),
-                     tuple(iv.dom.extent.value for iv in covered), buf.dtype, buf.scope)
+    new_buf = Buffer(
+        fresh_name(f"{buf.name}_reindex", buffer_names(sch.func)),
+        tuple(iv.dom.extent.value for iv in covered),
+        buf.dtype,
+        buf.scope,
+    )
     own = tuple(iv.var for iv in covered)
     # the copy block: its iterators replace the covered ones in the original indices
     ivs = tuple(IterVar(Var(f"vax{k}"), iv.dom, SPATIAL) for k, iv in enumerate(covered))
@@ -427,8 +510,9 @@ def reindex(sch, block: BlockRV, buffer: Any) -> BlockRV:
     if kind == "write":
         src, dst = dst, src
     name = fresh_name(f"{buf.name}_reindex", set(idx.realizes))
-    copy = Block(name, ivs, (point_region(*src),), (point_region(*dst),),
-                 BufferStore(dst[0], BufferLoad(*src), dst[1]))
+    copy = Block(
+        name, ivs, (point_region(*src),), (point_region(*dst),), BufferStore(dst[0], BufferLoad(*src), dst[1])
+    )
     loops = [Var(f"ax{k}") for k in range(len(ivs))]
     stage: Stmt = BlockRealize(tuple(loops), TRUE, copy)
     for v, iv in reversed(list(zip(loops, ivs))):
@@ -445,6 +529,7 @@ def reindex(sch, block: BlockRV, buffer: Any) -> BlockRV:
 
 def _reindexed(block: Block, buf: Buffer, new_buf: Buffer, own: tuple[Var, ...]) -> Block:
     """``block`` accessing ``new_buf[own]`` wherever it accessed ``buf``."""
+
     def post(n: Any) -> Any:
         if isinstance(n, BufferLoad) and n.buffer is buf:
             return BufferLoad(new_buf, own)
@@ -457,11 +542,21 @@ def _reindexed(block: Block, buf: Buffer, new_buf: Buffer, own: tuple[Var, ...])
 
     body = transform(block.body, post)
     init = None if block.init is None else transform(block.init, post)
-    return block.with_(body=body, init=init, reads=regions(block.reads),
-                       writes=regions(block.writes))
+    return block.with_(body=body, init=init, reads=regions(block.reads), writes=regions(block.writes))
 
 
-__all__ = ["cache_read", "cache_write", "reindex", "nth_buffer", "buffer_of",
-           "check_storage_scope", "scoped_name",
-           "allocation_site", "allocate", "insert_into_body", "copy_stage", "point_region",
-           "render_call"]
+__all__ = [
+    "cache_read",
+    "cache_write",
+    "reindex",
+    "nth_buffer",
+    "buffer_of",
+    "check_storage_scope",
+    "scoped_name",
+    "allocation_site",
+    "allocate",
+    "insert_into_body",
+    "copy_stage",
+    "point_region",
+    "render_call",
+]

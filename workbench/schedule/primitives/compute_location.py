@@ -26,6 +26,7 @@ iterators (``vi = o // 8`` beside ``vo = o``) are refused (:mod:`.reduce_space`;
 affine bindings of reduction blocks). Spatial iterators need no such care: recomputing an
 element is only redundant.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -37,15 +38,35 @@ from ...ir.expr import Add, Expr, IntImm, Sub, Var, as_int, is_const
 from ...ir.func import PrimFunc
 from ...ir.functor import free_vars
 from ...ir.region import block_access_regions
-from ...ir.stmt import (REDUCE, SPATIAL, TRUE, Block, BlockRealize, BufferRegion, For, ForKind,
-                        IterVar,
-                        Range, SeqStmt, Stmt, make_for, seq)
+from ...ir.stmt import (
+    REDUCE,
+    SPATIAL,
+    TRUE,
+    Block,
+    BlockRealize,
+    BufferRegion,
+    For,
+    ForKind,
+    IterVar,
+    Range,
+    SeqStmt,
+    Stmt,
+    make_for,
+    seq,
+)
 from ..instruction import schedule_primitive
 from ..rewrite import conjoin
 from ..rv import INLINE_MARK, LOCATION_PRIMITIVES, ROOT_MARK, BlockRV, LoopRV
 from ..state import FuncIndex, index, replace_all
-from .block_scope import (buffers, check_complete_or_reduction, check_in_scope, check_not_output,
-                          consumers, producers, removal_root)
+from .block_scope import (
+    buffers,
+    check_complete_or_reduction,
+    check_in_scope,
+    check_not_output,
+    consumers,
+    producers,
+    removal_root,
+)
 from .inline import compute_inline_func, reverse_compute_inline_func
 from .loops import loop_name
 from .reduce_space import reduce_space_problem
@@ -61,35 +82,65 @@ def _check_placement(primitive: str, idx: FuncIndex, block: Block, loop: For) ->
     check_in_scope(primitive, idx, block)
     scope = idx.scope(block)
     if idx.scope(loop) is not scope:
-        raise ScheduleError(primitive, f"{loop_name(loop)} is not in the block scope of block "
-                            f"{block.name!r} (scope {scope.name if scope else 'root'!r})",
-                            argument="loop", nodes=[loop, block])
+        raise ScheduleError(
+            primitive,
+            f"{loop_name(loop)} is not in the block scope of block "
+            f"{block.name!r} (scope {scope.name if scope else 'root'!r})",
+            argument="loop",
+            nodes=[loop, block],
+        )
     if loop in idx.ancestors(idx.realizes[block.name]):
-        raise ScheduleError(primitive, f"{loop_name(loop)} encloses block {block.name!r}: the "
-                            f"target loop must not be one of the block's own loops",
-                            argument="loop", nodes=[loop, block])
+        raise ScheduleError(
+            primitive,
+            f"{loop_name(loop)} encloses block {block.name!r}: the "
+            f"target loop must not be one of the block's own loops",
+            argument="loop",
+            nodes=[loop, block],
+        )
 
 
-def _check_outside(primitive: str, idx: FuncIndex, block: Block, loop: For, prods: list[Block],
-                   prods_under: set[str], cons: list[Block], cons_under: set[str]) -> None:
+def _check_outside(
+    primitive: str,
+    idx: FuncIndex,
+    block: Block,
+    loop: For,
+    prods: list[Block],
+    prods_under: set[str],
+    cons: list[Block],
+    cons_under: set[str],
+) -> None:
     """Producers outside the loop must precede it and consumers follow it, or the moved block
     would run before its inputs exist or after its output is read."""
     at = idx.order[loop]
-    for deps, under, role, must_precede in ((prods, prods_under, "producer", True),
-                                            (cons, cons_under, "consumer", False)):
+    for deps, under, role, must_precede in (
+        (prods, prods_under, "producer", True),
+        (cons, cons_under, "consumer", False),
+    ):
         for dep in deps:
             precedes = idx.order[idx.realizes[dep.name]] < at
             if dep.name in under or precedes == must_precede:
                 continue
             side, move = ("after", "before") if must_precede else ("before", "after")
-            raise ScheduleError(primitive, f"block {dep.name!r}, a {role} of block "
-                                f"{block.name!r}, comes {side} {loop_name(loop)}: the block would "
-                                f"move {move} its {role}", argument="loop",
-                                nodes=[loop, block, dep])
+            raise ScheduleError(
+                primitive,
+                f"block {dep.name!r}, a {role} of block "
+                f"{block.name!r}, comes {side} {loop_name(loop)}: the block would "
+                f"move {move} its {role}",
+                argument="loop",
+                nodes=[loop, block, dep],
+            )
 
 
-def _insertion_point(primitive: str, idx: FuncIndex, block: Block, loop: For,
-                     prods: list[Block], cons: list[Block], forward: bool, index_: int) -> int:
+def _insertion_point(
+    primitive: str,
+    idx: FuncIndex,
+    block: Block,
+    loop: For,
+    prods: list[Block],
+    cons: list[Block],
+    forward: bool,
+    index_: int,
+) -> int:
     """Where the moved nest goes among the loop body's statements: after every producer of the
     block under the loop, before every consumer (TVM's ``index``: -1 the last such position,
     -2 the first, else the position itself)."""
@@ -111,35 +162,50 @@ def _insertion_point(primitive: str, idx: FuncIndex, block: Block, loop: For,
     role, needed, seen = ("consumers", cons, seen_cons) if forward else ("producers", prods, seen_prod)
     missing = [b.name for b in needed if b.name not in seen]
     if missing:
-        raise ScheduleError(primitive, f"the {role} {missing} of block {block.name!r} are not "
-                            f"under {loop_name(loop)}; {primitive} needs all of its {role} "
-                            f"under the target loop", argument="loop", nodes=[loop, block])
+        raise ScheduleError(
+            primitive,
+            f"the {role} {missing} of block {block.name!r} are not "
+            f"under {loop_name(loop)}; {primitive} needs all of its {role} "
+            f"under the target loop",
+            argument="loop",
+            nodes=[loop, block],
+        )
     _check_outside(primitive, idx, block, loop, prods, seen_prod, cons, seen_cons)
     if last_prod >= first_cons:
-        raise ScheduleError(primitive, f"no place under {loop_name(loop)} comes after every "
-                            f"producer and before every consumer of block {block.name!r}: a "
-                            f"producer is in statement {last_prod} of the loop body, a consumer "
-                            f"in statement {first_cons}", argument="loop", nodes=[loop, block])
+        raise ScheduleError(
+            primitive,
+            f"no place under {loop_name(loop)} comes after every "
+            f"producer and before every consumer of block {block.name!r}: a "
+            f"producer is in statement {last_prod} of the loop body, a consumer "
+            f"in statement {first_cons}",
+            argument="loop",
+            nodes=[loop, block],
+        )
     if index_ == -1:
         return first_cons
     if index_ == -2:
         return last_prod + 1
     if isinstance(index_, int) and not isinstance(index_, bool) and last_prod < index_ <= first_cons:
         return index_
-    raise ScheduleError(primitive, f"index {index_!r} is not a valid insertion point under "
-                        f"{loop_name(loop)}: expected -1, -2 or one of "
-                        f"{list(range(last_prod + 1, first_cons + 1))}", argument="index")
+    raise ScheduleError(
+        primitive,
+        f"index {index_!r} is not a valid insertion point under "
+        f"{loop_name(loop)}: expected -1, -2 or one of "
+        f"{list(range(last_prod + 1, first_cons + 1))}",
+        argument="index",
+    )
 
 
-def _required_regions(idx: FuncIndex, loop: For, blocks: list[Block], wanted: set[Buffer],
-                      reads: bool, ana: Analyzer) -> dict[Buffer, Region]:
+def _required_regions(
+    idx: FuncIndex, loop: For, blocks: list[Block], wanted: set[Buffer], reads: bool, ana: Analyzer
+) -> dict[Buffer, Region]:
     """Per buffer of ``wanted``: the union of what ``blocks`` (all under ``loop``) read (or
     write) of it during one iteration of ``loop``."""
     out: dict[Buffer, Region] = {}
     for block in blocks:
         realize = idx.realizes[block.name]
         chain = idx.loops_above(realize)
-        below = chain[chain.index(loop) + 1:]
+        below = chain[chain.index(loop) + 1 :]
         dom = {l.loop_var: Range(l.min, l.extent) for l in below}
         accessed = []
         for scope in sorted({b.scope for b in wanted}):
@@ -147,17 +213,18 @@ def _required_regions(idx: FuncIndex, loop: For, blocks: list[Block], wanted: se
             # memory under threadIdx, global under any) serves all of them, so its region is
             # what all of them need (each then fetches a part of it, cooperatively)
             dom_s = dict(dom)
-            dom_s.update((l.loop_var, Range(l.min, l.extent))
-                         for l in chain[:chain.index(loop) + 1]
-                         if l.kind == ForKind.THREAD_BINDING and _threads_share(scope, l.thread_tag))
+            dom_s.update(
+                (l.loop_var, Range(l.min, l.extent))
+                for l in chain[: chain.index(loop) + 1]
+                if l.kind == ForKind.THREAD_BINDING and _threads_share(scope, l.thread_tag)
+            )
             regions = block_access_regions(realize, dom_s, idx.var_ranges(realize))
             accessed += [r for r in regions[0 if reads else 1] if r.buffer.scope == scope]
         for region in accessed:
             if region.buffer not in wanted:
                 continue
             old = out.get(region.buffer)
-            out[region.buffer] = (region.region if old is None
-                                  else ana.union_regions(old, region.region))
+            out[region.buffer] = region.region if old is None else ana.union_regions(old, region.region)
     return out
 
 
@@ -179,8 +246,13 @@ def _solve_index(e: Expr, ivars: set[Var]) -> Optional[tuple[Var, int]]:
     return None
 
 
-def _iter_requirements(primitive: str, block: Block, provided: tuple[BufferRegion, ...],
-                       required: dict[Buffer, Region], ana: Analyzer) -> dict[Var, Range]:
+def _iter_requirements(
+    primitive: str,
+    block: Block,
+    provided: tuple[BufferRegion, ...],
+    required: dict[Buffer, Region],
+    ana: Analyzer,
+) -> dict[Var, Range]:
     """The range each iterator of ``block`` must cover so that its accesses ``provided``
     cover ``required``; iterators left out are unconstrained."""
     ivars = {iv.var for iv in block.iter_vars}
@@ -192,21 +264,27 @@ def _iter_requirements(primitive: str, block: Block, provided: tuple[BufferRegio
         for dim, (have, want) in enumerate(zip(region.region, need)):
             at = ana.simplify(have.min)
             if not free_vars(at) & ivars:
-                continue            # a constant index: every iteration touches the same place
+                continue  # a constant index: every iteration touches the same place
             solved = _solve_index(at, ivars) if is_const(ana.simplify(have.extent), 1) else None
             if solved is None:
-                raise ScheduleError(primitive, f"cannot infer the iteration range of block "
-                                    f"{block.name!r}: it accesses {region.buffer.name} at {at} "
-                                    f"in dimension {dim}; only an iterator plus a constant can be "
-                                    f"solved", argument="block", nodes=[block])
+                raise ScheduleError(
+                    primitive,
+                    f"cannot infer the iteration range of block "
+                    f"{block.name!r}: it accesses {region.buffer.name} at {at} "
+                    f"in dimension {dim}; only an iterator plus a constant can be "
+                    f"solved",
+                    argument="block",
+                    nodes=[block],
+                )
             var, offset = solved
             rng = Range(ana.simplify(want.min - offset), want.extent)
             out[var] = rng if var not in out else ana.union_regions((out[var],), (rng,))[0]
     return out
 
 
-def _loop_plan(primitive: str, block: Block, iv: IterVar, need: Optional[Range], ana: Analyzer,
-               forward: bool) -> tuple[Expr, int, list]:
+def _loop_plan(
+    primitive: str, block: Block, iv: IterVar, need: Optional[Range], ana: Analyzer, forward: bool
+) -> tuple[Expr, int, list]:
     """(start, constant extent, conditions on the iterator's value) for one iterator.
 
     Conditions are functions of the value, because the value is only known once the loop
@@ -214,25 +292,38 @@ def _loop_plan(primitive: str, block: Block, iv: IterVar, need: Optional[Range],
     try:
         d0, dn = as_int(iv.dom.min), as_int(iv.dom.extent)
     except TypeError:
-        raise ScheduleError(primitive, f"block {block.name!r}: iterator {iv.var.name!r} has a "
-                            f"non-constant domain {iv.dom}", argument="block", nodes=[block]) from None
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r}: iterator {iv.var.name!r} has a non-constant domain {iv.dom}",
+            argument="block",
+            nodes=[block],
+        ) from None
     if need is None:
         return iv.dom.min, dn, []
     lo, ext = ana.simplify(need.min), ana.simplify(need.extent)
     ext_hi = ana.const_int_bound(ext)[1]
     if ext_hi is None:
-        if forward:     # computing more than needed is only redundant
+        if forward:  # computing more than needed is only redundant
             return iv.dom.min, dn, []
-        raise ScheduleError(primitive, f"cannot bound the range of iterator {iv.var.name!r} of "
-                            f"block {block.name!r}: extent {ext}", argument="block", nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"cannot bound the range of iterator {iv.var.name!r} of block {block.name!r}: extent {ext}",
+            argument="block",
+            nodes=[block],
+        )
     exact = is_const(ext, ext_hi)
     conds = [] if exact else [lambda v: v < lo + ext]
     if isinstance(lo, IntImm):
         start, end = max(lo.value, d0), min(lo.value + ext_hi, d0 + dn)
         if end <= start:
-            raise ScheduleError(primitive, f"block {block.name!r}: iterator {iv.var.name!r} "
-                                f"would range over [{lo}, {lo.value + ext_hi}), outside its domain "
-                                f"[{d0}, {d0 + dn})", argument="loop", nodes=[block])
+            raise ScheduleError(
+                primitive,
+                f"block {block.name!r}: iterator {iv.var.name!r} "
+                f"would range over [{lo}, {lo.value + ext_hi}), outside its domain "
+                f"[{d0}, {d0 + dn})",
+                argument="loop",
+                nodes=[block],
+            )
         return IntImm(start), end - start, conds
     if forward and ext_hi >= dn:
         return iv.dom.min, dn, []
@@ -249,21 +340,31 @@ def _loop_var_name(iv: IterVar) -> str:
     return name[1:] if name.startswith("v") and len(name) > 1 else name
 
 
-def _build_nest(primitive: str, block: Block, needs: dict[Var, Range], outer: dict[Var, Range],
-                preserve_unit_loops: bool, forward: bool) -> Stmt:
+def _build_nest(
+    primitive: str,
+    block: Block,
+    needs: dict[Var, Range],
+    outer: dict[Var, Range],
+    preserve_unit_loops: bool,
+    forward: bool,
+) -> Stmt:
     ana = Analyzer(outer)
-    plans = [_loop_plan(primitive, block, iv, needs.get(iv.var), ana, forward)
-             for iv in block.iter_vars]
+    plans = [_loop_plan(primitive, block, iv, needs.get(iv.var), ana, forward) for iv in block.iter_vars]
     if not forward and block.init is not None:
         # a reduction consumer must run each instance's whole reduction in one iteration:
         # split over several, the partial updates would meet repeated or missing inits
         for iv, (start, extent, conds) in zip(block.iter_vars, plans):
             full = is_const(start, as_int(iv.dom.min)) and extent == as_int(iv.dom.extent)
             if iv.iter_type == REDUCE and not (full and not conds):
-                raise ScheduleError(primitive, f"reduction block {block.name!r} would have its "
-                                    f"reduce iterator {iv.var.name!r} split across iterations of "
-                                    f"the target loop; move it to a loop where its producers "
-                                    f"produce whole reductions", argument="loop", nodes=[block])
+                raise ScheduleError(
+                    primitive,
+                    f"reduction block {block.name!r} would have its "
+                    f"reduce iterator {iv.var.name!r} split across iterations of "
+                    f"the target loop; move it to a loop where its producers "
+                    f"produce whole reductions",
+                    argument="loop",
+                    nodes=[block],
+                )
     scope = dict(outer)
     loops: list[tuple[Var, int]] = []
     values: list[Expr] = []
@@ -295,13 +396,24 @@ def _check_reduce_space(primitive: str, idx: FuncIndex, block: Block) -> None:
     realize = idx.realizes[block.name]
     problem = reduce_space_problem(realize, idx.loops_above(realize))
     if problem:
-        raise ScheduleError(primitive, f"reduction block {block.name!r} cannot be rebuilt with "
-                            f"one loop per iterator: {problem}; the new loops would change which "
-                            f"terms it sums", argument="block", nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"reduction block {block.name!r} cannot be rebuilt with "
+            f"one loop per iterator: {problem}; the new loops would change which "
+            f"terms it sums",
+            argument="block",
+            nodes=[block],
+        )
 
 
-def relocate(func: PrimFunc, block: Block, loop: For, primitive: str,
-             preserve_unit_loops: bool = False, index_: int = -1) -> PrimFunc:
+def relocate(
+    func: PrimFunc,
+    block: Block,
+    loop: For,
+    primitive: str,
+    preserve_unit_loops: bool = False,
+    index_: int = -1,
+) -> PrimFunc:
     """``func`` with ``block`` moved under ``loop`` (compute_at when ``primitive`` is
     ``"compute_at"``, reverse_compute_at otherwise); raises ScheduleError when invalid."""
     forward = primitive == "compute_at"
@@ -336,8 +448,7 @@ def relocate(func: PrimFunc, block: Block, loop: For, primitive: str,
 
 
 @schedule_primitive("compute_at")
-def compute_at(sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,
-               index: int = -1) -> None:
+def compute_at(sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False, index: int = -1) -> None:
     """Move producer ``block`` under ``loop``, computing per iteration only what the consumers
     under ``loop`` read in that iteration.
 
@@ -403,7 +514,7 @@ def compute_at(sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = Fa
 the target loop must not be one of the block's own loops
     """
     target = sch.get(loop)
-    if isinstance(target, str):     # a location mark drawn by sample_compute_location
+    if isinstance(target, str):  # a location mark drawn by sample_compute_location
         if target == INLINE_MARK:
             sch.func = compute_inline_func(sch.func, sch.get(block))
         return None
@@ -412,8 +523,9 @@ the target loop must not be one of the block's own loops
 
 
 @schedule_primitive("reverse_compute_at")
-def reverse_compute_at(sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,
-                       index: int = -1) -> None:
+def reverse_compute_at(
+    sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False, index: int = -1
+) -> None:
     """Move consumer ``block`` under ``loop``, consuming per iteration what the producers under
     ``loop`` produced in that iteration.
 
@@ -435,12 +547,11 @@ def reverse_compute_at(sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: b
                                                     C[vi, vj] = B[vi, vj] + 1
     """
     target = sch.get(loop)
-    if isinstance(target, str):     # a location mark drawn by sample_compute_location
+    if isinstance(target, str):  # a location mark drawn by sample_compute_location
         if target == INLINE_MARK:
             sch.func = reverse_compute_inline_func(sch.func, sch.get(block))
         return None
-    sch.func = relocate(sch.func, sch.get(block), target, "reverse_compute_at",
-                        preserve_unit_loops, index)
+    sch.func = relocate(sch.func, sch.get(block), target, "reverse_compute_at", preserve_unit_loops, index)
     return None
 
 
@@ -452,7 +563,7 @@ LOCATION_PRIMITIVES.update({"compute_at", "reverse_compute_at"})
 
 
 def _loop_iter_type(idx: FuncIndex, loop: For) -> str:
-    """"S" if the loop feeds only spatial iterators of the blocks under it, "R" if only
+    """ "S" if the loop feeds only spatial iterators of the blocks under it, "R" if only
     reduce iterators, "O" otherwise (TVM's GetLoopIterType)."""
     kinds = set()
     for realize in idx.child_realizes(loop):
@@ -512,8 +623,7 @@ def _location_checks(func: PrimFunc, block: Block):
             seen_other = True
             if k > last_spatial:
                 break
-        checks.append((k, lambda loop=loops[k]: _valid(relocate, func, block, loop,
-                                                         "compute_at", True)))
+        checks.append((k, lambda loop=loops[k]: _valid(relocate, func, block, loop, "compute_at", True)))
     return checks, loops
 
 
@@ -535,8 +645,11 @@ def sample_compute_location(sch, block: BlockRV, decision: Optional[int] = None)
         candidates, loops = compute_location_candidates(sch.func, node)
         decision = sch.rng.choice(candidates)
     elif isinstance(decision, bool) or not isinstance(decision, int) or decision < -2:
-        raise ScheduleError("sample_compute_location", f"decision {decision!r} is not -2, -1 or a "
-                            f"loop position", argument="decision")
+        raise ScheduleError(
+            "sample_compute_location",
+            f"decision {decision!r} is not -2, -1 or a loop position",
+            argument="decision",
+        )
     else:  # the recorded decision if still valid, else the nearest valid one before it
         checks, loops = _location_checks(sch.func, node)
         decision = next((d for d, valid in reversed(checks) if d <= decision and valid()), -1)

@@ -6,6 +6,7 @@ only safe when no two iterations update the same output element, so ``parallel``
 spatial (data-parallel) iterators — except ``bind`` to ``threadIdx.*``, which may also feed
 reduce iterators (a cross-thread reduction). ``unroll`` only replicates the body.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -26,24 +27,32 @@ def _check_iterators(sch, primitive: str, loop: For, allow_reduce: bool) -> None
             if iv.iter_type in allowed or not uses_var(value, loop.loop_var):
                 continue
             kind = {REDUCE: "reduce"}.get(iv.iter_type, "opaque")
-            raise ScheduleError(primitive, f"{loop_name(loop)} feeds {kind} iterator "
-                                f"{iv.var.name!r} of block {realize.block.name!r} "
-                                f"({iv.var.name} = {value}); with {primitive} it may only feed "
-                                f"{allowed_desc} iterators",
-                                argument="loop", nodes=[loop, realize.block])
+            raise ScheduleError(
+                primitive,
+                f"{loop_name(loop)} feeds {kind} iterator "
+                f"{iv.var.name!r} of block {realize.block.name!r} "
+                f"({iv.var.name} = {value}); with {primitive} it may only feed "
+                f"{allowed_desc} iterators",
+                argument="loop",
+                nodes=[loop, realize.block],
+            )
 
 
-def _set_kind(sch, primitive: str, rv: LoopRV, kind: ForKind,
-              thread_tag: Optional[str] = None) -> None:
+def _set_kind(sch, primitive: str, rv: LoopRV, kind: ForKind, thread_tag: Optional[str] = None) -> None:
     loop = sch.get(rv)
     if loop.kind != ForKind.SERIAL:
         now = loop.kind.value + (f" ({loop.thread_tag})" if loop.thread_tag else "")
-        raise ScheduleError(primitive, f"{loop_name(loop)} is already {now}; {primitive} "
-                            f"applies to serial loops", argument="loop", nodes=[loop])
+        raise ScheduleError(
+            primitive,
+            f"{loop_name(loop)} is already {now}; {primitive} applies to serial loops",
+            argument="loop",
+            nodes=[loop],
+        )
     const_extent(primitive, loop)
     if kind != ForKind.UNROLLED:
-        _check_iterators(sch, primitive, loop,
-                         allow_reduce=bool(thread_tag and thread_tag.startswith("threadIdx.")))
+        _check_iterators(
+            sch, primitive, loop, allow_reduce=bool(thread_tag and thread_tag.startswith("threadIdx."))
+        )
     sch.replace(loop, loop.with_(kind=kind, thread_tag=thread_tag))
 
 
@@ -104,6 +113,9 @@ def bind(sch, loop: LoopRV, thread_axis: str) -> None:
           block C: vi = i                    block C: vi = i
     """
     if thread_axis not in THREAD_TAGS:
-        raise ScheduleError("bind", f"unknown thread axis {thread_axis!r}; expected one of "
-                            f"{', '.join(THREAD_TAGS)}", argument="thread_axis")
+        raise ScheduleError(
+            "bind",
+            f"unknown thread axis {thread_axis!r}; expected one of {', '.join(THREAD_TAGS)}",
+            argument="thread_axis",
+        )
     _set_kind(sch, "bind", loop, ForKind.THREAD_BINDING, thread_tag=thread_axis)

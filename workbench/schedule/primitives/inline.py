@@ -4,6 +4,7 @@
 Both remove a block, its loops and the intermediate buffer between the two stages; the block
 that absorbs the computation gets its read / write regions recomputed from its new body.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,22 +20,35 @@ from ...ir.structural import structural_equal
 from ..instruction import schedule_primitive
 from ..rv import BlockRV
 from ..state import index, replace_all
-from .block_scope import (check_complete, check_in_scope, check_not_output, drop_allocation,
-                          producers, removal_root)
+from .block_scope import (
+    check_complete,
+    check_in_scope,
+    check_not_output,
+    drop_allocation,
+    producers,
+    removal_root,
+)
 
 
 def _with_regions(block: Block) -> Block:
     """``block`` with its reads / writes recomputed from its body."""
-    reads, writes = infer_access_regions(block.body, block.init, alloc_buffers=block.alloc_buffers,
-                                         var_ranges={iv.var: iv.dom for iv in block.iter_vars})
+    reads, writes = infer_access_regions(
+        block.body,
+        block.init,
+        alloc_buffers=block.alloc_buffers,
+        var_ranges={iv.var: iv.dom for iv in block.iter_vars},
+    )
     return block.with_(reads=reads, writes=writes)
 
 
 def _single_store(primitive: str, block: Block, role: str = "block") -> BufferStore:
     if not isinstance(block.body, BufferStore):
-        raise ScheduleError(primitive, f"the body of {role} {block.name!r} is a "
-                            f"{type(block.body).__name__}, not a single BufferStore",
-                            argument="block", nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"the body of {role} {block.name!r} is a {type(block.body).__name__}, not a single BufferStore",
+            argument="block",
+            nodes=[block],
+        )
     return block.body
 
 
@@ -52,8 +66,10 @@ def _producer_store(primitive: str, block: Block) -> BufferStore:
 
 def _replace_loads(node: Any, buffer: Buffer, fn) -> Any:
     """``node`` with every load of ``buffer`` replaced by ``fn(load)`` (loads rebuilt first)."""
+
     def post(n: Any) -> Any:
         return fn(n) if type(n) is BufferLoad and n.buffer is buffer else n
+
     return transform(node, post)
 
 
@@ -76,15 +92,25 @@ def compute_inline_func(func: PrimFunc, block: Block, primitive: str = "compute_
     seen: list[Var] = []
     for k, i in enumerate(store.indices):
         if not (isinstance(i, Var) and i in ivars) or i in seen:
-            raise ScheduleError(primitive, f"block {block.name!r} stores {store.buffer.name} at "
-                                f"index {k} = {i}; each index must be a distinct iterator of the "
-                                f"block", argument="block", nodes=[block])
+            raise ScheduleError(
+                primitive,
+                f"block {block.name!r} stores {store.buffer.name} at "
+                f"index {k} = {i}; each index must be a distinct iterator of the "
+                f"block",
+                argument="block",
+                nodes=[block],
+            )
         seen.append(i)
     stray = (free_vars(store.value) & set(ivars)) - set(seen)
     if stray:
-        raise ScheduleError(primitive, f"block {block.name!r} computes its value from iterators "
-                            f"{sorted(v.name for v in stray)} that do not index "
-                            f"{store.buffer.name}", argument="block", nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r} computes its value from iterators "
+            f"{sorted(v.name for v in stray)} that do not index "
+            f"{store.buffer.name}",
+            argument="block",
+            nodes=[block],
+        )
     removed = removal_root(primitive, idx, block)
     buffer = store.buffer
 
@@ -129,8 +155,9 @@ def compute_inline(sch, block: BlockRV) -> None:
 # reverse_compute_inline
 
 
-def reverse_compute_inline_func(func: PrimFunc, block: Block,
-                                primitive: str = "reverse_compute_inline") -> PrimFunc:
+def reverse_compute_inline_func(
+    func: PrimFunc, block: Block, primitive: str = "reverse_compute_inline"
+) -> PrimFunc:
     """``func`` with consumer ``block`` inlined into its producer; raises ScheduleError."""
     idx = index(func)
     check_in_scope(primitive, idx, block)
@@ -138,35 +165,54 @@ def reverse_compute_inline_func(func: PrimFunc, block: Block,
     store = _single_store(primitive, block)
     prods = producers(idx, block)
     if len(prods) != 1:
-        raise ScheduleError(primitive, f"block {block.name!r} has {len(prods)} producer blocks "
-                            f"{[b.name for b in prods]}; {primitive} needs exactly one",
-                            argument="block", nodes=[block, *prods])
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r} has {len(prods)} producer blocks "
+            f"{[b.name for b in prods]}; {primitive} needs exactly one",
+            argument="block",
+            nodes=[block, *prods],
+        )
     producer = prods[0]
     check_complete(primitive, idx, producer, role="producer")
     pstore = _producer_store(primitive, producer)
     buffer = pstore.buffer
     if buffer in func.params:
-        raise ScheduleError(primitive, f"producer {producer.name!r} writes the function "
-                            f"parameter {buffer.name}, which must keep its value",
-                            argument="block", nodes=[producer])
+        raise ScheduleError(
+            primitive,
+            f"producer {producer.name!r} writes the function "
+            f"parameter {buffer.name}, which must keep its value",
+            argument="block",
+            nodes=[producer],
+        )
     others = [n for n in _reader_names(func, buffer, block) if n != producer.name]
     if others:
-        raise ScheduleError(primitive, f"{buffer.name} is also read by blocks {others}; only "
-                            f"the single consumer of a buffer can be inlined into its producer",
-                            argument="block", nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"{buffer.name} is also read by blocks {others}; only "
+            f"the single consumer of a buffer can be inlined into its producer",
+            argument="block",
+            nodes=[block],
+        )
     loads = [n for n in pre_order(store) if type(n) is BufferLoad and n.buffer is buffer]
     at = loads[0].indices if loads else ()
-    if not loads or any(not all(structural_equal(a, b, map_free_vars=False)
-                                for a, b in zip(at, ld.indices)) for ld in loads[1:]):
-        raise ScheduleError(primitive, f"block {block.name!r} must read {buffer.name} at one "
-                            f"and the same index, {len(loads)} distinct reads found",
-                            argument="block", nodes=[block])
+    if not loads or any(
+        not all(structural_equal(a, b, map_free_vars=False) for a, b in zip(at, ld.indices))
+        for ld in loads[1:]
+    ):
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r} must read {buffer.name} at one "
+            f"and the same index, {len(loads)} distinct reads found",
+            argument="block",
+            nodes=[block],
+        )
     _check_injective(primitive, block, store, buffer, at)
     # the consumer's iterators, as functions of the producer's store indices
     vmap = dict(zip(at, pstore.indices))
     value = _replace_loads(store.value, buffer, lambda _: pstore.value)
-    new_store = BufferStore(store.buffer, substitute(value, vmap),
-                            tuple(substitute(i, vmap) for i in store.indices))
+    new_store = BufferStore(
+        store.buffer, substitute(value, vmap), tuple(substitute(i, vmap) for i in store.indices)
+    )
     body = transform(producer.body, lambda n: new_store if n is pstore else n)
     new_producer = _with_regions(producer.with_(body=body))
     removed = removal_root(primitive, idx, block)
@@ -174,26 +220,38 @@ def reverse_compute_inline_func(func: PrimFunc, block: Block,
     return drop_allocation(func, buffer)
 
 
-def _check_injective(primitive: str, block: Block, store: BufferStore, buffer: Buffer,
-                     at: tuple) -> None:
+def _check_injective(primitive: str, block: Block, store: BufferStore, buffer: Buffer, at: tuple) -> None:
     """The consumer reads the producer's buffer at distinct iterators spanning each dimension
     whole, and computes from nothing else: one consumer instance per producer instance."""
     doms = {iv.var: iv.dom for iv in block.iter_vars}
     for d, i in enumerate(at):
         if not isinstance(i, Var) or i not in doms or i in at[:d]:
-            raise ScheduleError(primitive, f"block {block.name!r} reads {buffer.name} at index "
-                                f"{d} = {i}; each index must be a distinct iterator of the block",
-                                argument="block", nodes=[block])
+            raise ScheduleError(
+                primitive,
+                f"block {block.name!r} reads {buffer.name} at index "
+                f"{d} = {i}; each index must be a distinct iterator of the block",
+                argument="block",
+                nodes=[block],
+            )
         dom = doms[i]
         if not (is_const(dom.min, 0) and is_const(dom.extent, buffer.shape[d])):
-            raise ScheduleError(primitive, f"iterator {i.name!r} of block {block.name!r} ranges "
-                                f"over {dom}, not the whole extent {buffer.shape[d]} of "
-                                f"{buffer.name} in dimension {d}", argument="block", nodes=[block])
+            raise ScheduleError(
+                primitive,
+                f"iterator {i.name!r} of block {block.name!r} ranges "
+                f"over {dom}, not the whole extent {buffer.shape[d]} of "
+                f"{buffer.name} in dimension {d}",
+                argument="block",
+                nodes=[block],
+            )
     stray = free_vars(store) & (set(doms) - set(at))
     if stray:
-        raise ScheduleError(primitive, f"block {block.name!r} uses iterators "
-                            f"{sorted(v.name for v in stray)} that do not index {buffer.name}",
-                            argument="block", nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r} uses iterators "
+            f"{sorted(v.name for v in stray)} that do not index {buffer.name}",
+            argument="block",
+            nodes=[block],
+        )
 
 
 @schedule_primitive("reverse_compute_inline")

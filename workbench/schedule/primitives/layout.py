@@ -6,6 +6,7 @@ shape of its axes — and rewrite every access to it. They apply to intermediate
 a block allocates): a parameter's scope, strides and shape are the function's interface, which
 a schedule does not change. The last two rewrite one block's iteration space.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,20 +15,58 @@ from typing import Any, Mapping, Optional, Union
 from ...errors import InternalError, ScheduleError
 from ...ir.arith import Simplifier
 from ...ir.buffer import Buffer
-from ...ir.expr import (EQ, GE, GT, LE, LT, And, BufferLoad, Expr, FloatImm, IntImm, Select,
-                        Var, const, is_const)
+from ...ir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    And,
+    BufferLoad,
+    Expr,
+    FloatImm,
+    IntImm,
+    Select,
+    Var,
+    const,
+    is_const,
+)
 from ...ir.functor import free_vars, replace_buffers, substitute, transform
 from ...ir.index_map import IndexMap
 from ...ir.region import infer_access_regions
-from ...ir.stmt import (REDUCE, SPATIAL, TRUE, Block, BlockRealize, BufferRegion, BufferStore,
-                        Evaluate, For, IfThenElse, IterVar, Range, SeqStmt, Stmt, make_for, seq)
+from ...ir.stmt import (
+    REDUCE,
+    SPATIAL,
+    TRUE,
+    Block,
+    BlockRealize,
+    BufferRegion,
+    BufferStore,
+    Evaluate,
+    For,
+    IfThenElse,
+    IterVar,
+    Range,
+    SeqStmt,
+    Stmt,
+    make_for,
+    seq,
+)
 from ..instruction import schedule_primitive
 from ..rewrite import conjoin, simplify
 from ..rv import BlockRV, LoopRV
 from .block_scope import buffers, check_complete
 from .block_scope import buffer_names, fresh_name
-from .cache import (allocation_site, buffer_of, check_storage_scope, insert_into_body, nth_buffer,
-                    point_region, render_call, scoped_name)
+from .cache import (
+    allocation_site,
+    buffer_of,
+    check_storage_scope,
+    insert_into_body,
+    nth_buffer,
+    point_region,
+    render_call,
+    scoped_name,
+)
 
 Ranges = Mapping[Var, Range]
 
@@ -36,11 +75,15 @@ def _intermediate(sch, primitive: str, block: Block, buf: Buffer, argument: str)
     """The block allocating ``buf``; a ScheduleError for a function parameter."""
     site = allocation_site(sch.index, block, buf)
     if site is None:
-        raise ScheduleError(primitive, f"{buf.name} is a parameter of {sch.func.name}: its "
-                            f"scope, strides and layout are the function's interface, which a "
-                            f"schedule does not change (apply it to an intermediate buffer, "
-                            f"e.g. one made by cache_read / cache_write)", argument=argument,
-                            nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"{buf.name} is a parameter of {sch.func.name}: its "
+            f"scope, strides and layout are the function's interface, which a "
+            f"schedule does not change (apply it to an intermediate buffer, "
+            f"e.g. one made by cache_read / cache_write)",
+            argument=argument,
+            nodes=[block],
+        )
     return site
 
 
@@ -79,8 +122,7 @@ def set_scope(sch, block: BlockRV, buffer_index: Union[int, str], storage_scope:
 
 
 @schedule_primitive("storage_align")
-def storage_align(sch, block: BlockRV, buffer_index: int, axis: int, factor: int,
-                  offset: int) -> None:
+def storage_align(sch, block: BlockRV, buffer_index: int, axis: int, factor: int, offset: int) -> None:
     """Pad the stride of ``axis`` of the intermediate buffer ``block.writes[buffer_index]`` so
     that it is ``factor * k + offset`` elements (to avoid bank or cache-set conflicts). Backends
     index every buffer with ``Buffer.strides()``, which honours the alignment.
@@ -99,18 +141,26 @@ def storage_align(sch, block: BlockRV, buffer_index: int, axis: int, factor: int
         if isinstance(value, bool) or not isinstance(value, int):
             raise ScheduleError("storage_align", f"expected an int, got {value!r}", argument=name)
     if not -buf.ndim <= axis < buf.ndim:
-        raise ScheduleError("storage_align", f"{buf.name} has {buf.ndim} axes; axis {axis} is "
-                            f"out of range", argument="axis", nodes=[node])
+        raise ScheduleError(
+            "storage_align",
+            f"{buf.name} has {buf.ndim} axes; axis {axis} is out of range",
+            argument="axis",
+            nodes=[node],
+        )
     axis %= buf.ndim
     if axis == buf.ndim - 1:
-        raise ScheduleError("storage_align", f"axis {axis} is the innermost axis of {buf.name}, "
-                            f"whose stride is always 1", argument="axis", nodes=[node])
+        raise ScheduleError(
+            "storage_align",
+            f"axis {axis} is the innermost axis of {buf.name}, whose stride is always 1",
+            argument="axis",
+            nodes=[node],
+        )
     if factor <= 0:
-        raise ScheduleError("storage_align", f"factor must be positive, got {factor}",
-                            argument="factor")
+        raise ScheduleError("storage_align", f"factor must be positive, got {factor}", argument="factor")
     if not 0 <= offset < factor:
-        raise ScheduleError("storage_align", f"offset must be in [0, factor={factor}), got "
-                            f"{offset}", argument="offset")
+        raise ScheduleError(
+            "storage_align", f"offset must be in [0, factor={factor}), got {offset}", argument="offset"
+        )
     align = tuple(a for a in buf.align if a[0] != axis) + ((axis, factor, offset),)
     _swap_buffer(sch, site, buf, buf.with_(align=tuple(sorted(align))))
     return None
@@ -135,6 +185,7 @@ class _Relayout:
             if isinstance(n, BufferLoad) and n.buffer is self.buf:
                 return BufferLoad(self.new, self.indices(n.indices, ranges))
             return n
+
         return transform(e, post)
 
     def stmt(self, s: Stmt, ranges: Ranges) -> Stmt:
@@ -144,13 +195,16 @@ class _Relayout:
         if isinstance(s, SeqStmt):
             return SeqStmt(tuple(self.stmt(x, ranges) for x in s.seq))
         if isinstance(s, BlockRealize):
-            return s.with_(iter_values=tuple(self.expr(v, ranges) for v in s.iter_values),
-                           predicate=self.expr(s.predicate, ranges),
-                           block=self.block(s.block, ranges))
+            return s.with_(
+                iter_values=tuple(self.expr(v, ranges) for v in s.iter_values),
+                predicate=self.expr(s.predicate, ranges),
+                block=self.block(s.block, ranges),
+            )
         if isinstance(s, BufferStore):
             idx = self.indices(s.indices, ranges) if s.buffer is self.buf else s.indices
-            return BufferStore(self.new if s.buffer is self.buf else s.buffer,
-                               self.expr(s.value, ranges), idx)
+            return BufferStore(
+                self.new if s.buffer is self.buf else s.buffer, self.expr(s.value, ranges), idx
+            )
         if isinstance(s, IfThenElse):
             other = None if s.else_case is None else self.stmt(s.else_case, ranges)
             return IfThenElse(self.expr(s.condition, ranges), self.stmt(s.then_case, ranges), other)
@@ -165,10 +219,12 @@ class _Relayout:
         alloc = tuple(self.new if x is self.buf else x for x in b.alloc_buffers)
         reads, writes = b.reads, b.writes
         if self.buf in buffers(reads) | buffers(writes):
-            got = infer_access_regions(body, init, alloc_buffers=alloc,
-                                       var_ranges={iv.var: iv.dom for iv in b.iter_vars})
-            reads, writes = (tuple(self.region(r, found) for r in mine)
-                             for mine, found in zip((reads, writes), got))
+            got = infer_access_regions(
+                body, init, alloc_buffers=alloc, var_ranges={iv.var: iv.dom for iv in b.iter_vars}
+            )
+            reads, writes = (
+                tuple(self.region(r, found) for r in mine) for mine, found in zip((reads, writes), got)
+            )
         return b.with_(body=body, init=init, alloc_buffers=alloc, reads=reads, writes=writes)
 
     def region(self, r: BufferRegion, found: tuple[BufferRegion, ...]) -> BufferRegion:
@@ -182,11 +238,9 @@ class _Relayout:
 
 def _pad_fill(name: str, buf: Buffer, value: Union[int, float]) -> Stmt:
     """A block writing ``value`` to every element of ``buf``."""
-    ivs = tuple(IterVar(Var(f"vax{d}"), Range.from_extent(s), SPATIAL)
-                for d, s in enumerate(buf.shape))
+    ivs = tuple(IterVar(Var(f"vax{d}"), Range.from_extent(s), SPATIAL) for d, s in enumerate(buf.shape))
     idx = tuple(iv.var for iv in ivs)
-    block = Block(name, ivs, (), (point_region(buf, idx),),
-                  BufferStore(buf, const(value, buf.dtype), idx))
+    block = Block(name, ivs, (), (point_region(buf, idx),), BufferStore(buf, const(value, buf.dtype), idx))
     loops = [Var(f"ax{d}") for d in range(buf.ndim)]
     nest: Stmt = BlockRealize(tuple(loops), TRUE, block)
     for v, s in reversed(list(zip(loops, buf.shape))):
@@ -202,8 +256,9 @@ def _index_map(primitive: str, value: Any) -> IndexMap:
 
 
 @schedule_primitive("transform_layout", as_python=render_call)
-def transform_layout(sch, block: BlockRV, buffer: Any, index_map: IndexMap,
-                     pad_value: Optional[Union[int, float]] = None) -> None:
+def transform_layout(
+    sch, block: BlockRV, buffer: Any, index_map: IndexMap, pad_value: Optional[Union[int, float]] = None
+) -> None:
     """Store an intermediate buffer in a new layout: element ``idx`` moves to
     ``index_map(*idx)`` and every access in the function follows. ``buffer`` is
     ``("read" | "write", index)`` into ``block``'s regions, a write index, or a buffer name;
@@ -229,30 +284,40 @@ def transform_layout(sch, block: BlockRV, buffer: Any, index_map: IndexMap,
     imap = _index_map("transform_layout", index_map)
     site = _intermediate(sch, "transform_layout", node, buf, "buffer")
     if len(imap.params) != buf.ndim:
-        raise ScheduleError("transform_layout", f"{imap} takes {len(imap.params)} indices but "
-                            f"{buf.name} has {buf.ndim} axes", argument="index_map")
+        raise ScheduleError(
+            "transform_layout",
+            f"{imap} takes {len(imap.params)} indices but {buf.name} has {buf.ndim} axes",
+            argument="index_map",
+        )
     try:
         shape = imap.map_shape(buf.shape)
         injective = imap.is_injective(buf.shape)
     except ValueError as exc:
         raise ScheduleError("transform_layout", str(exc), argument="index_map") from None
     if not injective:
-        raise ScheduleError("transform_layout", f"{imap} sends two elements of {buf.name} "
-                            f"{list(buf.shape)} to the same place", argument="index_map")
+        raise ScheduleError(
+            "transform_layout",
+            f"{imap} sends two elements of {buf.name} {list(buf.shape)} to the same place",
+            argument="index_map",
+        )
     padded = math.prod(shape) > buf.size
     if padded and pad_value is None:
-        raise ScheduleError("transform_layout", f"{imap} maps {buf.name} {list(buf.shape)} "
-                            f"into {list(shape)}, leaving padding: give a pad_value",
-                            argument="pad_value")
+        raise ScheduleError(
+            "transform_layout",
+            f"{imap} maps {buf.name} {list(buf.shape)} into {list(shape)}, leaving padding: give a pad_value",
+            argument="pad_value",
+        )
     if pad_value is not None:
         try:
             if isinstance(pad_value, bool) or not isinstance(pad_value, (int, float)):
                 raise TypeError("a number")
             const(pad_value, buf.dtype)
         except TypeError:
-            raise ScheduleError("transform_layout", f"pad_value must be a number that fits "
-                                f"{buf.name}'s dtype {buf.dtype}, got {pad_value!r}",
-                                argument="pad_value") from None
+            raise ScheduleError(
+                "transform_layout",
+                f"pad_value must be a number that fits {buf.name}'s dtype {buf.dtype}, got {pad_value!r}",
+                argument="pad_value",
+            ) from None
     new = Buffer(buf.name, shape, buf.dtype, buf.scope)
     out = _Relayout(buf, new, imap).block(site, sch.index.var_ranges(site))
     sch.replace(site, out)
@@ -268,16 +333,18 @@ def transform_layout(sch, block: BlockRV, buffer: Any, index_map: IndexMap,
 
 def _simplify_accesses(node: Any, ranges: Ranges) -> Any:
     """Loads, stores and regions of ``node`` with simplified indices."""
+
     def post(n: Any) -> Any:
         if isinstance(n, BufferLoad):
             return BufferLoad(n.buffer, tuple(simplify(i, ranges) for i in n.indices))
         if isinstance(n, BufferStore):
             return BufferStore(n.buffer, n.value, tuple(simplify(i, ranges) for i in n.indices))
         if isinstance(n, BufferRegion):
-            return BufferRegion(n.buffer, tuple(Range(simplify(r.min, ranges),
-                                                      simplify(r.extent, ranges))
-                                                for r in n.region))
+            return BufferRegion(
+                n.buffer, tuple(Range(simplify(r.min, ranges), simplify(r.extent, ranges)) for r in n.region)
+            )
         return n
+
     return transform(node, post)
 
 
@@ -290,27 +357,50 @@ def _check_trivial_nest(sch, primitive: str, block: Block) -> list[For]:
     inner: Stmt = realize
     for loop in reversed(loops):
         if loop.body is not inner:
-            raise ScheduleError(primitive, f"loop {loop.loop_var.name!r} holds other statements "
-                                f"besides block {block.name!r}; the block must be alone under "
-                                f"its loops", argument="block", nodes=[loop])
+            raise ScheduleError(
+                primitive,
+                f"loop {loop.loop_var.name!r} holds other statements "
+                f"besides block {block.name!r}; the block must be alone under "
+                f"its loops",
+                argument="block",
+                nodes=[loop],
+            )
         inner = loop
     bound = [str(v) for v in realize.iter_values]
     trivial = len(loops) == len(block.iter_vars) and all(
-        v is l.loop_var for v, l in zip(realize.iter_values, loops))
+        v is l.loop_var for v, l in zip(realize.iter_values, loops)
+    )
     if not trivial:
-        raise ScheduleError(primitive, f"block {block.name!r} is bound to {bound}, not to its "
-                            f"loops {[l.loop_var.name for l in loops]} one by one (undo split/"
-                            f"fuse/reorder first)", argument="block", nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r} is bound to {bound}, not to its "
+            f"loops {[l.loop_var.name for l in loops]} one by one (undo split/"
+            f"fuse/reorder first)",
+            argument="block",
+            nodes=[block],
+        )
     for loop, iv in zip(loops, block.iter_vars):
-        ok = (is_const(loop.min, 0) and is_const(iv.dom.min, 0) and isinstance(loop.extent, IntImm)
-              and isinstance(iv.dom.extent, IntImm) and loop.extent.value == iv.dom.extent.value)
+        ok = (
+            is_const(loop.min, 0)
+            and is_const(iv.dom.min, 0)
+            and isinstance(loop.extent, IntImm)
+            and isinstance(iv.dom.extent, IntImm)
+            and loop.extent.value == iv.dom.extent.value
+        )
         if not ok:
-            raise ScheduleError(primitive, f"loop {loop.loop_var.name!r} or iterator "
-                                f"{iv.var.name!r} does not span a constant [0, n)",
-                                argument="block", nodes=[loop, block])
+            raise ScheduleError(
+                primitive,
+                f"loop {loop.loop_var.name!r} or iterator {iv.var.name!r} does not span a constant [0, n)",
+                argument="block",
+                nodes=[loop, block],
+            )
     if not is_const(realize.predicate, 1):
-        raise ScheduleError(primitive, f"block {block.name!r} has predicate "
-                            f"{realize.predicate}", argument="block", nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r} has predicate {realize.predicate}",
+            argument="block",
+            nodes=[block],
+        )
     return loops
 
 
@@ -333,9 +423,14 @@ def transform_block_layout(sch, block: BlockRV, index_map: IndexMap) -> None:
     node = sch.get(block)
     imap = _index_map("transform_block_layout", index_map)
     if len(imap.params) != len(node.iter_vars):
-        raise ScheduleError("transform_block_layout", f"{imap} takes {len(imap.params)} "
-                            f"indices but block {node.name!r} has {len(node.iter_vars)} "
-                            f"iterators", argument="index_map", nodes=[node])
+        raise ScheduleError(
+            "transform_block_layout",
+            f"{imap} takes {len(imap.params)} "
+            f"indices but block {node.name!r} has {len(node.iter_vars)} "
+            f"iterators",
+            argument="index_map",
+            nodes=[node],
+        )
     loops = _check_trivial_nest(sch, "transform_block_layout", node)
     try:
         inverse, shape = imap.inverse([iv.dom.extent.value for iv in node.iter_vars])
@@ -347,17 +442,25 @@ def transform_block_layout(sch, block: BlockRV, index_map: IndexMap) -> None:
     for v, r, n in zip(new_vars, imap.results, shape):
         used = {kinds[p] for p in free_vars(r)}
         if len(used) > 1 or used - {SPATIAL, REDUCE}:
-            raise ScheduleError("transform_block_layout", f"new iterator {r} mixes iterators "
-                                f"of kinds {sorted(used)}", argument="index_map", nodes=[node])
+            raise ScheduleError(
+                "transform_block_layout",
+                f"new iterator {r} mixes iterators of kinds {sorted(used)}",
+                argument="index_map",
+                nodes=[node],
+            )
         new_ivs.append(IterVar(v, Range.from_extent(n), used.pop() if used else SPATIAL))
     ranges = {iv.var: iv.dom for iv in new_ivs}
     vmap = {iv.var: e for iv, e in zip(node.iter_vars, inverse.map_indices(new_vars))}
-    rebuilt = node.with_(iter_vars=tuple(new_ivs), reads=_each(node.reads, vmap),
-                         writes=_each(node.writes, vmap), body=substitute(node.body, vmap),
-                         init=None if node.init is None else substitute(node.init, vmap))
-    rebuilt = _simplify_accesses(rebuilt, {**sch.index.var_ranges(loops[0] if loops else
-                                                                  sch.index.realizes[node.name]),
-                                           **ranges})
+    rebuilt = node.with_(
+        iter_vars=tuple(new_ivs),
+        reads=_each(node.reads, vmap),
+        writes=_each(node.writes, vmap),
+        body=substitute(node.body, vmap),
+        init=None if node.init is None else substitute(node.init, vmap),
+    )
+    rebuilt = _simplify_accesses(
+        rebuilt, {**sch.index.var_ranges(loops[0] if loops else sch.index.realizes[node.name]), **ranges}
+    )
     loop_vars = [Var(f"ax{k}") for k in range(len(shape))]
     nest: Stmt = BlockRealize(tuple(loop_vars), TRUE, rebuilt)
     for v, n in reversed(list(zip(loop_vars, shape))):
@@ -381,8 +484,7 @@ def _conjuncts(e: Expr) -> list[Expr]:
 def _in_bound_box(block: Block, cond: Expr) -> dict[Var, tuple[int, int]]:
     """Per iterator, the ``[lo, hi)`` where the padding condition holds: the condition must be
     a conjunction of bounds ``a * v + c (<, <=, >, >=, ==) d`` on single iterators."""
-    box = {iv.var: (iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value)
-           for iv in block.iter_vars}
+    box = {iv.var: (iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value) for iv in block.iter_vars}
     sim = Simplifier({})
     for c in _conjuncts(cond):
         if type(c) not in (LT, LE, GT, GE, EQ) or c.a.dtype != "int32":
@@ -398,19 +500,23 @@ def _in_bound_box(block: Block, cond: Expr) -> dict[Var, tuple[int, int]]:
         for bound, is_upper in ((upper, True), (lower, False)):
             if bound is None:
                 continue
-            n = bound - k                   # a*v <= n (upper) or a*v >= n (lower)
-            if is_upper == (a > 0):         # v <= floor(n / a)
+            n = bound - k  # a*v <= n (upper) or a*v >= n (lower)
+            if is_upper == (a > 0):  # v <= floor(n / a)
                 hi = min(hi, n // a + 1)
-            else:                           # v >= ceil(n / a)
+            else:  # v >= ceil(n / a)
                 lo = max(lo, -(-n // a))
         box[v] = (lo, hi)
     return box
 
 
 def _pattern_error(block: Block, why: str) -> ScheduleError:
-    return ScheduleError("decompose_padding", f"block {block.name!r} does not match the padding "
-                         f"pattern `buf[...] = if_then_else(cond, value, constant)`: {why}",
-                         argument="block", nodes=[block])
+    return ScheduleError(
+        "decompose_padding",
+        f"block {block.name!r} does not match the padding "
+        f"pattern `buf[...] = if_then_else(cond, value, constant)`: {why}",
+        argument="block",
+        nodes=[block],
+    )
 
 
 def _const_fill(name: str, realize: BlockRealize, loops: list[For], pad: Expr) -> Stmt:
@@ -420,10 +526,12 @@ def _const_fill(name: str, realize: BlockRealize, loops: list[For], pad: Expr) -
     ivs = tuple(IterVar(Var(iv.var.name), iv.dom, SPATIAL) for iv in block.iter_vars)
     imap = {old.var: new.var for old, new in zip(block.iter_vars, ivs)}
     store = block.body
-    new_block = Block(name, ivs, (), _each(block.writes, imap),
-                      BufferStore(store.buffer, pad, _each(store.indices, imap)))
-    nest: Stmt = BlockRealize(_each(realize.iter_values, vmap),
-                              substitute(realize.predicate, vmap), new_block)
+    new_block = Block(
+        name, ivs, (), _each(block.writes, imap), BufferStore(store.buffer, pad, _each(store.indices, imap))
+    )
+    nest: Stmt = BlockRealize(
+        _each(realize.iter_values, vmap), substitute(realize.predicate, vmap), new_block
+    )
     for l in reversed(loops):
         nest = For(vmap[l.loop_var], l.min, l.extent, l.kind, nest, l.thread_tag, l.annotations)
     return nest
@@ -454,8 +562,12 @@ def decompose_padding(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
     idx = sch.index
     loops = idx.loops_above(node)
     if target not in loops:
-        raise ScheduleError("decompose_padding", f"loop {target.loop_var.name!r} is not above "
-                            f"block {node.name!r}", argument="loop", nodes=[target, node])
+        raise ScheduleError(
+            "decompose_padding",
+            f"loop {target.loop_var.name!r} is not above block {node.name!r}",
+            argument="loop",
+            nodes=[target, node],
+        )
     check_complete("decompose_padding", idx, node)
     store = node.body
     if not isinstance(store, BufferStore) or not isinstance(store.value, Select):
@@ -467,8 +579,9 @@ def decompose_padding(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
         if not (isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)):
             raise _pattern_error(node, f"iterator {iv.var.name!r} has a non-constant domain")
     box = _in_bound_box(node, sel.condition)
-    if all(box[iv.var] == (iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value)
-           for iv in node.iter_vars):
+    if all(
+        box[iv.var] == (iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value) for iv in node.iter_vars
+    ):
         raise _pattern_error(node, f"the condition {sel.condition} always holds")
     if any(lo >= hi for lo, hi in box.values()):
         raise _pattern_error(node, f"the condition {sel.condition} never holds")
@@ -488,21 +601,24 @@ def decompose_padding(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
         ivs.append(new)
         shift[iv.var] = new.var + lo
         if isinstance(value, Var) and value in new_ranges and value not in loop_shift:
-            new_ranges[value] = Range.from_extent(hi - lo)   # shrink the loop itself
+            new_ranges[value] = Range.from_extent(hi - lo)  # shrink the loop itself
             loop_shift[value] = value + lo
-            values.append(None)     # bound to the shrunk loop as it is
+            values.append(None)  # bound to the shrunk loop as it is
         else:
             values.append(value - lo)
     outer = idx.var_ranges(chain[0])
     scope_ranges = {**outer, **new_ranges}
-    values = [value if v is None else simplify(substitute(v, loop_shift), scope_ranges)
-              for v, value in zip(values, realize.iter_values)]
+    values = [
+        value if v is None else simplify(substitute(v, loop_shift), scope_ranges)
+        for v, value in zip(values, realize.iter_values)
+    ]
     bindings = {iv.var: v for iv, v in zip(node.iter_vars, realize.iter_values)}
     cond = substitute(sel.condition, bindings)
     pred = simplify(substitute(conjoin(realize.predicate, cond), loop_shift), scope_ranges)
     inner = {iv.var: iv.dom for iv in ivs}
-    body = _simplify_accesses(BufferStore(store.buffer, substitute(sel.true_value, shift),
-                                          _each(store.indices, shift)), inner)
+    body = _simplify_accesses(
+        BufferStore(store.buffer, substitute(sel.true_value, shift), _each(store.indices, shift)), inner
+    )
     reads, writes = infer_access_regions(body, var_ranges=inner)
     in_bound = node.with_(iter_vars=tuple(ivs), reads=reads, writes=writes, body=body)
     nest: Stmt = BlockRealize(tuple(values), TRUE if is_const(pred, 1) else pred, in_bound)
@@ -517,5 +633,4 @@ def decompose_padding(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
     return sch.new_rv(BlockRV, name)
 
 
-__all__ = ["set_scope", "storage_align", "transform_layout", "transform_block_layout",
-           "decompose_padding"]
+__all__ = ["set_scope", "storage_align", "transform_layout", "transform_block_layout", "decompose_padding"]

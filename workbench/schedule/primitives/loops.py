@@ -4,6 +4,7 @@ Each keeps the blocks themselves untouched and only rewrites the loop skeleton a
 iterator bindings (:func:`workbench.schedule.rewrite.rebind`), so the computed values, and
 their order within each block instance, are unchanged.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -24,31 +25,45 @@ def loop_name(loop: For) -> str:
 def const_extent(primitive: str, loop: For, argument: str = "loop") -> int:
     """The loop's extent as an int; the primitives here need static extents."""
     if not isinstance(loop.extent, IntImm):
-        raise ScheduleError(primitive, f"{loop_name(loop)} has extent {loop.extent}, not a "
-                            f"constant", argument=argument, nodes=[loop])
+        raise ScheduleError(
+            primitive,
+            f"{loop_name(loop)} has extent {loop.extent}, not a constant",
+            argument=argument,
+            nodes=[loop],
+        )
     return loop.extent.value
 
 
-def _check_rebuildable(primitive: str, loop: For, argument: str,
-                       any_kind: bool = False) -> None:
+def _check_rebuildable(primitive: str, loop: For, argument: str, any_kind: bool = False) -> None:
     """split and fuse replace loops by new serial ones: refuse loops whose thread binding or
     annotations would be silently lost, and loops not starting at 0 (as TVM does). ``split``
     also refuses parallel, vectorized and unrolled loops; ``fuse`` (``any_kind``) accepts them
     and makes them serial, as TVM's does."""
-    if loop.thread_tag or loop.kind == ForKind.THREAD_BINDING or (
-            not any_kind and loop.kind != ForKind.SERIAL):
+    if (
+        loop.thread_tag
+        or loop.kind == ForKind.THREAD_BINDING
+        or (not any_kind and loop.kind != ForKind.SERIAL)
+    ):
         what = loop.kind.value + (f" ({loop.thread_tag})" if loop.thread_tag else "")
         applies = "loops not bound to a thread" if any_kind else "serial loops"
-        raise ScheduleError(primitive, f"{loop_name(loop)} is {what}; {primitive} applies to "
-                            f"{applies} (change the loop kind after {primitive})",
-                            argument=argument, nodes=[loop])
+        raise ScheduleError(
+            primitive,
+            f"{loop_name(loop)} is {what}; {primitive} applies to "
+            f"{applies} (change the loop kind after {primitive})",
+            argument=argument,
+            nodes=[loop],
+        )
     if loop.annotations:
-        raise ScheduleError(primitive, f"{loop_name(loop)} has annotations "
-                            f"{sorted(loop.annotations)}; unannotate it first",
-                            argument=argument, nodes=[loop])
+        raise ScheduleError(
+            primitive,
+            f"{loop_name(loop)} has annotations {sorted(loop.annotations)}; unannotate it first",
+            argument=argument,
+            nodes=[loop],
+        )
     if not is_const(loop.min, 0):
-        raise ScheduleError(primitive, f"{loop_name(loop)} starts at {loop.min}, not 0",
-                            argument=argument, nodes=[loop])
+        raise ScheduleError(
+            primitive, f"{loop_name(loop)} starts at {loop.min}, not 0", argument=argument, nodes=[loop]
+        )
 
 
 # ------------------------------------------------------------------------------------------
@@ -58,15 +73,19 @@ def _check_rebuildable(primitive: str, loop: For, argument: str,
 def _factor_values(sch, factors, extent: int, loop: For) -> list[int]:
     """Concrete factors: ExprRVs resolved, the one ``None`` inferred as ceil(extent / rest)."""
     if not isinstance(factors, (list, tuple)) or len(factors) < 2:
-        raise ScheduleError("split", f"expected a list of at least 2 factors, got {factors!r}",
-                            argument="factors")
+        raise ScheduleError(
+            "split", f"expected a list of at least 2 factors, got {factors!r}", argument="factors"
+        )
     values: list[Optional[int]] = []
     infer = None
     for k, f in enumerate(factors):
         if f is None:
             if infer is not None:
-                raise ScheduleError("split", f"factors {list(factors)}: only one factor may be "
-                                    f"None (inferred)", argument="factors")
+                raise ScheduleError(
+                    "split",
+                    f"factors {list(factors)}: only one factor may be None (inferred)",
+                    argument="factors",
+                )
             infer = k
             values.append(None)
             continue
@@ -75,8 +94,11 @@ def _factor_values(sch, factors, extent: int, loop: For) -> list[int]:
         elif isinstance(f, IntImm):
             f = f.value
         if isinstance(f, bool) or not isinstance(f, int) or f <= 0:
-            raise ScheduleError("split", f"factor {k} is {f!r}; factors are positive ints, "
-                                f"ExprRVs or one None", argument="factors")
+            raise ScheduleError(
+                "split",
+                f"factor {k} is {f!r}; factors are positive ints, ExprRVs or one None",
+                argument="factors",
+            )
         values.append(f)
     if infer is not None:
         rest = 1
@@ -85,17 +107,21 @@ def _factor_values(sch, factors, extent: int, loop: For) -> list[int]:
         values[infer] = -(-extent // rest)
     total = 1
     for v in values:
-        total *= v or 1     # None only before the inferred factor is filled in
+        total *= v or 1  # None only before the inferred factor is filled in
     if total < extent:
-        raise ScheduleError("split", f"factors {values} multiply to {total}, less than the "
-                            f"extent {extent} of {loop_name(loop)}", argument="factors",
-                            nodes=[loop])
+        raise ScheduleError(
+            "split",
+            f"factors {values} multiply to {total}, less than the extent {extent} of {loop_name(loop)}",
+            argument="factors",
+            nodes=[loop],
+        )
     return values  # type: ignore[return-value]
 
 
 @schedule_primitive("split")
-def split(sch, loop: LoopRV, factors: list[ExprRV | int | None],
-          preserve_unit_iters: bool = True) -> list[LoopRV]:
+def split(
+    sch, loop: LoopRV, factors: list[ExprRV | int | None], preserve_unit_iters: bool = True
+) -> list[LoopRV]:
     """Split ``loop`` into nested loops of extents ``factors`` (outer to inner).
 
     One factor may be ``None``: it is inferred as ``ceil(extent / product of the others)``.
@@ -119,8 +145,7 @@ def split(sch, loop: LoopRV, factors: list[ExprRV | int | None],
     values = _factor_values(sch, factors, extent, node)
     name = node.loop_var.name
     new_vars = [Var(f"{name}_{k}", node.loop_var.dtype) for k in range(len(values))]
-    terms = [IntImm(0) if f == 1 and not preserve_unit_iters else v
-             for v, f in zip(new_vars, values)]
+    terms = [IntImm(0) if f == 1 and not preserve_unit_iters else v for v, f in zip(new_vars, values)]
     fused: Expr = terms[0]
     for term, f in zip(terms[1:], values[1:]):
         fused = fused * f + term
@@ -163,8 +188,7 @@ def fuse(sch, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
     seen: set = set()
     for n in nodes:
         if n.loop_var in seen:
-            raise ScheduleError("fuse", f"{loop_name(n)} is given twice", argument="loops",
-                                nodes=[n])
+            raise ScheduleError("fuse", f"{loop_name(n)} is given twice", argument="loops", nodes=[n])
         seen.add(n.loop_var)
         _check_rebuildable("fuse", n, "loops", any_kind=True)
     extents = [const_extent("fuse", n, "loops") for n in nodes]
@@ -173,11 +197,12 @@ def fuse(sch, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
         if outer.body is inner:
             continue
         if inner in idx.loops_above(outer):
-            msg = (f"loops must be given outer to inner, but {loop_name(inner)} encloses "
-                   f"{loop_name(outer)}")
+            msg = f"loops must be given outer to inner, but {loop_name(inner)} encloses {loop_name(outer)}"
         elif idx.parent.get(inner) is not None and outer in idx.ancestors(inner):
-            msg = (f"{loop_name(inner)} is not the only statement in the body of "
-                   f"{loop_name(outer)}: only perfectly nested loops fuse")
+            msg = (
+                f"{loop_name(inner)} is not the only statement in the body of "
+                f"{loop_name(outer)}: only perfectly nested loops fuse"
+            )
         else:
             msg = f"{loop_name(inner)} is not inside {loop_name(outer)}"
         raise ScheduleError("fuse", msg, argument="loops", nodes=[outer, inner])
@@ -222,8 +247,9 @@ def reorder(sch, *ordered_loops: LoopRV) -> None:
     seen: set = set()
     for n in nodes:
         if n.loop_var in seen:
-            raise ScheduleError("reorder", f"{loop_name(n)} is given twice",
-                                argument="ordered_loops", nodes=[n])
+            raise ScheduleError(
+                "reorder", f"{loop_name(n)} is given twice", argument="ordered_loops", nodes=[n]
+            )
         seen.add(n.loop_var)
     if len(nodes) < 2:
         return None
@@ -234,23 +260,35 @@ def reorder(sch, *ordered_loops: LoopRV) -> None:
     chain = chains[bottom.loop_var]
     for n in nodes:
         if n not in chain:
-            raise ScheduleError("reorder", f"{loop_name(n)} and {loop_name(bottom)} are not in "
-                                f"one loop chain (neither encloses the other in one block scope)",
-                                argument="ordered_loops", nodes=[n, bottom])
-    path = chain[chain.index(top):]
+            raise ScheduleError(
+                "reorder",
+                f"{loop_name(n)} and {loop_name(bottom)} are not in "
+                f"one loop chain (neither encloses the other in one block scope)",
+                argument="ordered_loops",
+                nodes=[n, bottom],
+            )
+    path = chain[chain.index(top) :]
     for outer, inner in zip(path, path[1:]):
         if outer.body is not inner:
-            raise ScheduleError("reorder", f"the loops from {loop_name(top)} to "
-                                f"{loop_name(bottom)} are not a single branch: {loop_name(outer)}"
-                                f" holds other statements besides {loop_name(inner)}",
-                                argument="ordered_loops", nodes=[outer])
+            raise ScheduleError(
+                "reorder",
+                f"the loops from {loop_name(top)} to "
+                f"{loop_name(bottom)} are not a single branch: {loop_name(outer)}"
+                f" holds other statements besides {loop_name(inner)}",
+                argument="ordered_loops",
+                nodes=[outer],
+            )
     for realize in idx.realizes_under(bottom):
         for iv in realize.block.iter_vars:
             if iv.iter_type == OPAQUE:
-                raise ScheduleError("reorder", f"block {realize.block.name!r} below the loops "
-                                    f"has opaque iterator {iv.var.name!r}; only blocks with "
-                                    f"spatial and reduce iterators can be reordered around",
-                                    argument="ordered_loops", nodes=[realize.block])
+                raise ScheduleError(
+                    "reorder",
+                    f"block {realize.block.name!r} below the loops "
+                    f"has opaque iterator {iv.var.name!r}; only blocks with "
+                    f"spatial and reduce iterators can be reordered around",
+                    argument="ordered_loops",
+                    nodes=[realize.block],
+                )
     given = iter(nodes)
     order = [next(given) if p in nodes else p for p in path]
     _check_reduction_order(path, order, idx.realizes_under(bottom))
@@ -259,9 +297,13 @@ def reorder(sch, *ordered_loops: LoopRV) -> None:
     for loop in reversed(order):
         used = (free_vars(loop.min) | free_vars(loop.extent)) & inner_vars
         if used:
-            raise ScheduleError("reorder", f"the bounds of {loop_name(loop)} depend on "
-                                f"{sorted(v.name for v in used)}, which would be inner loops",
-                                argument="ordered_loops", nodes=[loop])
+            raise ScheduleError(
+                "reorder",
+                f"the bounds of {loop_name(loop)} depend on "
+                f"{sorted(v.name for v in used)}, which would be inner loops",
+                argument="ordered_loops",
+                nodes=[loop],
+            )
         inner_vars.add(loop.loop_var)
         body = loop.with_(body=body)
     sch.replace(top, body)
@@ -285,10 +327,14 @@ def _check_reduction_order(path: list, order: list, realizes: list) -> None:
         mixed = [loop for loop in path if len(feeds.get(loop.loop_var, ())) > 1]
         if [loop for loop in order if loop in mixed] != mixed:
             names = ", ".join(loop_name(loop) for loop in mixed)
-            raise ScheduleError("reorder", f"loops {names} each feed both spatial and reduce "
-                                f"iterators of block {block.name!r}; swapping them would run its "
-                                f"init after some of its updates", argument="ordered_loops",
-                                nodes=[block, *mixed])
+            raise ScheduleError(
+                "reorder",
+                f"loops {names} each feed both spatial and reduce "
+                f"iterators of block {block.name!r}; swapping them would run its "
+                f"init after some of its updates",
+                argument="ordered_loops",
+                nodes=[block, *mixed],
+            )
 
 
 # ------------------------------------------------------------------------------------------
@@ -309,8 +355,12 @@ def add_unit_loop(sch, block_or_loop: BlockRV | LoopRV) -> LoopRV:
     idx = sch.index
     if isinstance(node, Block):
         if idx.scope(node) is None:
-            raise ScheduleError("add_unit_loop", "cannot add a loop above the root block",
-                                argument="block_or_loop", nodes=[node])
+            raise ScheduleError(
+                "add_unit_loop",
+                "cannot add a loop above the root block",
+                argument="block_or_loop",
+                nodes=[node],
+            )
         node = idx.realizes[node.name]
     var = Var("u")
     sch.replace(node, make_for(var, 1, node))

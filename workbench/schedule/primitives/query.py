@@ -3,6 +3,7 @@
 Queries change nothing, but they are recorded (pure instructions) so that a trace replayed on
 a fresh schedule recreates the variables the later instructions use.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -28,14 +29,20 @@ def get_block(sch, name: str, func_name: Optional[str] = None) -> BlockRV:
     ``func_name``: TVM's traces name the function of an IRModule (``"main"``); a schedule here
     has one function, so ``"main"`` and that function's own name are accepted."""
     if func_name not in (None, "main", sch.func.name):
-        raise ScheduleError("get_block", f"no function named {func_name!r}: this schedule has "
-                            f"one function, {sch.func.name!r} (also called 'main')",
-                            argument="func_name")
+        raise ScheduleError(
+            "get_block",
+            f"no function named {func_name!r}: this schedule has "
+            f"one function, {sch.func.name!r} (also called 'main')",
+            argument="func_name",
+        )
     if not isinstance(name, str):
         raise ScheduleError("get_block", f"expected a block name, got {name!r}", argument="name")
     if name not in sch.index.realizes:
-        raise ScheduleError("get_block", f"no block named {name!r} in {sch.func.name}; blocks: "
-                            f"{', '.join(sch.index.realizes)}", argument="name")
+        raise ScheduleError(
+            "get_block",
+            f"no block named {name!r} in {sch.func.name}; blocks: {', '.join(sch.index.realizes)}",
+            argument="name",
+        )
     return sch.new_rv(BlockRV, name)
 
 
@@ -71,8 +78,7 @@ def get_producers(sch, block: BlockRV) -> list[BlockRV]:
     """Blocks of the same scope that write a buffer ``block`` reads, in program order."""
     node = sch.get(block)
     reads = _buffers(node.reads)
-    return [sch.new_rv(BlockRV, b.name) for b in _siblings(sch, node)
-            if _buffers(b.writes) & reads]
+    return [sch.new_rv(BlockRV, b.name) for b in _siblings(sch, node) if _buffers(b.writes) & reads]
 
 
 @schedule_primitive("get_consumers", pure=True)
@@ -80,5 +86,4 @@ def get_consumers(sch, block: BlockRV) -> list[BlockRV]:
     """Blocks of the same scope that read a buffer ``block`` writes, in program order."""
     node = sch.get(block)
     writes = _buffers(node.writes)
-    return [sch.new_rv(BlockRV, b.name) for b in _siblings(sch, node)
-            if _buffers(b.reads) & writes]
+    return [sch.new_rv(BlockRV, b.name) for b in _siblings(sch, node) if _buffers(b.reads) & writes]

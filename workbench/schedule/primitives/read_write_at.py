@@ -22,6 +22,7 @@ Before / after ``read_at(k0, C, 0, "shared")`` on a tiled matmul::
                                                  for i1, j1, k1:
                                                    block C: C[..] += A_shared[..] * B[..]
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -31,8 +32,21 @@ from ...ir.buffer import Buffer
 from ...ir.expr import BufferLoad, IntImm, Var, max_expr, min_expr
 from ...ir.functor import free_vars, replace_buffers, substitute
 from ...ir.region import block_access_regions
-from ...ir.stmt import (SPATIAL, TRUE, Block, BlockRealize, BufferRegion, BufferStore, For,
-                        IterVar, Range, SeqStmt, Stmt, make_for, seq)
+from ...ir.stmt import (
+    SPATIAL,
+    TRUE,
+    Block,
+    BlockRealize,
+    BufferRegion,
+    BufferStore,
+    For,
+    IterVar,
+    Range,
+    SeqStmt,
+    Stmt,
+    make_for,
+    seq,
+)
 from ..instruction import schedule_primitive
 from ..rewrite import simplify
 from ..rv import BlockRV, LoopRV
@@ -44,8 +58,7 @@ AUTO_COPY = "auto_copy"
 
 
 @schedule_primitive("read_at")
-def read_at(sch, loop: LoopRV, block: BlockRV, read_buffer_index: int,
-            storage_scope: str) -> BlockRV:
+def read_at(sch, loop: LoopRV, block: BlockRV, read_buffer_index: int, storage_scope: str) -> BlockRV:
     """Copy the region of ``block.reads[read_buffer_index]`` that the blocks under ``loop``
     read into a new buffer of ``storage_scope``, at the start of ``loop``'s body (each
     iteration), and make them read the copy. Returns the copy block.
@@ -57,8 +70,7 @@ def read_at(sch, loop: LoopRV, block: BlockRV, read_buffer_index: int,
 
 
 @schedule_primitive("write_at")
-def write_at(sch, loop: LoopRV, block: BlockRV, write_buffer_index: int,
-             storage_scope: str) -> BlockRV:
+def write_at(sch, loop: LoopRV, block: BlockRV, write_buffer_index: int, storage_scope: str) -> BlockRV:
     """Make the blocks under ``loop`` write ``block.writes[write_buffer_index]`` into a new
     buffer of ``storage_scope``, copied back to the original at the end of ``loop``'s body
     (each iteration). Returns the copy-back block.
@@ -66,12 +78,12 @@ def write_at(sch, loop: LoopRV, block: BlockRV, write_buffer_index: int,
     Rules: some block under ``loop`` writes the buffer, and none reads it after the last
     writer; the copied region has constant extents.
     """
-    return _read_write_at(sch, "write_at", loop, block, write_buffer_index, storage_scope,
-                          False)
+    return _read_write_at(sch, "write_at", loop, block, write_buffer_index, storage_scope, False)
 
 
-def _read_write_at(sch, primitive: str, loop_rv: LoopRV, block_rv: BlockRV, index: int,
-                   storage_scope: str, is_read: bool) -> BlockRV:
+def _read_write_at(
+    sch, primitive: str, loop_rv: LoopRV, block_rv: BlockRV, index: int, storage_scope: str, is_read: bool
+) -> BlockRV:
     argument = "read_buffer_index" if is_read else "write_buffer_index"
     check_storage_scope(primitive, storage_scope)
     loop: For = sch.get(loop_rv)
@@ -97,31 +109,52 @@ def _read_write_at(sch, primitive: str, loop_rv: LoopRV, block_rv: BlockRV, inde
             w_pos.append(i)
     what = "reads" if is_read else "writes"
     if not (r_pos if is_read else w_pos):
-        raise ScheduleError(primitive, f"no block under loop {loop.loop_var.name!r} {what} "
-                            f"{src.name} (block {node.name!r} must be under that loop)",
-                            argument="loop", nodes=[loop, node])
+        raise ScheduleError(
+            primitive,
+            f"no block under loop {loop.loop_var.name!r} {what} "
+            f"{src.name} (block {node.name!r} must be under that loop)",
+            argument="loop",
+            nodes=[loop, node],
+        )
     if is_read:
         if w_pos and w_pos[-1] >= r_pos[0]:
-            raise ScheduleError(primitive, f"{src.name} is written under loop "
-                                f"{loop.loop_var.name!r} at or after its first reader; a "
-                                f"copy at the start of the loop body would miss that write",
-                                argument=argument, nodes=[loop, node])
+            raise ScheduleError(
+                primitive,
+                f"{src.name} is written under loop "
+                f"{loop.loop_var.name!r} at or after its first reader; a "
+                f"copy at the start of the loop body would miss that write",
+                argument=argument,
+                nodes=[loop, node],
+            )
         insert, start, end = r_pos[0], r_pos[0], len(subtrees)
     else:
         if r_pos and r_pos[-1] > w_pos[-1]:
-            raise ScheduleError(primitive, f"{src.name} is read under loop "
-                                f"{loop.loop_var.name!r} after its last writer; a copy-back "
-                                f"at the end of the loop body would come too late for it",
-                                argument=argument, nodes=[loop, node])
+            raise ScheduleError(
+                primitive,
+                f"{src.name} is read under loop "
+                f"{loop.loop_var.name!r} after its last writer; a copy-back "
+                f"at the end of the loop body would come too late for it",
+                argument=argument,
+                nodes=[loop, node],
+            )
         insert, start, end = w_pos[-1] + 1, 0, w_pos[-1] + 1
     region = _union(idx, loop, regions)
     for r in region:
         if not isinstance(r.extent, IntImm):
-            raise ScheduleError(primitive, f"the region of {src.name} accessed under loop "
-                                f"{loop.loop_var.name!r} has a non-constant extent "
-                                f"{r.extent}", argument="loop", nodes=[loop])
-    dst = Buffer(fresh_name(scoped_name(src, storage_scope), buffer_names(sch.func)),
-                 src.shape, src.dtype, storage_scope)
+            raise ScheduleError(
+                primitive,
+                f"the region of {src.name} accessed under loop "
+                f"{loop.loop_var.name!r} has a non-constant extent "
+                f"{r.extent}",
+                argument="loop",
+                nodes=[loop],
+            )
+    dst = Buffer(
+        fresh_name(scoped_name(src, storage_scope), buffer_names(sch.func)),
+        src.shape,
+        src.dtype,
+        storage_scope,
+    )
     for i in range(start, end):
         subtrees[i] = replace_buffers(subtrees[i], {src: dst})
     name = fresh_name(scoped_name(src, storage_scope), set(idx.realizes))
@@ -134,17 +167,23 @@ def _read_write_at(sch, primitive: str, loop_rv: LoopRV, block_rv: BlockRV, inde
     return sch.new_rv(BlockRV, name)
 
 
-def _relaxed(idx, realize: BlockRealize, loop: For, buf: Buffer, is_read: bool,
-             relax_threads: bool) -> tuple[Range, ...]:
+def _relaxed(
+    idx, realize: BlockRealize, loop: For, buf: Buffer, is_read: bool, relax_threads: bool
+) -> tuple[Range, ...]:
     """The region of ``buf`` the block accesses in one iteration of ``loop``: relaxed over the
     loops between them (and, for a shared copy, over the thread loops above ``loop``: the
     threads of a block share one copy)."""
     between = idx.loops_above(realize)
-    between = between[between.index(loop) + 1:]
+    between = between[between.index(loop) + 1 :]
     dom = {l.loop_var: Range(l.min, l.extent) for l in between}
     if relax_threads:
-        dom.update({l.loop_var: Range(l.min, l.extent) for l in idx.loops_above(loop)
-                    if (l.thread_tag or "").startswith("threadIdx")})
+        dom.update(
+            {
+                l.loop_var: Range(l.min, l.extent)
+                for l in idx.loops_above(loop)
+                if (l.thread_tag or "").startswith("threadIdx")
+            }
+        )
     reads, writes = block_access_regions(realize, dom, idx.var_ranges(realize))
     return next(r.region for r in (reads if is_read else writes) if r.buffer is buf)
 
@@ -161,14 +200,12 @@ def _union(idx, loop: For, regions: Sequence[tuple[Range, ...]]) -> tuple[Range,
     return tuple(Range(simplify(r.min, ranges), simplify(r.extent, ranges)) for r in out)
 
 
-def _copy_block(name: str, src: Buffer, dst: Buffer, region: Sequence[Range],
-                outer: dict) -> BlockRealize:
+def _copy_block(name: str, src: Buffer, dst: Buffer, region: Sequence[Range], outer: dict) -> BlockRealize:
     """Block ``name`` with one iterator per outer loop the region depends on, copying the
     region element by element in a loop nest of its own."""
     used = set().union(*(free_vars(r.min) | free_vars(r.extent) for r in region))
     loops = [l for v, l in outer.items() if v in used]
-    ivs = tuple(IterVar(Var(f"v{k}"), Range(l.min, l.extent), SPATIAL)
-                for k, l in enumerate(loops))
+    ivs = tuple(IterVar(Var(f"v{k}"), Range(l.min, l.extent), SPATIAL) for k, l in enumerate(loops))
     vmap = {l.loop_var: iv.var for l, iv in zip(loops, ivs)}
     dom = tuple(Range(substitute(r.min, vmap), r.extent) for r in region)
     axes = [Var(f"ax{d}") for d in range(len(dom))]
@@ -178,8 +215,9 @@ def _copy_block(name: str, src: Buffer, dst: Buffer, region: Sequence[Range],
     body: Stmt = BufferStore(dst, BufferLoad(src, indices), indices)
     for a, r in reversed(list(zip(axes, dom))):
         body = make_for(a, r.extent, body)
-    block = Block(name, ivs, (BufferRegion(src, dom),), (BufferRegion(dst, dom),), body,
-                  annotations={AUTO_COPY: 1})
+    block = Block(
+        name, ivs, (BufferRegion(src, dom),), (BufferRegion(dst, dom),), body, annotations={AUTO_COPY: 1}
+    )
     return BlockRealize(tuple(l.loop_var for l in loops), TRUE, block)
 
 

@@ -23,6 +23,7 @@ have the shapes split and fuse give them:
 * no loop feeds both a spatial and a reduce iterator, and every predicate conjunct on the
   reduce loops is one of the clips above.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -54,12 +55,13 @@ class _ReduceSpace:
     def __init__(self, realize: BlockRealize, loops: Sequence[For]):
         block = realize.block
         # only loops from 0 with constant extents can be sliced
-        self.extents: dict[Expr, int] = {l.loop_var: l.extent.value for l in loops
-                                         if is_const(l.min, 0) and isinstance(l.extent, IntImm)}
+        self.extents: dict[Expr, int] = {
+            l.loop_var: l.extent.value for l in loops if is_const(l.min, 0) and isinstance(l.extent, IntImm)
+        }
         self.sim = Simplifier({v: Range.from_extent(e) for v, e in self.extents.items()})
-        self.spatial_loops = set().union(*(free_vars(v) for iv, v in zip(block.iter_vars,
-                                                                         realize.iter_values)
-                                           if iv.iter_type == SPATIAL))
+        self.spatial_loops = set().union(
+            *(free_vars(v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == SPATIAL)
+        )
         self.conds = split_conjuncts(realize.predicate)
         self.slices_of: dict[Expr, list[tuple[_Slice, str]]] = {}
 
@@ -98,10 +100,9 @@ class _ReduceSpace:
                 return _Slice(inner.source, inner.lower, c)
         elif isinstance(e, Var) and e in self.extents:
             if e in self.spatial_loops:
-                raise _NotExact(f"loop {e.name!r} feeds spatial iterators and reduce iterator "
-                                f"{user!r}")
+                raise _NotExact(f"loop {e.name!r} feeds spatial iterators and reduce iterator {user!r}")
             return _Slice(e, 1, self.extents[e])
-        elif isinstance(e, (Add, Sub, Mul)):     # a sum the simplifier could not split
+        elif isinstance(e, (Add, Sub, Mul)):  # a sum the simplifier could not split
             return _Slice(e, 1, self.fused_extent(e, user))
         raise _NotExact(f"{user} uses {e}, not a slice of one of the block's loops")
 
@@ -136,8 +137,7 @@ class _ReduceSpace:
             if not chained or lower != self.extents[source]:
                 what = f"loop {source.name!r}" if isinstance(source, Var) else f"the sum {source}"
                 users = sorted({user for _, user in pieces})
-                raise _NotExact(f"{what} feeds {users} through slices that overlap or leave part "
-                                f"of it out")
+                raise _NotExact(f"{what} feeds {users} through slices that overlap or leave part of it out")
 
 
 def reduce_space_problem(realize: BlockRealize, loops: Sequence[For]) -> Optional[str]:
@@ -159,8 +159,9 @@ def reduce_space_problem(realize: BlockRealize, loops: Sequence[For]) -> Optiona
             if span < n:
                 raise _NotExact(f"{name} = {value} reaches {span} of the {n} values of its domain")
             if span > n and space.take_clip(Sub(value, iv.dom.min)) != n:
-                raise _NotExact(f"{name} = {value} spans past its domain and the predicate "
-                                f"does not clip it to {n}")
+                raise _NotExact(
+                    f"{name} = {value} spans past its domain and the predicate does not clip it to {n}"
+                )
         space.check_tiling()
         reduce_loops = {s for s in space.slices_of if isinstance(s, Var)}
         for cond in space.conds:
@@ -169,4 +170,3 @@ def reduce_space_problem(realize: BlockRealize, loops: Sequence[For]) -> Optiona
     except _NotExact as exc:
         return str(exc)
     return None
-

@@ -11,6 +11,7 @@ iteration of the reduce iterators, and a body that folds one more value into the
 the init to be its identity, because it regroups the terms of the reduction;
 ``decompose_reduction`` only moves the init and works for any reduction block.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,12 +20,23 @@ from typing import Iterable, Optional
 from ...errors import ScheduleError
 from ...ir.arith.evaluate import int_range
 from ...ir.buffer import Buffer
-from ...ir.expr import (Add, And, BufferLoad, Expr, FloatImm, IntImm, Max, Min, Mul, Var,
-                        is_float)
+from ...ir.expr import Add, And, BufferLoad, Expr, FloatImm, IntImm, Max, Min, Mul, Var, is_float
 from ...ir.functor import free_vars, pre_order, substitute, transform
 from ...ir.region import infer_access_regions
-from ...ir.stmt import (REDUCE, SPATIAL, TRUE, Block, BlockRealize, BufferStore, For, ForKind,
-                        IterVar, Range, Stmt, seq)
+from ...ir.stmt import (
+    REDUCE,
+    SPATIAL,
+    TRUE,
+    Block,
+    BlockRealize,
+    BufferStore,
+    For,
+    ForKind,
+    IterVar,
+    Range,
+    Stmt,
+    seq,
+)
 from ...ir.structural import structural_equal
 from ..instruction import schedule_primitive
 from ..rv import BlockRV, LoopRV
@@ -92,20 +104,27 @@ class Reducer:
 REDUCERS = (Reducer("sum", Add), Reducer("product", Mul), Reducer("max", Max), Reducer("min", Min))
 
 
-def match_reduction(primitive: str, block: Block,
-                    argument: str) -> tuple[Reducer, BufferStore, Expr]:
+def match_reduction(primitive: str, block: Block, argument: str) -> tuple[Reducer, BufferStore, Expr]:
     """``(reducer, update, x)`` for a block whose body is ``C[s] = C[s] ⊕ x`` (either operand
     order) and whose init stores the identity of ``⊕`` into the same element."""
     init, update = block.init, block.body
     if not isinstance(init, BufferStore) or not isinstance(update, BufferStore):
-        raise ScheduleError(primitive, f"block {block.name!r}: the init and the body must each be "
-                            f"one buffer store", argument=argument, nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r}: the init and the body must each be one buffer store",
+            argument=argument,
+            nodes=[block],
+        )
     out = update.buffer
-    if init.buffer is not out or not structural_equal(init.indices, update.indices,
-                                                      map_free_vars=False):
-        raise ScheduleError(primitive, f"block {block.name!r}: the init writes "
-                            f"{init.buffer.name}{list(init.indices)} but the body writes "
-                            f"{out.name}{list(update.indices)}", argument=argument, nodes=[block])
+    if init.buffer is not out or not structural_equal(init.indices, update.indices, map_free_vars=False):
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r}: the init writes "
+            f"{init.buffer.name}{list(init.indices)} but the body writes "
+            f"{out.name}{list(update.indices)}",
+            argument=argument,
+            nodes=[block],
+        )
     value = update.value
     reducer = next((r for r in REDUCERS if type(value) is r.op), None)
     rhs = None
@@ -115,20 +134,32 @@ def match_reduction(primitive: str, block: Block,
                 rhs = other
                 break
     if rhs is None:
-        raise ScheduleError(primitive, f"block {block.name!r}: the update {out.name} = {value} is "
-                            f"not an associative reduction; expected {out.name} = {out.name} + x, "
-                            f"{out.name} * x, max({out.name}, x) or min({out.name}, x) with x not "
-                            f"reading {out.name}", argument=argument, nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r}: the update {out.name} = {value} is "
+            f"not an associative reduction; expected {out.name} = {out.name} + x, "
+            f"{out.name} * x, max({out.name}, x) or min({out.name}, x) with x not "
+            f"reading {out.name}",
+            argument=argument,
+            nodes=[block],
+        )
     if not reducer.is_identity(init.value):
-        raise ScheduleError(primitive, f"block {block.name!r}: the init value {init.value} is not "
-                            f"the identity of the {reducer.name} reduction", argument=argument,
-                            nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r}: the init value {init.value} is not "
+            f"the identity of the {reducer.name} reduction",
+            argument=argument,
+            nodes=[block],
+        )
     return reducer, update, rhs
 
 
 def _is_own_load(e: Expr, store: BufferStore) -> bool:
-    return (isinstance(e, BufferLoad) and e.buffer is store.buffer
-            and structural_equal(e.indices, store.indices, map_free_vars=False))
+    return (
+        isinstance(e, BufferLoad)
+        and e.buffer is store.buffer
+        and structural_equal(e.indices, store.indices, map_free_vars=False)
+    )
 
 
 def _reads(e: Expr, buffer: Buffer) -> bool:
@@ -138,8 +169,12 @@ def _reads(e: Expr, buffer: Buffer) -> bool:
 def _check_reduction_block(primitive: str, idx, block: Block, argument: str) -> None:
     problem = reduction_problem(idx, block)
     if problem:
-        raise ScheduleError(primitive, f"block {block.name!r} is not a reduction block: it "
-                            f"{problem}", argument=argument, nodes=[block])
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r} is not a reduction block: it {problem}",
+            argument=argument,
+            nodes=[block],
+        )
 
 
 # ------------------------------------------------------------------------------------------
@@ -176,40 +211,74 @@ def rfactor(sch, loop: LoopRV, factor_axis: int) -> BlockRV:
     idx = sch.index
     children = idx.child_realizes(rf_loop)
     if len(children) != 1:
-        raise ScheduleError("rfactor", f"{loop_name(rf_loop)} holds {len(children)} blocks; "
-                            f"rfactor needs exactly one block under the loop", argument="loop",
-                            nodes=[rf_loop])
+        raise ScheduleError(
+            "rfactor",
+            f"{loop_name(rf_loop)} holds {len(children)} blocks; "
+            f"rfactor needs exactly one block under the loop",
+            argument="loop",
+            nodes=[rf_loop],
+        )
     realize = children[0]
     block = realize.block
     _check_reduction_block("rfactor", idx, block, "loop")
     if rf_loop.kind != ForKind.SERIAL or rf_loop.thread_tag:
-        raise ScheduleError("rfactor", f"{loop_name(rf_loop)} is {rf_loop.kind.value}; rfactor "
-                            f"applies to a serial loop", argument="loop", nodes=[rf_loop])
+        raise ScheduleError(
+            "rfactor",
+            f"{loop_name(rf_loop)} is {rf_loop.kind.value}; rfactor applies to a serial loop",
+            argument="loop",
+            nodes=[rf_loop],
+        )
     extent = const_extent("rfactor", rf_loop)
     if not (isinstance(rf_loop.min, IntImm) and rf_loop.min.value == 0):
-        raise ScheduleError("rfactor", f"{loop_name(rf_loop)} starts at {rf_loop.min}, not 0",
-                            argument="loop", nodes=[rf_loop])
+        raise ScheduleError(
+            "rfactor",
+            f"{loop_name(rf_loop)} starts at {rf_loop.min}, not 0",
+            argument="loop",
+            nodes=[rf_loop],
+        )
     reducer, update, rhs = match_reduction("rfactor", block, "loop")
     loops = idx.loops_above(block)
     spatial, reduce = _loops_fed(block, realize, loops)
     _check_loops("rfactor", idx, rf_loop, realize, loops, spatial, reduce)
     out = update.buffer
     ndim = out.ndim
-    if isinstance(factor_axis, bool) or not isinstance(factor_axis, int) \
-            or not -(ndim + 1) <= factor_axis <= ndim:
-        raise ScheduleError("rfactor", f"factor_axis is {factor_axis!r}; the output "
-                            f"{out.name} has {ndim} dimension(s), so it must be an int in "
-                            f"[{-(ndim + 1)}, {ndim}]", argument="factor_axis")
+    if (
+        isinstance(factor_axis, bool)
+        or not isinstance(factor_axis, int)
+        or not -(ndim + 1) <= factor_axis <= ndim
+    ):
+        raise ScheduleError(
+            "rfactor",
+            f"factor_axis is {factor_axis!r}; the output "
+            f"{out.name} has {ndim} dimension(s), so it must be an int in "
+            f"[{-(ndim + 1)}, {ndim}]",
+            argument="factor_axis",
+        )
     axis = factor_axis + ndim + 1 if factor_axis < 0 else factor_axis
-    rf_buf = Buffer(fresh_name(f"{out.name}_rf", buffer_names(sch.func)),
-                    out.shape[:axis] + (extent,) + out.shape[axis:], out.dtype, out.scope)
+    rf_buf = Buffer(
+        fresh_name(f"{out.name}_rf", buffer_names(sch.func)),
+        out.shape[:axis] + (extent,) + out.shape[axis:],
+        out.dtype,
+        out.scope,
+    )
     names = idx.realizes.keys()
-    rf_realize, rf_indices = _rf_block(block, realize, rf_loop, loops, reducer, update, rhs,
-                                       rf_buf, axis, fresh_name(f"{block.name}_rf", names))
+    rf_realize, rf_indices = _rf_block(
+        block,
+        realize,
+        rf_loop,
+        loops,
+        reducer,
+        update,
+        rhs,
+        rf_buf,
+        axis,
+        fresh_name(f"{block.name}_rf", names),
+    )
     v_rf = rf_realize.block.iter_vars[0].var
     removed = {l.loop_var for l in loops if l.loop_var in reduce and l is not rf_loop}
-    wb_realize = _write_back_block(block, realize, rf_loop, reducer, update, rf_buf, rf_indices,
-                                   v_rf, removed)
+    wb_realize = _write_back_block(
+        block, realize, rf_loop, reducer, update, rf_buf, rf_indices, v_rf, removed
+    )
     scope_name = idx.scope(block).name
     new_top = _drop_loops(idx, loops[0], realize, wb_realize, removed)
     sch.replace(loops[0], seq(_copy_loops(loops, rf_realize), new_top))
@@ -228,37 +297,61 @@ def _loops_fed(block: Block, realize: BlockRealize, loops: list[For]) -> tuple[s
     return spatial, reduce
 
 
-def _check_loops(primitive, idx, rf_loop: For, realize: BlockRealize, loops: list[For],
-                 spatial: set, reduce: set) -> None:
+def _check_loops(
+    primitive, idx, rf_loop: For, realize: BlockRealize, loops: list[For], spatial: set, reduce: set
+) -> None:
     """TensorIR's loop rules: the rfactor block's loops are copies of all loops above the block,
     inserted before the outermost one, and the write-back block keeps the non-reduce ones."""
     name = realize.block.name
     var = rf_loop.loop_var
     if var in spatial:
-        raise ScheduleError(primitive, f"{loop_name(rf_loop)} feeds a spatial iterator of block "
-                            f"{name!r}; the rfactor loop must feed only reduce iterators",
-                            argument="loop", nodes=[rf_loop])
+        raise ScheduleError(
+            primitive,
+            f"{loop_name(rf_loop)} feeds a spatial iterator of block "
+            f"{name!r}; the rfactor loop must feed only reduce iterators",
+            argument="loop",
+            nodes=[rf_loop],
+        )
     if var not in reduce:
-        raise ScheduleError(primitive, f"{loop_name(rf_loop)} is not bound to any reduce "
-                            f"iterator of block {name!r}", argument="loop", nodes=[rf_loop])
+        raise ScheduleError(
+            primitive,
+            f"{loop_name(rf_loop)} is not bound to any reduce iterator of block {name!r}",
+            argument="loop",
+            nodes=[rf_loop],
+        )
     if idx.child_realizes(loops[0])[0] is not realize:
-        raise ScheduleError(primitive, f"block {name!r} is not the first block under its "
-                            f"outermost {loop_name(loops[0])}", argument="loop", nodes=[loops[0]])
+        raise ScheduleError(
+            primitive,
+            f"block {name!r} is not the first block under its outermost {loop_name(loops[0])}",
+            argument="loop",
+            nodes=[loops[0]],
+        )
     met_reduce = False
     for l in loops:
         s, r = l.loop_var in spatial, l.loop_var in reduce
         if s and r:
-            raise ScheduleError(primitive, f"{loop_name(l)} feeds both spatial and reduce "
-                                f"iterators of block {name!r}", argument="loop", nodes=[l])
+            raise ScheduleError(
+                primitive,
+                f"{loop_name(l)} feeds both spatial and reduce iterators of block {name!r}",
+                argument="loop",
+                nodes=[l],
+            )
         if r and not met_reduce:
             met_reduce = True
             if len(idx.child_realizes(l)) != 1:
-                raise ScheduleError(primitive, f"the outermost reduce {loop_name(l)} holds other "
-                                    f"blocks besides {name!r}", argument="loop", nodes=[l])
-        elif not s and not r and met_reduce and not (isinstance(l.extent, IntImm)
-                                                     and l.extent.value == 1):
-            raise ScheduleError(primitive, f"{loop_name(l)} feeds no iterator of block {name!r} "
-                                f"but lies under a reduce loop", argument="loop", nodes=[l])
+                raise ScheduleError(
+                    primitive,
+                    f"the outermost reduce {loop_name(l)} holds other blocks besides {name!r}",
+                    argument="loop",
+                    nodes=[l],
+                )
+        elif not s and not r and met_reduce and not (isinstance(l.extent, IntImm) and l.extent.value == 1):
+            raise ScheduleError(
+                primitive,
+                f"{loop_name(l)} feeds no iterator of block {name!r} but lies under a reduce loop",
+                argument="loop",
+                nodes=[l],
+            )
 
 
 def _split_loops(block, realize, rf_var: Var, loop_of: dict) -> set:
@@ -270,9 +363,11 @@ def _split_loops(block, realize, rf_var: Var, loop_of: dict) -> set:
     one it splits (``vi = ij_0 // 8`` beside the new ``vij_0 = ij_0``): right as written, but
     the iterators are no longer independent, so compute_at (which rebuilds one loop per
     iterator) must refuse the block. Splitting ``vi`` too keeps the rfactor block movable."""
-    reduce_uses = [free_vars(value) & loop_of.keys()
-                   for iv, value in zip(block.iter_vars, realize.iter_values)
-                   if iv.iter_type == REDUCE]
+    reduce_uses = [
+        free_vars(value) & loop_of.keys()
+        for iv, value in zip(block.iter_vars, realize.iter_values)
+        if iv.iter_type == REDUCE
+    ]
     split = {rf_var}
     grown = True
     while grown:
@@ -311,8 +406,7 @@ def _rf_block(block, realize, rf_loop, loops, reducer, update, rhs, rf_buf, axis
     indices = list(update.indices)
     indices.insert(axis, v_rf)
     indices = tuple(indices)
-    body = substitute(BufferStore(rf_buf, reducer.combine(BufferLoad(rf_buf, indices), rhs),
-                                  indices), vmap)
+    body = substitute(BufferStore(rf_buf, reducer.combine(BufferLoad(rf_buf, indices), rhs), indices), vmap)
     init = substitute(BufferStore(rf_buf, block.init.value, indices), vmap)
     reads, writes = block_regions(body, init, iters)
     rf = Block(name, tuple(iters), reads, writes, body, init, annotations=block.annotations)
@@ -333,9 +427,14 @@ def _write_back_block(block, realize, rf_loop, reducer, update, rf_buf, rf_indic
             values.append(value)
             vmap[iv.var] = iters[-1].var
     out = update.buffer
-    body = substitute(BufferStore(out, reducer.combine(BufferLoad(out, update.indices),
-                                                       BufferLoad(rf_buf, rf_indices)),
-                                  update.indices), vmap)
+    body = substitute(
+        BufferStore(
+            out,
+            reducer.combine(BufferLoad(out, update.indices), BufferLoad(rf_buf, rf_indices)),
+            update.indices,
+        ),
+        vmap,
+    )
     init = substitute(block.init, vmap)
     reads, writes = block_regions(body, init, iters)
     # predicate terms on removed loops guarded the rfactor block; they cannot stay here
@@ -347,11 +446,18 @@ def _write_back_block(block, realize, rf_loop, reducer, update, rf_buf, rf_indic
 def _copy_loops(loops: list[For], realize: BlockRealize) -> Stmt:
     """``realize`` under copies of ``loops`` (fresh loop variables, same names and kinds)."""
     fresh = {l.loop_var: Var(l.loop_var.name, l.loop_var.dtype) for l in loops}
-    body: Stmt = BlockRealize(tuple(substitute(v, fresh) for v in realize.iter_values),
-                              substitute(realize.predicate, fresh), realize.block)
+    body: Stmt = BlockRealize(
+        tuple(substitute(v, fresh) for v in realize.iter_values),
+        substitute(realize.predicate, fresh),
+        realize.block,
+    )
     for l in reversed(loops):
-        body = l.with_(loop_var=fresh[l.loop_var], min=substitute(l.min, fresh),
-                       extent=substitute(l.extent, fresh), body=body)
+        body = l.with_(
+            loop_var=fresh[l.loop_var],
+            min=substitute(l.min, fresh),
+            extent=substitute(l.extent, fresh),
+            body=body,
+        )
     return body
 
 
@@ -398,8 +504,12 @@ def decompose_reduction(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
     idx = sch.index
     loops = idx.loops_above(blk)
     if target not in loops:
-        raise ScheduleError("decompose_reduction", f"{loop_name(target)} is not a loop above "
-                            f"block {blk.name!r}", argument="loop", nodes=[target, blk])
+        raise ScheduleError(
+            "decompose_reduction",
+            f"{loop_name(target)} is not a loop above block {blk.name!r}",
+            argument="loop",
+            nodes=[target, blk],
+        )
     _check_reduction_block("decompose_reduction", idx, blk, "block")
     realize = idx.realizes[blk.name]
     pos = loops.index(target)
@@ -408,10 +518,15 @@ def decompose_reduction(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
             continue
         above = [l for l in loops[:pos] if l.loop_var in free_vars(value)]
         if above:
-            raise ScheduleError("decompose_reduction", f"{loop_name(above[0])} above "
-                                f"{loop_name(target)} feeds reduce iterator {iv.var.name!r} of "
-                                f"block {blk.name!r}; the init must go above every loop of the "
-                                f"reduction", argument="loop", nodes=[target, blk])
+            raise ScheduleError(
+                "decompose_reduction",
+                f"{loop_name(above[0])} above "
+                f"{loop_name(target)} feeds reduce iterator {iv.var.name!r} of "
+                f"block {blk.name!r}; the init must go above every loop of the "
+                f"reduction",
+                argument="loop",
+                nodes=[target, blk],
+            )
     iters, values, ivmap = [], [], {}
     for iv, value in zip(blk.iter_vars, realize.iter_values):
         if iv.iter_type == SPATIAL:
@@ -425,16 +540,29 @@ def decompose_reduction(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
         else:
             discarded.add(l.loop_var)
     fresh = {l.loop_var: Var(l.loop_var.name + "_init", l.loop_var.dtype) for l in chosen}
-    predicate = conjoin_all(substitute(c, fresh) for c in split_conjuncts(realize.predicate)
-                            if not free_vars(c) & discarded)
+    predicate = conjoin_all(
+        substitute(c, fresh) for c in split_conjuncts(realize.predicate) if not free_vars(c) & discarded
+    )
     body = substitute(blk.init, ivmap)
     reads, writes = block_regions(body, None, iters)
-    init_block = Block(fresh_name(blk.name + "_init", idx.realizes), tuple(iters), reads, writes,
-                       body, annotations=blk.annotations)
+    init_block = Block(
+        fresh_name(blk.name + "_init", idx.realizes),
+        tuple(iters),
+        reads,
+        writes,
+        body,
+        annotations=blk.annotations,
+    )
     nest: Stmt = BlockRealize(tuple(substitute(v, fresh) for v in values), predicate, init_block)
     for l in chosen:  # innermost first
-        nest = For(fresh[l.loop_var], substitute(l.min, fresh), substitute(l.extent, fresh),
-                   l.kind, nest, l.thread_tag)
+        nest = For(
+            fresh[l.loop_var],
+            substitute(l.min, fresh),
+            substitute(l.extent, fresh),
+            l.kind,
+            nest,
+            l.thread_tag,
+        )
     # without its init the block reads what it accumulates into: its writes come first (TVM's order)
     read_bufs = {r.buffer for r in blk.reads}
     reads = tuple(w for w in blk.writes if w.buffer not in read_bufs) + blk.reads

@@ -4,6 +4,7 @@ Each takes ``decision=None``: absent, the decision is drawn from ``sch.rng``; gi
 or mutated trace), it is validated and used as is. Either way it is recorded on the
 instruction.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,24 +57,39 @@ def _divisors(n: int) -> list[int]:
 
 
 def _check_tiling(decision: Any, n: int, extent: int, max_inner: Optional[int], loop) -> list[int]:
-    if (not isinstance(decision, (list, tuple)) or len(decision) != n
-            or not all(isinstance(f, int) and not isinstance(f, bool) and f > 0 for f in decision)):
-        raise ScheduleError("sample_perfect_tile", f"decision {decision!r} is not a list of {n} "
-                            f"positive ints", argument="decision")
+    if (
+        not isinstance(decision, (list, tuple))
+        or len(decision) != n
+        or not all(isinstance(f, int) and not isinstance(f, bool) and f > 0 for f in decision)
+    ):
+        raise ScheduleError(
+            "sample_perfect_tile",
+            f"decision {decision!r} is not a list of {n} positive ints",
+            argument="decision",
+        )
     if math.prod(decision) != extent:
-        raise ScheduleError("sample_perfect_tile", f"decision {list(decision)} multiplies to "
-                            f"{math.prod(decision)}, not the extent {extent} of {loop_name(loop)}",
-                            argument="decision", nodes=[loop])
+        raise ScheduleError(
+            "sample_perfect_tile",
+            f"decision {list(decision)} multiplies to "
+            f"{math.prod(decision)}, not the extent {extent} of {loop_name(loop)}",
+            argument="decision",
+            nodes=[loop],
+        )
     if n > 1 and max_inner is not None and decision[-1] > max_inner:
-        raise ScheduleError("sample_perfect_tile", f"decision {list(decision)}: innermost factor "
-                            f"{decision[-1]} exceeds max_innermost_factor={max_inner}",
-                            argument="decision", nodes=[loop])
+        raise ScheduleError(
+            "sample_perfect_tile",
+            f"decision {list(decision)}: innermost factor "
+            f"{decision[-1]} exceeds max_innermost_factor={max_inner}",
+            argument="decision",
+            nodes=[loop],
+        )
     return list(decision)
 
 
 @schedule_primitive("sample_perfect_tile", sampling=True)
-def sample_perfect_tile(sch, loop: LoopRV, n: int, max_innermost_factor: Optional[int] = 16,
-                        decision: Optional[list[int]] = None) -> list[ExprRV]:
+def sample_perfect_tile(
+    sch, loop: LoopRV, n: int, max_innermost_factor: Optional[int] = 16, decision: Optional[list[int]] = None
+) -> list[ExprRV]:
     """Draw ``n`` tile sizes whose product is the loop's extent (a perfect tiling).
 
     Uniform over all ordered factorizations whose innermost factor is at most
@@ -84,13 +100,16 @@ def sample_perfect_tile(sch, loop: LoopRV, n: int, max_innermost_factor: Optiona
         l2, l3 = sch.split(loop=l0, factors=[v0, v1])
     """
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_TILE_PARTS:
-        raise ScheduleError("sample_perfect_tile", f"n must be an int from 1 to "
-                            f"{MAX_TILE_PARTS}, got {n!r}", argument="n")
+        raise ScheduleError(
+            "sample_perfect_tile", f"n must be an int from 1 to {MAX_TILE_PARTS}, got {n!r}", argument="n"
+        )
     max_inner = None if max_innermost_factor in (None, -1) else max_innermost_factor
     if max_inner is not None and (not isinstance(max_inner, int) or max_inner < 1):
-        raise ScheduleError("sample_perfect_tile", f"max_innermost_factor must be a positive "
-                            f"int, -1 or None, got {max_innermost_factor!r}",
-                            argument="max_innermost_factor")
+        raise ScheduleError(
+            "sample_perfect_tile",
+            f"max_innermost_factor must be a positive int, -1 or None, got {max_innermost_factor!r}",
+            argument="max_innermost_factor",
+        )
     node = sch.get(loop)
     extent = const_extent("sample_perfect_tile", node)
     if decision is None:
@@ -108,30 +127,48 @@ def sample_perfect_tile(sch, loop: LoopRV, n: int, max_innermost_factor: Optiona
 
 
 @schedule_primitive("sample_categorical", sampling=True)
-def sample_categorical(sch, candidates: list[int], probs: list[float],
-                       decision: Optional[int] = None) -> ExprRV:
+def sample_categorical(
+    sch, candidates: list[int], probs: list[float], decision: Optional[int] = None
+) -> ExprRV:
     """Draw one of ``candidates`` with probabilities ``probs`` (normalized); the decision is
     the chosen index::
 
         v0 = sch.sample_categorical(candidates=[0, 16, 64], probs=[0.5, 0.25, 0.25], decision=1)
     """
-    if (not isinstance(candidates, (list, tuple)) or not candidates
-            or not all(isinstance(c, int) and not isinstance(c, bool) for c in candidates)):
-        raise ScheduleError("sample_categorical", f"candidates must be a non-empty list of ints, "
-                            f"got {candidates!r}", argument="candidates")
-    if (not isinstance(probs, (list, tuple)) or len(probs) != len(candidates)
-            or not all(isinstance(p, (int, float)) and p >= 0 for p in probs)
-            or not 0 < sum(probs) < math.inf):
-        raise ScheduleError("sample_categorical", f"probs must be {len(candidates)} non-negative "
-                            f"numbers with a positive sum (and finite), got {probs!r}",
-                            argument="probs")
+    if (
+        not isinstance(candidates, (list, tuple))
+        or not candidates
+        or not all(isinstance(c, int) and not isinstance(c, bool) for c in candidates)
+    ):
+        raise ScheduleError(
+            "sample_categorical",
+            f"candidates must be a non-empty list of ints, got {candidates!r}",
+            argument="candidates",
+        )
+    if (
+        not isinstance(probs, (list, tuple))
+        or len(probs) != len(candidates)
+        or not all(isinstance(p, (int, float)) and p >= 0 for p in probs)
+        or not 0 < sum(probs) < math.inf
+    ):
+        raise ScheduleError(
+            "sample_categorical",
+            f"probs must be {len(candidates)} non-negative "
+            f"numbers with a positive sum (and finite), got {probs!r}",
+            argument="probs",
+        )
     if decision is None:
         decision = sch.rng.choices(range(len(candidates)), weights=probs)[0]
-    if (isinstance(decision, bool) or not isinstance(decision, int)
-            or not 0 <= decision < len(candidates)):
-        raise ScheduleError("sample_categorical", f"decision {decision!r} is not an index into "
-                            f"the {len(candidates)} candidates", argument="decision")
+    if isinstance(decision, bool) or not isinstance(decision, int) or not 0 <= decision < len(candidates):
+        raise ScheduleError(
+            "sample_categorical",
+            f"decision {decision!r} is not an index into the {len(candidates)} candidates",
+            argument="decision",
+        )
     if probs[decision] == 0:
-        raise ScheduleError("sample_categorical", f"decision {decision} picks candidate "
-                            f"{candidates[decision]}, which has probability 0", argument="decision")
+        raise ScheduleError(
+            "sample_categorical",
+            f"decision {decision} picks candidate {candidates[decision]}, which has probability 0",
+            argument="decision",
+        )
     return sch.new_rv(ExprRV, candidates[decision]), decision

@@ -17,6 +17,7 @@ Kinds may be named in TVM's spelling too: ``inst.kind.matches("SamplePerfectTile
 sampling instructions have decisions (a ``split``'s factors are the random variables of the
 ``sample_perfect_tile`` before it), and ``trace.decisions`` is a read-only snapshot.
 """
+
 from __future__ import annotations
 
 import random
@@ -46,6 +47,7 @@ class Mutator(Pluggable):
     def create(kind: Any = "llvm") -> dict["Mutator", float]:
         """The default mutators of a target kind with their probabilities (TVM's)."""
         from . import default_mutators
+
         return default_mutators(target_kind(kind))
 
     @classmethod
@@ -59,18 +61,20 @@ class Mutator(Pluggable):
 
     def _need_func(self) -> PrimFunc:
         if self.func is None:
-            raise RuntimeError(f"{type(self).__name__} replays traces: call "
-                               f"initialize_with_func(func) first (the space generator does)")
+            raise RuntimeError(
+                f"{type(self).__name__} replays traces: call "
+                f"initialize_with_func(func) first (the space generator does)"
+            )
         return self.func
 
 
 #: mutators that course material names but TVM MetaSchedule does not have, and why
 _NOT_IN_TVM = {
     "mutateautoinline": "TVM MetaSchedule has no MutateAutoInline: whether a block is inlined "
-                        "is decided by the AutoInline schedule rule when the design space is "
-                        "generated, not by a decision the search mutates (TVM's mutators: "
-                        "MutateTileSize, MutateParallel, MutateUnroll, MutateComputeLocation, "
-                        "MutateThreadBinding)",
+    "is decided by the AutoInline schedule rule when the design space is "
+    "generated, not by a decision the search mutates (TVM's mutators: "
+    "MutateTileSize, MutateParallel, MutateUnroll, MutateComputeLocation, "
+    "MutateThreadBinding)",
 }
 
 
@@ -82,8 +86,9 @@ class NoSuchMutator(ImportError):
 
 def builtin_mutators() -> list[str]:
     """The class names of workbench's own mutators."""
-    return sorted(c.__name__ for c in Mutator._registry.values()
-                  if c.__module__.startswith(__package__ + "."))
+    return sorted(
+        c.__name__ for c in Mutator._registry.values() if c.__module__.startswith(__package__ + ".")
+    )
 
 
 def not_a_mutator(name: str) -> Optional[str]:
@@ -105,5 +110,8 @@ def free_sampling(trace: Trace, kind: str) -> Iterator[Instruction]:
 
 def annotated_with(trace: Trace, keys: tuple[str, ...]) -> set:
     """The ExprRVs that ``annotate`` instructions store under one of ``keys``."""
-    return {inst.args["ann_val"] for inst in trace.insts
-            if inst.kind.name == "annotate" and inst.args.get("ann_key") in keys}
+    return {
+        inst.args["ann_val"]
+        for inst in trace.insts
+        if inst.kind.name == "annotate" and inst.args.get("ann_key") in keys
+    }

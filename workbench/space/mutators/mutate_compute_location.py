@@ -4,6 +4,7 @@ the root of its scope, or inlined — by re-drawing a ``sample_compute_location`
 Which locations are valid depends on the program at that point of the trace, so the mutator
 replays the trace up to the sampling instruction and asks the same analysis the sampler uses.
 """
+
 from __future__ import annotations
 
 import random

@@ -5,6 +5,7 @@ The limit is not a sampled decision but the value of an ``annotate`` instruction
 mutator rewrites that instruction (as TVM does). It replays the trace to learn the loop
 extents and only proposes limits that change the plan of some loop nest.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,8 +33,11 @@ class MutateParallel(Mutator):
 
     def apply(self, trace: Trace, rng: random.Random) -> Optional[Trace]:
         trace = without_postproc(trace)
-        found = [k for k, inst in enumerate(trace.insts) if inst.kind.name == "annotate"
-                 and inst.args["ann_key"] == PARALLEL]
+        found = [
+            k
+            for k, inst in enumerate(trace.insts)
+            if inst.kind.name == "annotate" and inst.args["ann_key"] == PARALLEL
+        ]
         if not found:
             return None
         k = rng.choice(found)
@@ -63,8 +67,9 @@ def parallel_prefix_products(sch: Schedule, limit: int) -> list[list[int]]:
     for r in realizes:
         for iv, value in zip(r.block.iter_vars, r.iter_values):
             if iv.iter_type != SPATIAL:
-                non_spatial.update(l.loop_var for l in idx.loops_above(r.block)
-                                   if uses_var(value, l.loop_var))
+                non_spatial.update(
+                    l.loop_var for l in idx.loops_above(r.block) if uses_var(value, l.loop_var)
+                )
     out = []
     for r in realizes:
         extents: list[int] = []

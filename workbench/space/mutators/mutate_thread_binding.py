@@ -2,6 +2,7 @@
 
 ``AutoBind`` splits a fused loop by a ``sample_categorical`` factor and binds the inner part to
 ``threadIdx.x``; this mutator picks one such sample and draws a different candidate (TVM's)."""
+
 from __future__ import annotations
 
 import random
@@ -25,8 +26,9 @@ class MutateThreadBinding(Mutator):
                 factors = inst.args["factors"]
                 if len(factors) == 2 and factors[0] is None and factors[1] in samples:
                     split_by[inst.outputs[1]] = samples[factors[1]]
-            elif name == "bind" and inst.args["thread_axis"] == "threadIdx.x" \
-                    and inst.args["loop"] in split_by:
+            elif (
+                name == "bind" and inst.args["thread_axis"] == "threadIdx.x" and inst.args["loop"] in split_by
+            ):
                 sample = split_by[inst.args["loop"]]
                 if len(sample.args["candidates"]) > 1 and sample not in found:
                     found.append(sample)

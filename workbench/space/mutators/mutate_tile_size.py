@@ -2,6 +2,7 @@
 another, keeping the product (the loop extent). ``[8, 4, 2] -> [2, 4, 8]`` moves a factor 4
 from the outer tile to the innermost one (which must stay within ``max_innermost_factor``).
 On GPU it also re-draws the vector length of a cooperative fetch."""
+
 from __future__ import annotations
 
 import math
@@ -22,11 +23,17 @@ class MutateTileSize(Mutator):
     """Mutate one tiling decision (or one cooperative-fetch vector length)."""
 
     def apply(self, trace: Trace, rng: random.Random) -> Optional[Trace]:
-        tiles = [i for i in free_sampling(trace, "sample_perfect_tile")
-                 if len(i.decision) >= 2 and math.prod(i.decision) >= 2]
+        tiles = [
+            i
+            for i in free_sampling(trace, "sample_perfect_tile")
+            if len(i.decision) >= 2 and math.prod(i.decision) >= 2
+        ]
         fetch = annotated_with(trace, (COOPERATIVE_FETCH,))
-        vectors = [i for i in free_sampling(trace, "sample_categorical")
-                   if i.outputs[0] in fetch and len(i.args["candidates"]) > 1]
+        vectors = [
+            i
+            for i in free_sampling(trace, "sample_categorical")
+            if i.outputs[0] in fetch and len(i.args["candidates"]) > 1
+        ]
         if not tiles and not vectors:
             return None
         inst = rng.choice(tiles + vectors)
@@ -36,8 +43,7 @@ class MutateTileSize(Mutator):
         return None if new is None else without_postproc(trace).with_decision(inst, new)
 
 
-def move_factor(tiles: list[int], max_inner: Optional[int], rng: random.Random
-                ) -> Optional[list[int]]:
+def move_factor(tiles: list[int], max_inner: Optional[int], rng: random.Random) -> Optional[list[int]]:
     """Divide a tile ``x`` by one of its divisors and multiply another tile ``y`` by it (TVM's
     rule: ``y`` innermost only while it stays within ``max_inner``)."""
     n = len(tiles)

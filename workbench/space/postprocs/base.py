@@ -7,6 +7,7 @@ either completes the schedule (its primitives are recorded after an ``enter_post
 instruction, so the trace still reproduces the measured program) or rejects it — by returning
 False or raising :class:`Rejected` with a reason.
 """
+
 from __future__ import annotations
 
 from typing import Any, ClassVar, Iterable, Optional
@@ -37,6 +38,7 @@ class Postproc(Pluggable):
     def create(kind: Any = "llvm") -> list["Postproc"]:
         """The default postprocessors for a target kind (``"llvm"`` or ``"cuda"``)."""
         from . import default_postprocs
+
         return default_postprocs(target_kind(kind))
 
 

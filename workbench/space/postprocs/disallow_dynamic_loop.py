@@ -1,4 +1,5 @@
 """``DisallowDynamicLoop``: reject candidates with a loop whose extent is not a constant."""
+
 from __future__ import annotations
 
 from ...ir.expr import IntImm

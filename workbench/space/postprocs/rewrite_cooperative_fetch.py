@@ -12,6 +12,7 @@ counts are random variables. Once they are known, the stage's fused copy loop is
 The thread extents are read off the trace: the last ``bind`` to ``threadIdx.x`` /
 ``threadIdx.y`` before the annotation (a root annotated ``warp_execution`` means 32 lanes).
 """
+
 from __future__ import annotations
 
 from ...ir.expr import BufferLoad, Cast
@@ -21,6 +22,7 @@ from ...schedule import Schedule
 from ..analysis import COOPERATIVE_FETCH, WARP_EXECUTION, const_extent
 from ..plugin import gpu_limit
 from .base import Postproc
+
 
 def _max_dtype_bytes(block) -> int:
     sizes = [1]

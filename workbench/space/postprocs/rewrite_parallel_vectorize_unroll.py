@@ -12,18 +12,27 @@ step (TVM's UnrollLoop pass, which our LLVM backend does not run itself)::
       C[...] = ...                                for i1 in range(8):
                                                     for j1 in T.vectorized(16):
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from ...ir.arith import simplify
 from ...ir.expr import Add, Expr, IntImm, Mul, Var
 from ...ir.functor import pre_order, substitute
-from ...ir.stmt import (SPATIAL, Block, BlockRealize, BufferStore, For, ForKind, IfThenElse,
-                        SeqStmt, Stmt)
+from ...ir.stmt import SPATIAL, Block, BlockRealize, BufferStore, For, ForKind, IfThenElse, SeqStmt, Stmt
 from ...schedule import LoopRV, Schedule
 from ...schedule.primitives.read_write_at import AUTO_COPY
-from ..analysis import (AUTO_TENSORIZE, AUTO_UNROLL_MAX_STEP, PARALLEL, UNROLL_EXPLICIT,
-                        UNROLL_EXPLICIT_PRAGMA, UNROLL_IMPLICIT, VECTORIZE, const_extent, loop_iter_type)
+from ..analysis import (
+    AUTO_TENSORIZE,
+    AUTO_UNROLL_MAX_STEP,
+    PARALLEL,
+    UNROLL_EXPLICIT,
+    UNROLL_EXPLICIT_PRAGMA,
+    UNROLL_IMPLICIT,
+    VECTORIZE,
+    const_extent,
+    loop_iter_type,
+)
 from .base import Postproc
 
 _KEYS = (PARALLEL, VECTORIZE, UNROLL_EXPLICIT, UNROLL_IMPLICIT)
@@ -50,8 +59,12 @@ class RewriteParallelVectorizeUnroll(Postproc):
             return True
         for key in found:
             sch.unannotate(root, key)
-        base = Plan(found.get(PARALLEL, -1), found.get(VECTORIZE, -1),
-                    found.get(UNROLL_EXPLICIT, -1), found.get(UNROLL_IMPLICIT, -1))
+        base = Plan(
+            found.get(PARALLEL, -1),
+            found.get(VECTORIZE, -1),
+            found.get(UNROLL_EXPLICIT, -1),
+            found.get(UNROLL_IMPLICIT, -1),
+        )
         unroll_roots: list[LoopRV] = []
         stack = list(sch.get_child_blocks(root))
         while stack:
@@ -64,13 +77,13 @@ class RewriteParallelVectorizeUnroll(Postproc):
             plan = replace(base)
             _adjust(sch, block, loops, plan)
             if plan.n_parallel > 0:
-                fused = sch.fuse(*loops[:plan.n_parallel])
+                fused = sch.fuse(*loops[: plan.n_parallel])
                 sch.parallel(fused)
-                loops[:plan.n_parallel] = [fused] * plan.n_parallel
+                loops[: plan.n_parallel] = [fused] * plan.n_parallel
             if plan.n_vectorize > 0:
-                fused = sch.fuse(*loops[-plan.n_vectorize:])
+                fused = sch.fuse(*loops[-plan.n_vectorize :])
                 sch.vectorize(fused)
-                loops[-plan.n_vectorize:] = [fused] * plan.n_vectorize
+                loops[-plan.n_vectorize :] = [fused] * plan.n_vectorize
             step = plan.unroll_explicit + plan.unroll_implicit + 1
             if (plan.unroll_explicit != -1 or plan.unroll_implicit != -1) and step > 0:
                 sch.annotate(loops[0], AUTO_UNROLL_MAX_STEP, step)
@@ -113,8 +126,14 @@ def _adjust(sch: Schedule, block, loops: list[LoopRV], plan: Plan) -> None:
         count, product = 0, 1
         for node, kind in zip(reversed(nodes), reversed(kinds)):
             extent = const_extent(node)
-            if (count >= limit or kind != SPATIAL or _fixed(node) or extent is None
-                    or extent <= 0 or isinstance(node.body, SeqStmt)):
+            if (
+                count >= limit
+                or kind != SPATIAL
+                or _fixed(node)
+                or extent is None
+                or extent <= 0
+                or isinstance(node.body, SeqStmt)
+            ):
                 break
             product *= extent
             if product > plan.max_vectorize:
@@ -198,8 +217,7 @@ def _unroll_explicitly(sch: Schedule, top: LoopRV, max_step: int) -> None:
                 return steps, blocked  # becomes vector instructions: no loop remains
             if s.kind == ForKind.UNROLLED and extent is not None:
                 return steps * extent, blocked
-            if (s.kind == ForKind.SERIAL and not blocked and extent is not None
-                    and extent * steps <= max_step):
+            if s.kind == ForKind.SERIAL and not blocked and extent is not None and extent * steps <= max_step:
                 chosen.append(s.loop_var)
                 return steps * extent, False
             return steps, True

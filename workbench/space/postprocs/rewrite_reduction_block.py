@@ -10,6 +10,7 @@ spatial gives the initialization its own loop nest instead (TVM semantics)::
           if k == 0: C[i, j1] = 0                  for j1: C[i, j1] += A[i, k] * B[k, j1]
           C[i, j1] += A[i, k] * B[k, j1]
 """
+
 from __future__ import annotations
 
 from ...ir.functor import uses_var
@@ -51,10 +52,15 @@ class RewriteReductionBlock(Postproc):
             if block.init is None:
                 continue
             loops = idx.loops_above(block)
-            bound = [l.loop_var for l in loops if l.thread_tag and
-                     l.thread_tag.split(".")[0] in ("threadIdx", "blockIdx")]
-            if any(iv.iter_type == REDUCE and any(uses_var(v, t) for t in bound)
-                   for iv, v in zip(block.iter_vars, realize.iter_values)):
+            bound = [
+                l.loop_var
+                for l in loops
+                if l.thread_tag and l.thread_tag.split(".")[0] in ("threadIdx", "blockIdx")
+            ]
+            if any(
+                iv.iter_type == REDUCE and any(uses_var(v, t) for t in bound)
+                for iv, v in zip(block.iter_vars, realize.iter_values)
+            ):
                 continue
             for k, loop in enumerate(loops):
                 if loop_iter_type(idx, loop) != SPATIAL:

@@ -5,6 +5,7 @@ place of its body (``tensorize``); a block that no longer matches (decisions cha
 rejects the candidate. The intrinsic is the one the annotation names: the rule chose it for the
 target (:func:`~workbench.schedule.intrinsics.gemm_intrinsics`), and a replayed trace keeps it.
 """
+
 from __future__ import annotations
 
 from ...schedule import Schedule
@@ -16,9 +17,11 @@ class RewriteTensorize(Postproc):
     """``tensorize`` every block annotated for auto-tensorization, then drop the annotation."""
 
     def apply(self, sch: Schedule) -> bool:
-        marked = [(name, r.block.annotations[AUTO_TENSORIZE])
-                  for name, r in sch.index.realizes.items()
-                  if AUTO_TENSORIZE in r.block.annotations]
+        marked = [
+            (name, r.block.annotations[AUTO_TENSORIZE])
+            for name, r in sch.index.realizes.items()
+            if AUTO_TENSORIZE in r.block.annotations
+        ]
         for name, intrin in marked:
             block = sch.get_block(name)
             sch.unannotate(block, AUTO_TENSORIZE)

@@ -6,6 +6,7 @@ top-level block not under both a ``blockIdx`` and a ``threadIdx`` loop gets its 
 loops fused and split into ``[blockIdx.x, threadIdx.x]``, with as many threads as the target
 allows and the loop offers (TVM's postprocessor; no sampling, so the trace stays replayable).
 """
+
 from __future__ import annotations
 
 from ...ir.stmt import BlockRealize, For, ForKind, IfThenElse, SeqStmt
@@ -51,8 +52,9 @@ class RewriteUnboundBlock(Postproc):
         limit = gpu_limit(self.target, "max-threads-per-block")
         for name in unbound_blocks(sch):
             try:
-                bind_block_thread_idx(sch, sch.get_block(name), self.max_threadblocks, limit,
-                                      lambda extent: min(limit, extent))
+                bind_block_thread_idx(
+                    sch, sch.get_block(name), self.max_threadblocks, limit, lambda extent: min(limit, extent)
+                )
             except ValueError as exc:
                 raise Rejected(str(exc)) from None
         return True

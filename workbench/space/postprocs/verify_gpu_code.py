@@ -8,6 +8,7 @@ x, y <= 1024, z <= 64), virtual threads <= 8, shared memory allocated under the 
 ``max-shared-memory-per-block`` bytes, and a block's thread count lies within the bounds
 MultiLevelTiling annotated on it.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,10 +31,9 @@ class VerifyGPUCode(Postproc):
         target = Target.of(self.target if self.target is not None else "cuda")
         max_threads = target.max_threads_per_block
         max_shared = target.max_shared_memory_per_block
-        axis_limit = dict(zip(("threadIdx.x", "threadIdx.y", "threadIdx.z"),
-                              target.max_thread_dims))
+        axis_limit = dict(zip(("threadIdx.x", "threadIdx.y", "threadIdx.z"), target.max_thread_dims))
         body = sch.func.root.body
-        for kernel in (body.seq if isinstance(body, SeqStmt) else (body,)):
+        for kernel in body.seq if isinstance(body, SeqStmt) else (body,):
             extents: dict[str, int] = {}
             # shared buffers allocated in the kernel, or at the root and used by the kernel
             shared_bufs = {}
@@ -51,13 +51,13 @@ class VerifyGPUCode(Postproc):
                 if extents.get(axis, 1) > limit:
                     raise Rejected(f"{axis} extent {extents[axis]} exceeds {limit}")
             if threads > max_threads:
-                raise Rejected(f"{threads} threads per block exceed max-threads-per-block "
-                               f"{max_threads}")
+                raise Rejected(f"{threads} threads per block exceed max-threads-per-block {max_threads}")
             if vthreads > MAX_VTHREAD:
                 raise Rejected(f"{vthreads} virtual threads exceed {MAX_VTHREAD}")
             if shared > max_shared:
-                raise Rejected(f"{shared} bytes of shared memory exceed "
-                               f"max-shared-memory-per-block {max_shared}")
+                raise Rejected(
+                    f"{shared} bytes of shared memory exceed max-shared-memory-per-block {max_shared}"
+                )
         warp = target.thread_warp_size if WARP_EXECUTION in sch.func.root.annotations else 1
         self._check_annotated_bounds(sch, warp)
         return True
@@ -77,18 +77,19 @@ class VerifyGPUCode(Postproc):
             low = block.annotations[THREAD_EXTENT_LOW]
             high = block.annotations.get(THREAD_EXTENT_HIGH, threads)
             if not low <= threads <= high:
-                raise Rejected(f"block {block.name!r} runs {threads} threads, outside its "
-                               f"bounds [{low}, {high}]")
+                raise Rejected(
+                    f"block {block.name!r} runs {threads} threads, outside its bounds [{low}, {high}]"
+                )
 
 
 def _bind(extents: dict[str, int], loop: For) -> None:
     if not isinstance(loop.extent, IntImm):
-        raise Rejected(f"loop {loop.loop_var.name!r} bound to {loop.thread_tag} has a dynamic "
-                       f"extent")
+        raise Rejected(f"loop {loop.loop_var.name!r} bound to {loop.thread_tag} has a dynamic extent")
     seen = extents.setdefault(loop.thread_tag, loop.extent.value)
     if seen != loop.extent.value and not loop.thread_tag.startswith("vthread"):
-        raise Rejected(f"{loop.thread_tag} is bound to loops of extents {seen} and "
-                       f"{loop.extent.value} in one kernel")
+        raise Rejected(
+            f"{loop.thread_tag} is bound to loops of extents {seen} and {loop.extent.value} in one kernel"
+        )
     if loop.thread_tag.startswith("vthread"):
         extents[loop.thread_tag] = max(seen, loop.extent.value)
 

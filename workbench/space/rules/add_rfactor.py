@@ -11,6 +11,7 @@ original block then sums the partials::
                                        for b, ij_1:
                                          C[b] += C_rf[b, ij_1]
 """
+
 from __future__ import annotations
 
 from typing import Optional

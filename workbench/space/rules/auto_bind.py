@@ -13,6 +13,7 @@ spatial loops fused and split into ``[blockIdx.x, threadIdx.x]``, the thread cou
 rules (blocks created later, or a space without this rule) with the same function and a fixed
 thread count.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
@@ -46,9 +47,13 @@ def _thread_kind(loop: For) -> str:
     return tag.split(".")[0] if loop.kind == ForKind.THREAD_BINDING else ""
 
 
-def bind_block_thread_idx(sch: Schedule, block: BlockRV, max_threadblocks: int,
-                          max_threads_per_block: int,
-                          get_factor: Optional[FactorSampler] = None) -> None:
+def bind_block_thread_idx(
+    sch: Schedule,
+    block: BlockRV,
+    max_threadblocks: int,
+    max_threads_per_block: int,
+    get_factor: Optional[FactorSampler] = None,
+) -> None:
     """Bind the loops of ``block`` to ``blockIdx.x`` / ``threadIdx.x`` unless they are bound
     already (TVM's BindBlockThreadIdx): the leading spatial loops (up to the first loop with
     several statements or a non-serial kind) are fused, then split by the sampled factor."""
@@ -95,13 +100,17 @@ def bind_block_thread_idx(sch: Schedule, block: BlockRV, max_threadblocks: int,
     bind_spatial_loop(sch, fused, max_threadblocks, max_threads_per_block, get_factor)
 
 
-def bind_spatial_loop(sch: Schedule, loop: LoopRV, max_threadblocks: int,
-                      max_threads_per_block: int,
-                      get_factor: Optional[FactorSampler] = None) -> list[LoopRV]:
+def bind_spatial_loop(
+    sch: Schedule,
+    loop: LoopRV,
+    max_threadblocks: int,
+    max_threads_per_block: int,
+    get_factor: Optional[FactorSampler] = None,
+) -> list[LoopRV]:
     """Split ``loop`` into ``[blockIdx.x, threadIdx.x]`` (or, past ``max_threadblocks *
     max_threads_per_block`` iterations, ``[blockIdx.x, threadIdx.x, serial]``)."""
     extent = const_extent(sch.get(loop))
-    extent = extent if extent is not None else 2 ** 62
+    extent = extent if extent is not None else 2**62
     if extent <= max_threadblocks * max_threads_per_block:
         get_factor = get_factor or factor_sampler(sch, [32, 64, 128, 256, 512, 1024])
         factor = get_factor(min(extent, max_threads_per_block))
@@ -109,8 +118,7 @@ def bind_spatial_loop(sch: Schedule, loop: LoopRV, max_threadblocks: int,
         sch.bind(outer, "blockIdx.x")
         sch.bind(inner, "threadIdx.x")
         return [outer, inner]
-    serial, blocks, threads = sch.split(loop, factors=[None, max_threadblocks,
-                                                      max_threads_per_block])
+    serial, blocks, threads = sch.split(loop, factors=[None, max_threadblocks, max_threads_per_block])
     sch.reorder(blocks, threads, serial)
     sch.bind(blocks, "blockIdx.x")
     sch.bind(threads, "threadIdx.x")
@@ -120,9 +128,12 @@ def bind_spatial_loop(sch: Schedule, loop: LoopRV, max_threadblocks: int,
 class AutoBind(ScheduleRule):
     """Bind each unbound block's spatial loops to ``blockIdx.x`` x ``threadIdx.x`` (TVM's)."""
 
-    def __init__(self, max_threadblocks: int = 256,
-                 thread_extents: Sequence[int] = (32, 64, 128, 256, 512, 1024),
-                 max_threads_per_block: int = -1):
+    def __init__(
+        self,
+        max_threadblocks: int = 256,
+        thread_extents: Sequence[int] = (32, 64, 128, 256, 512, 1024),
+        max_threads_per_block: int = -1,
+    ):
         self.max_threadblocks = max_threadblocks
         self.thread_extents = list(thread_extents)
         self.max_threads_per_block = max_threads_per_block
@@ -136,6 +147,7 @@ class AutoBind(ScheduleRule):
         limit = self.max_threads_per_block
         if limit == -1:
             limit = gpu_limit(self.target, "max-threads-per-block")
-        bind_block_thread_idx(sch, block, self.max_threadblocks, limit,
-                              factor_sampler(sch, self.thread_extents))
+        bind_block_thread_idx(
+            sch, block, self.max_threadblocks, limit, factor_sampler(sch, self.thread_extents)
+        )
         return [sch]

@@ -10,6 +10,7 @@ Before / after on ``bias_add -> relu`` (``bias_add`` inlined into its consumer):
     for i, j: bias_add[i, j] = C[i, j] + b[j]       for i, j: relu[i, j] = max(C[i, j] + b[j], 0)
     for i, j: relu[i, j] = max(bias_add[i, j], 0)
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -17,8 +18,7 @@ from typing import Sequence
 from ...errors import ScheduleError
 from ...schedule import BlockRV, Schedule
 from ...schedule.primitives.block_scope import consumers, producers
-from ..analysis import (INLINE_RULE, has_if_then_else, has_op, is_spatial, is_spatial_func,
-                        read_write_pattern)
+from ..analysis import INLINE_RULE, has_if_then_else, has_op, is_spatial, is_spatial_func, read_write_pattern
 from .base import ScheduleRule
 
 
@@ -32,10 +32,16 @@ class AutoInline(ScheduleRule):
     blocks that read nothing (constants) regardless.
     """
 
-    def __init__(self, into_producer: bool = False, into_consumer: bool = True,
-                 inline_const_tensor: bool = True, disallow_if_then_else: bool = True,
-                 require_injective: bool = True, require_ordered: bool = True,
-                 disallow_op: Sequence[str] = ("exp",)):
+    def __init__(
+        self,
+        into_producer: bool = False,
+        into_consumer: bool = True,
+        inline_const_tensor: bool = True,
+        disallow_if_then_else: bool = True,
+        require_injective: bool = True,
+        require_ordered: bool = True,
+        disallow_op: Sequence[str] = ("exp",),
+    ):
         self.into_producer = into_producer
         self.into_consumer = into_consumer
         self.inline_const_tensor = inline_const_tensor
@@ -58,8 +64,7 @@ class AutoInline(ScheduleRule):
             return [sch]
         if self.into_producer:
             found = producers(idx, node)
-            if (len(found) == 1 and is_spatial(found[0])
-                    and _try(sch.reverse_compute_inline, block)):
+            if len(found) == 1 and is_spatial(found[0]) and _try(sch.reverse_compute_inline, block):
                 return [sch]
         return [sch]
 
@@ -76,8 +81,7 @@ class AutoInline(ScheduleRule):
         if self.require_injective or self.require_ordered:
             for read in node.reads:
                 _, _, injective, ordered = read_write_pattern(read, node.writes[0])
-                if (self.require_injective and not injective) or (
-                        self.require_ordered and not ordered):
+                if (self.require_injective and not injective) or (self.require_ordered and not ordered):
                     return False
         return True
 

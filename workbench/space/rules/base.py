@@ -12,6 +12,7 @@ fork is a copy made with :func:`fork`, so the branches draw different random num
                 sch.unroll(inner)
             return [sch]
 """
+
 from __future__ import annotations
 
 from typing import Any, ClassVar
@@ -40,4 +41,5 @@ class ScheduleRule(Pluggable):
     def create(kind: Any = "llvm") -> list["ScheduleRule"]:
         """The default rules for a target kind (``"llvm"`` or ``"cuda"``; a ``Target`` too)."""
         from . import default_rules
+
         return default_rules(target_kind(kind))

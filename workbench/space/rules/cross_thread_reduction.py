@@ -16,6 +16,7 @@ loop, its result kept in shared memory, and the consumer's innermost loop bound 
 
 The rule forks: the cross-thread variant and the untouched block.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -33,8 +34,9 @@ class CrossThreadReduction(ScheduleRule):
 
     def __init__(self, thread_extents: Sequence[int] = (4, 8, 16, 32, 64, 128, 256, 512)):
         if any(not isinstance(e, int) or e <= 0 for e in thread_extents):
-            raise ValueError(f"CrossThreadReduction: thread extents must be positive integers, "
-                             f"got {list(thread_extents)}")
+            raise ValueError(
+                f"CrossThreadReduction: thread extents must be positive integers, got {list(thread_extents)}"
+            )
         self.thread_extents = list(thread_extents)
 
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
@@ -63,8 +65,7 @@ class CrossThreadReduction(ScheduleRule):
         return [new, sch]
 
     @staticmethod
-    def _compute_target(sch: Schedule, block: BlockRV
-                        ) -> Optional[tuple[LoopRV, BlockRV, LoopRV]]:
+    def _compute_target(sch: Schedule, block: BlockRV) -> Optional[tuple[LoopRV, BlockRV, LoopRV]]:
         """(consumer loop to compute at, the consumer, its innermost loop), or None when the
         block stays where it is (several consumers, or a consumer that will be tiled)."""
         node = sch.get(block)
@@ -89,8 +90,7 @@ class CrossThreadReduction(ScheduleRule):
 
 
 def _in_thread_scope(sch: Schedule, block: BlockRV) -> bool:
-    return any((sch.get(l).thread_tag or "").startswith("threadIdx")
-               for l in sch.get_loops(block))
+    return any((sch.get(l).thread_tag or "").startswith("threadIdx") for l in sch.get_loops(block))
 
 
 def _thread_x_extent(sch: Schedule):
@@ -103,5 +103,7 @@ def _thread_x_extent(sch: Schedule):
                     factor = split.args["factors"][split.outputs.index(loop)]
                     if factor is not None:
                         return factor
-    raise ValueError("CrossThreadReduction: the consumer is bound to threadIdx.x, but no split "
-                     "in the trace gives that loop's extent")
+    raise ValueError(
+        "CrossThreadReduction: the consumer is bound to threadIdx.x, but no split "
+        "in the trace gives that loop's extent"
+    )

@@ -18,6 +18,7 @@ Then the sub-rules, each of which may fork the design space: a write cache (``ca
 placed at a tile level with ``reverse_compute_at``) and read caches (``cache_read`` +
 ``compute_at`` into a tile level, fetched cooperatively on GPU).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -26,8 +27,15 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 from ...ir.stmt import REDUCE, SPATIAL
 from ...schedule import BlockRV, LoopRV, Schedule
 from ...schedule.primitives.block_scope import consumers
-from ..analysis import (COOPERATIVE_FETCH, THREAD_EXTENT_HIGH, THREAD_EXTENT_LOW, TILING_STRUCTURE,
-                        const_extent, is_write_cache, needs_multi_level_tiling)
+from ..analysis import (
+    COOPERATIVE_FETCH,
+    THREAD_EXTENT_HIGH,
+    THREAD_EXTENT_LOW,
+    TILING_STRUCTURE,
+    const_extent,
+    is_write_cache,
+    needs_multi_level_tiling,
+)
 from ..plugin import target_kind
 from .base import ScheduleRule, fork
 
@@ -75,15 +83,18 @@ class MultiLevelTiling(ScheduleRule):
     miss a spatial iterator, i.e. that reuse data).
     """
 
-    def __init__(self, structure: str = "SSRSRS", tile_binds: Optional[Sequence[str]] = None,
-                 max_innermost_factor: Optional[int] = 64,
-                 vector_load_lens: Optional[Sequence[int]] = None,
-                 reuse_read: Union[None, ReuseType, Mapping[str, Any]] = None,
-                 reuse_write: Union[None, ReuseType, Mapping[str, Any]] = None,
-                 filter_fn: Optional[Callable[[Schedule, BlockRV], bool]] = None):
+    def __init__(
+        self,
+        structure: str = "SSRSRS",
+        tile_binds: Optional[Sequence[str]] = None,
+        max_innermost_factor: Optional[int] = 64,
+        vector_load_lens: Optional[Sequence[int]] = None,
+        reuse_read: Union[None, ReuseType, Mapping[str, Any]] = None,
+        reuse_write: Union[None, ReuseType, Mapping[str, Any]] = None,
+        filter_fn: Optional[Callable[[Schedule, BlockRV], bool]] = None,
+    ):
         if not structure or set(structure) - {"S", "R"}:
-            raise ValueError(f"tiling structure must be a string of 'S' and 'R', got "
-                             f"{structure!r}")
+            raise ValueError(f"tiling structure must be a string of 'S' and 'R', got {structure!r}")
         self.structure = structure
         self.tile_binds = list(tile_binds or [])
         self.max_innermost_factor = max_innermost_factor
@@ -137,8 +148,9 @@ class MultiLevelTiling(ScheduleRule):
             if kind == SPATIAL:
                 slots = self.s_indices
                 extent = const_extent(sch.get(loop))
-                spatial_product = None if extent is None or spatial_product is None \
-                    else spatial_product * extent
+                spatial_product = (
+                    None if extent is None or spatial_product is None else spatial_product * extent
+                )
             elif kind == REDUCE:
                 slots = self.r_indices
             else:
@@ -149,7 +161,7 @@ class MultiLevelTiling(ScheduleRule):
             for slot, part in zip(slots, self.split_loop(sch, loop, len(slots))):
                 tiles[slot].append(part)
         sch.reorder(*[loop for tile in tiles for loop in tile])
-        for level, thread_axis in enumerate(self.tile_binds[:len(tiles)]):
+        for level, thread_axis in enumerate(self.tile_binds[: len(tiles)]):
             fused = sch.fuse(*tiles[level])
             sch.bind(fused, thread_axis)
             tiles[level] = [fused]
@@ -175,8 +187,7 @@ class MultiLevelTiling(ScheduleRule):
                 cache = state.sch.get_block(found[0].name)
                 for level in config.levels:
                     new = state.copy()
-                    new.sch.reverse_compute_at(cache, new.tiles[level - 1][-1],
-                                               preserve_unit_loops=True)
+                    new.sch.reverse_compute_at(cache, new.tiles[level - 1][-1], preserve_unit_loops=True)
                     results.append(new)
                 return results + [state]
             results.append(state.copy())  # the branch without a cache

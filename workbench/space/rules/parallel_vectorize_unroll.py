@@ -10,6 +10,7 @@ After the rule on the root block::
     block root:  annotations = {"meta_schedule.parallel": 32, "meta_schedule.vectorize": 64,
                                 "meta_schedule.unroll_explicit": v0}   # v0 in [0, 16, 64, 512]
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -29,8 +30,13 @@ class ParallelizeVectorizeUnroll(ScheduleRule):
     in the IR rather than leaving it to LLVM.
     """
 
-    def __init__(self, max_jobs_per_core: int = 16, max_vectorize_extent: int = 64,
-                 unroll_max_steps: Sequence[int] = (0, 16, 64, 512), unroll_explicit: bool = True):
+    def __init__(
+        self,
+        max_jobs_per_core: int = 16,
+        max_vectorize_extent: int = 64,
+        unroll_max_steps: Sequence[int] = (0, 16, 64, 512),
+        unroll_explicit: bool = True,
+    ):
         self.max_jobs_per_core = max_jobs_per_core
         self.max_vectorize_extent = max_vectorize_extent
         self.unroll_max_steps = list(unroll_max_steps)

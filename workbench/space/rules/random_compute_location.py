@@ -8,6 +8,7 @@ later proposes other locations. Before / after, with the decision "under ``i``":
     for i, j: C[i, j] = B[i, j] * 2           for j: B[i, j] = A[i, j] + 1
                                               for j: C[i, j] = B[i, j] * 2
 """
+
 from __future__ import annotations
 
 from ...schedule import BlockRV, Schedule
@@ -26,7 +27,7 @@ class RandomComputeLocation(ScheduleRule):
         producer = None
         if RANDOM_COMPUTE_PRODUCER in sch.get(block).annotations:
             # collect the producer first: the block itself may be inlined below
-            producer, = sch.get_producers(block)
+            (producer,) = sch.get_producers(block)
             sch.unannotate(block, RANDOM_COMPUTE_PRODUCER)
         self.compute_at_random(sch, block)
         if producer is not None:

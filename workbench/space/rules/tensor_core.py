@@ -22,6 +22,7 @@ and the mma; the fragment loads / stores and the shared copies are lowered by th
 multiply (other dtypes, extents not multiples of 16, more iterators) are left to the other
 rules.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -31,8 +32,13 @@ from ...ir.functor import pre_order
 from ...ir.stmt import REDUCE, SPATIAL, BufferStore
 from ...schedule import BlockRV, Schedule
 from ...schedule.intrinsics.cuda import FILL, SYNC_TRANS
-from ..analysis import (AUTO_TENSORIZE, AUTO_TENSORIZE_INIT, TILING_STRUCTURE, WARP_EXECUTION,
-                        is_trivial_binding)
+from ..analysis import (
+    AUTO_TENSORIZE,
+    AUTO_TENSORIZE_INIT,
+    TILING_STRUCTURE,
+    WARP_EXECUTION,
+    is_trivial_binding,
+)
 from .multi_level_tiling import MultiLevelTiling, State
 
 #: the vector widths (bytes) a shared-memory copy may use per thread and step
@@ -42,11 +48,16 @@ VECTOR_BYTES = (4, 8, 16)
 class MultiLevelTilingTensorCore(MultiLevelTiling):
     """Multi-level tiling around wmma tiles with the A.3 staging (see the module docstring)."""
 
-    def __init__(self, structure: str = "SSSRRSRS",
-                 tile_binds=("blockIdx.x", "blockIdx.y", "threadIdx.y"),
-                 max_innermost_factor: Optional[int] = 4, **kwargs):
-        super().__init__(structure, tile_binds=list(tile_binds),
-                         max_innermost_factor=max_innermost_factor, **kwargs)
+    def __init__(
+        self,
+        structure: str = "SSSRRSRS",
+        tile_binds=("blockIdx.x", "blockIdx.y", "threadIdx.y"),
+        max_innermost_factor: Optional[int] = 4,
+        **kwargs,
+    ):
+        super().__init__(
+            structure, tile_binds=list(tile_binds), max_innermost_factor=max_innermost_factor, **kwargs
+        )
         self._reindexed: dict[str, str] = {}
 
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
@@ -104,20 +115,21 @@ def is_wmma_matmul(sch: Schedule, block: BlockRV) -> bool:
     trivial binding and i, j, k multiples of 16."""
     node = sch.get(block)
     idx = sch.index
-    if (node.init is None or len(node.reads) != 2 or len(node.writes) != 1
-            or [iv.iter_type for iv in node.iter_vars] != [SPATIAL, SPATIAL, REDUCE]
-            or not is_trivial_binding(idx, node)):
+    if (
+        node.init is None
+        or len(node.reads) != 2
+        or len(node.writes) != 1
+        or [iv.iter_type for iv in node.iter_vars] != [SPATIAL, SPATIAL, REDUCE]
+        or not is_trivial_binding(idx, node)
+    ):
         return False
-    if node.writes[0].buffer.dtype != "float32" or \
-            any(r.buffer.dtype != "float16" for r in node.reads):
+    if node.writes[0].buffer.dtype != "float32" or any(r.buffer.dtype != "float16" for r in node.reads):
         return False
-    if any(not isinstance(iv.dom.extent, IntImm) or iv.dom.extent.value % 16
-           for iv in node.iter_vars):
+    if any(not isinstance(iv.dom.extent, IntImm) or iv.dom.extent.value % 16 for iv in node.iter_vars):
         return False
     store = node.body
     if not isinstance(store, BufferStore):
         return False
     casts = [n for n in pre_order(store.value) if isinstance(n, Cast)]
     loads = [n for n in pre_order(store.value) if isinstance(n, BufferLoad)]
-    return len(casts) == 2 and len(loads) == 3 and \
-        all(len(ld.indices) == 2 for ld in loads)
+    return len(casts) == 2 and len(loads) == 3 and all(len(ld.indices) == 2 for ld in loads)

@@ -17,6 +17,7 @@ largest register tile first: AVX-512 ones on AVX-512 CPUs, AVX2 ones on AVX2 + F
 elsewhere) that tensorizes the block. The name it chose is recorded in the annotation, so a
 trace replays with the same intrinsic whatever the target.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -53,8 +54,7 @@ class MultiLevelTilingWithIntrin(MultiLevelTiling):
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
         if not needs_multi_level_tiling(sch.index, sch.get(block)):
             return [sch]
-        self._chosen = next((name for name in self.candidates()
-                             if self._applies(sch, block, name)), None)
+        self._chosen = next((name for name in self.candidates() if self._applies(sch, block, name)), None)
         if self._chosen is None:
             return [sch]
         try:
@@ -76,8 +76,7 @@ class MultiLevelTilingWithIntrin(MultiLevelTiling):
         except ScheduleError:  # no cache stage around this blockized block
             return [state] if self.reuse_write.req == "may" else []
 
-    def _tile(self, sch: Schedule, block: BlockRV, plan: list[tuple[int, int]],
-              intrin: str) -> BlockRV:
+    def _tile(self, sch: Schedule, block: BlockRV, plan: list[tuple[int, int]], intrin: str) -> BlockRV:
         """Split the matched loops by the intrinsic's extents, move them innermost, blockize
         them; returns the outer block, annotated for RewriteTensorize."""
         outer = sch.get_loops(block)
@@ -90,14 +89,14 @@ class MultiLevelTilingWithIntrin(MultiLevelTiling):
         sch.annotate(tiled, AUTO_TENSORIZE, intrin)
         return tiled
 
-    def _match(self, sch: Schedule, block: BlockRV,
-               intrin: str) -> Optional[list[tuple[int, int]]]:
+    def _match(self, sch: Schedule, block: BlockRV, intrin: str) -> Optional[list[tuple[int, int]]]:
         """(loop position, intrinsic extent) for each loop of the description, matched from the
         innermost iterator outwards by iterator type (TVM's mapping); None when a type is
         missing or an extent is not a multiple of the intrinsic's."""
         desc = TensorIntrin.get(intrin).desc
-        desc_block = next(n for n in pre_order(desc.body) if isinstance(n, Block)
-                          and n.name != desc.root.name)
+        desc_block = next(
+            n for n in pre_order(desc.body) if isinstance(n, Block) and n.name != desc.root.name
+        )
         desc_loops = [n for n in pre_order(desc.body) if isinstance(n, For)]
         node = sch.get(block)
         if not is_trivial_binding(sch.index, node) or len(desc_loops) != len(desc_block.iter_vars):
@@ -108,8 +107,7 @@ class MultiLevelTilingWithIntrin(MultiLevelTiling):
         for iv, loop in reversed(list(zip(desc_block.iter_vars, desc_loops))):
             while pos >= 0 and types[pos] != iv.iter_type:
                 pos -= 1
-            if (pos < 0 or not isinstance(extents[pos], IntImm)
-                    or extents[pos].value % loop.extent.value):
+            if pos < 0 or not isinstance(extents[pos], IntImm) or extents[pos].value % loop.extent.value:
                 return None
             plan.append((pos, loop.extent.value))
             pos -= 1

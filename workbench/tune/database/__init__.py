@@ -1,7 +1,17 @@
 """Tuning databases: ``Database.open(path)`` picks SQLite (default) or JSON lines by suffix."""
-from .base import (STATUSES, Database, Record, WorkloadEntry, func_hash, target_str, trace_hash)
+
+from .base import STATUSES, Database, Record, WorkloadEntry, func_hash, target_str, trace_hash
 from .jsonl import JSONDatabase
 from .sqlite import SQLiteDatabase
 
-__all__ = ["Database", "SQLiteDatabase", "JSONDatabase", "Record", "WorkloadEntry", "STATUSES",
-           "func_hash", "target_str", "trace_hash"]
+__all__ = [
+    "Database",
+    "SQLiteDatabase",
+    "JSONDatabase",
+    "Record",
+    "WorkloadEntry",
+    "STATUSES",
+    "func_hash",
+    "target_str",
+    "trace_hash",
+]

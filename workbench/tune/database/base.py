@@ -14,6 +14,7 @@ the cost model's prediction and when it was measured::
 
 Backends subclass :class:`Database` and implement the five storage methods at the bottom.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -58,6 +59,7 @@ def workload_entry(func: PrimFunc, target: Any) -> "WorkloadEntry":
 def target_str(target: Any) -> str:
     """The canonical text of a target (option order and spacing do not matter)."""
     from ...codegen.target import Target
+
     try:
         return str(Target.of(target))
     except (ValueError, TypeError):
@@ -124,13 +126,30 @@ class Record:
             raise ValueError(f"record status must be one of {STATUSES}, got {self.status!r}")
 
     @classmethod
-    def of(cls, func: PrimFunc, target: Any, trace: Any, latencies: Sequence[float] = (),
-           status: str = "ok", error: str = "", predicted: Optional[float] = None,
-           **meta: Any) -> "Record":
+    def of(
+        cls,
+        func: PrimFunc,
+        target: Any,
+        trace: Any,
+        latencies: Sequence[float] = (),
+        status: str = "ok",
+        error: str = "",
+        predicted: Optional[float] = None,
+        **meta: Any,
+    ) -> "Record":
         """A record of ``func`` on ``target`` (the workload entry is derived from ``func``)."""
         entry = workload_entry(func, target)
-        return cls(trace_json(trace), [float(x) for x in latencies], status, error, entry.target,
-                   predicted=predicted, workload=entry, func=func, meta=dict(meta))
+        return cls(
+            trace_json(trace),
+            [float(x) for x in latencies],
+            status,
+            error,
+            entry.target,
+            predicted=predicted,
+            workload=entry,
+            func=func,
+            meta=dict(meta),
+        )
 
     @property
     def ok(self) -> bool:
@@ -160,8 +179,9 @@ class Record:
         trace = self.__dict__.get("_trace")
         if trace is None:
             from ...schedule import Trace
+
             trace = self.__dict__["_trace"] = Trace.from_json(self.trace_json)
-        trace.base_func = self.func   # the database sets ``func`` when a query names it
+        trace.base_func = self.func  # the database sets ``func`` when a query names it
         return trace
 
     @property
@@ -171,10 +191,10 @@ class Record:
     def schedule(self, func: Optional[PrimFunc] = None, seed: Optional[int] = None):
         """A fresh ``Schedule`` of the workload with this record's trace replayed on it."""
         from ...schedule import Schedule
+
         func = func if func is not None else self.func
         if func is None:
-            raise ValueError("this record was not read through a function; pass it: "
-                             "rec.schedule(func)")
+            raise ValueError("this record was not read through a function; pass it: rec.schedule(func)")
         sch = Schedule(func, seed=seed)
         self.trace.apply_to_schedule(sch)
         return sch
@@ -203,11 +223,15 @@ class Database:
             import warnings
 
             from ...errors import DatabaseWarning
+
             self.damaged = count
-            warnings.warn(f"{self.path}: {count} damaged record(s) skipped (first: {reason}); "
-                          f"the intact records are usable; `workbench db repair {self.path} "
-                          f"--out NEW` copies them to a new file", DatabaseWarning,
-                          stacklevel=3)
+            warnings.warn(
+                f"{self.path}: {count} damaged record(s) skipped (first: {reason}); "
+                f"the intact records are usable; `workbench db repair {self.path} "
+                f"--out NEW` copies them to a new file",
+                DatabaseWarning,
+                stacklevel=3,
+            )
 
     @staticmethod
     def open(path: Union[str, os.PathLike, "Database", None] = "tuning.sqlite") -> "Database":
@@ -219,6 +243,7 @@ class Database:
         """
         from .jsonl import JSONDatabase
         from .sqlite import SQLiteDatabase
+
         if isinstance(path, Database):
             return path
         if path is None:
@@ -306,9 +331,17 @@ class Database:
 
 def record_to_json(rec: Record) -> dict:
     """A record's fields as JSON data (the workload by key)."""
-    return {"hash": rec.workload.hash, "target": rec.target, "trace": rec.trace_json,
-            "latencies": rec.latencies, "status": rec.status, "error": rec.error,
-            "timestamp": rec.timestamp, "predicted": rec.predicted, "meta": rec.meta}
+    return {
+        "hash": rec.workload.hash,
+        "target": rec.target,
+        "trace": rec.trace_json,
+        "latencies": rec.latencies,
+        "status": rec.status,
+        "error": rec.error,
+        "timestamp": rec.timestamp,
+        "predicted": rec.predicted,
+        "meta": rec.meta,
+    }
 
 
 def record_from_json(data: dict, entry: WorkloadEntry) -> Record:
@@ -316,24 +349,47 @@ def record_from_json(data: dict, entry: WorkloadEntry) -> Record:
     if not isinstance(data, dict):
         raise ValueError("a record must be a JSON object")
     try:
-        return checked_record(data["trace"], data["latencies"], data["status"],
-                              data.get("error", ""), data["target"], data.get("timestamp", 0.0),
-                              data.get("predicted"), entry, data.get("meta") or {})
+        return checked_record(
+            data["trace"],
+            data["latencies"],
+            data["status"],
+            data.get("error", ""),
+            data["target"],
+            data.get("timestamp", 0.0),
+            data.get("predicted"),
+            entry,
+            data.get("meta") or {},
+        )
     except KeyError as exc:
         raise ValueError(f"field {exc} missing") from None
 
 
-def checked_record(trace: Any, latencies: Any, status: Any, error: Any, target: Any,
-                   timestamp: Any, predicted: Any, entry: WorkloadEntry, meta: Any) -> Record:
+def checked_record(
+    trace: Any,
+    latencies: Any,
+    status: Any,
+    error: Any,
+    target: Any,
+    timestamp: Any,
+    predicted: Any,
+    entry: WorkloadEntry,
+    meta: Any,
+) -> Record:
     """A :class:`Record` from stored fields, checked for shape (never evaluated): ValueError
     naming the damaged field, so the record is skipped rather than guessed at. The trace must
     be trace JSON data; its instructions are checked when it is replayed."""
     from ...schedule.trace import JSON_FORMAT
-    if not (isinstance(trace, dict) and trace.get("format") == JSON_FORMAT
-            and isinstance(trace.get("insts"), list)):
+
+    if not (
+        isinstance(trace, dict)
+        and trace.get("format") == JSON_FORMAT
+        and isinstance(trace.get("insts"), list)
+    ):
         raise ValueError("the trace is not workbench trace data")
-    if not (isinstance(latencies, list) and all(isinstance(x, (int, float))
-                                                and not isinstance(x, bool) for x in latencies)):
+    if not (
+        isinstance(latencies, list)
+        and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in latencies)
+    ):
         raise ValueError("latencies are not a list of numbers")
     if status not in STATUSES:
         raise ValueError(f"unknown status {status!r}")
@@ -343,5 +399,14 @@ def checked_record(trace: Any, latencies: Any, status: Any, error: Any, target: 
         raise ValueError("timestamp must be a number and meta an object")
     if predicted is not None and not isinstance(predicted, (int, float)):
         raise ValueError("predicted must be a number")
-    return Record(trace, [float(x) for x in latencies], status, error, target, float(timestamp),
-                  predicted, entry, meta=meta)
+    return Record(
+        trace,
+        [float(x) for x in latencies],
+        status,
+        error,
+        target,
+        float(timestamp),
+        predicted,
+        entry,
+        meta=meta,
+    )

@@ -8,6 +8,7 @@ any other line that cannot be decoded, with a warning counting them. The first l
 ``{"workbench_db": 1}``, names the format version: a newer one is refused (never rewritten),
 as is a file none of whose lines is a workload or a record.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ import threading
 from typing import Optional
 
 from ...errors import DatabaseError
-from .base import (Database, Record, WorkloadEntry, record_from_json, record_to_json)
+from .base import Database, Record, WorkloadEntry, record_from_json, record_to_json
 
 #: the first line of a file: ``{"workbench_db": FORMAT_VERSION}``; a newer one is refused
 FORMAT_KEY = "workbench_db"
@@ -26,7 +27,7 @@ FORMAT_VERSION = 1
 def _lock_file(fd: int) -> None:
     try:
         import fcntl
-    except ImportError:   # not POSIX: appends of one write each, unlocked
+    except ImportError:  # not POSIX: appends of one write each, unlocked
         return
     fcntl.flock(fd, fcntl.LOCK_EX)
 
@@ -45,9 +46,11 @@ class JSONDatabase(Database):
         if os.path.exists(path):
             self._load()
         elif not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK):
-            raise DatabaseError(f"{path}: cannot create the database: "
-                                f"{os.path.dirname(os.path.abspath(path))} does not exist or "
-                                f"is not writable")
+            raise DatabaseError(
+                f"{path}: cannot create the database: "
+                f"{os.path.dirname(os.path.abspath(path))} does not exist or "
+                f"is not writable"
+            )
 
     def _load(self) -> None:
         try:
@@ -71,11 +74,13 @@ class JSONDatabase(Database):
                         raise DatabaseError(
                             f"{self.path} was written by a newer workbench (format {version}; "
                             f"this one reads {FORMAT_VERSION}): open it with that version; "
-                            f"the file was left unchanged")
+                            f"the file was left unchanged"
+                        )
                 elif "workload" in obj:
                     w = obj["workload"]
-                    entry = WorkloadEntry(str(w["hash"]), str(w["target"]), str(w.get("name", "")),
-                                          str(w.get("ir", "")))
+                    entry = WorkloadEntry(
+                        str(w["hash"]), str(w["target"]), str(w.get("name", "")), str(w.get("ir", ""))
+                    )
                     self._workloads_.setdefault((entry.hash, entry.target), entry)
                 elif "record" in obj:
                     r = obj["record"]
@@ -87,12 +92,14 @@ class JSONDatabase(Database):
                 known += 1
             except DatabaseError:
                 raise
-            except (ValueError, KeyError, TypeError) as exc:   # UnicodeDecodeError, JSON errors
-                damaged += 1          # a write cut short by a kill, or damaged bytes
+            except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError, JSON errors
+                damaged += 1  # a write cut short by a kill, or damaged bytes
                 reason = reason or f"line {n}: {str(exc)[:80]}"
         if damaged and not known:
-            raise DatabaseError(f"{self.path} is not a workbench JSON-lines database (no line "
-                                f"of it is a workload or a record): give another path")
+            raise DatabaseError(
+                f"{self.path} is not a workbench JSON-lines database (no line "
+                f"of it is a workload or a record): give another path"
+            )
         self.skipped_lines = damaged
         if damaged:
             self._skipped(damaged, reason)
@@ -104,8 +111,9 @@ class JSONDatabase(Database):
                 key = (rec.workload.hash, rec.target)
                 if key not in self._workloads_:
                     w = rec.workload
-                    lines.append({"workload": {"hash": w.hash, "target": rec.target,
-                                               "name": w.name, "ir": w.ir}})
+                    lines.append(
+                        {"workload": {"hash": w.hash, "target": rec.target, "name": w.name, "ir": w.ir}}
+                    )
                 lines.append({"record": record_to_json(rec)})
             text = "".join(json.dumps(obj) + "\n" for obj in lines)
             if self._needs_newline:
@@ -113,32 +121,56 @@ class JSONDatabase(Database):
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
                 try:
-                    _lock_file(fd)   # other processes appending to the file wait: no interleaving
+                    _lock_file(fd)  # other processes appending to the file wait: no interleaving
                     if os.fstat(fd).st_size == 0:
                         text = json.dumps({FORMAT_KEY: FORMAT_VERSION}) + "\n" + text
                     data = text.encode("utf-8")
                     while data:
-                        data = data[os.write(fd, data):]
+                        data = data[os.write(fd, data) :]
                     os.fsync(fd)
                 finally:
-                    os.close(fd)   # releases the lock
+                    os.close(fd)  # releases the lock
             except OSError as exc:
                 raise DatabaseError(f"{self.path}: cannot write ({exc.strerror})") from None
             self._needs_newline = False
             for rec in records:
                 self._workloads_.setdefault((rec.workload.hash, rec.target), rec.workload)
-                self._order.append(Record(rec.trace_json, list(rec.latencies), rec.status, rec.error,
-                                      rec.target, rec.timestamp, rec.predicted,
-                                      self._workloads_[(rec.workload.hash, rec.target)],
-                                      meta=dict(rec.meta)))
+                self._order.append(
+                    Record(
+                        rec.trace_json,
+                        list(rec.latencies),
+                        rec.status,
+                        rec.error,
+                        rec.target,
+                        rec.timestamp,
+                        rec.predicted,
+                        self._workloads_[(rec.workload.hash, rec.target)],
+                        meta=dict(rec.meta),
+                    )
+                )
 
     def _records(self, hash_: str, targets: Optional[list[str]]) -> list[Record]:
         with self._lock:
-            out = [r for r in self._order
-                   if r.workload.hash == hash_ and (targets is None or r.target in targets)]
+            out = [
+                r
+                for r in self._order
+                if r.workload.hash == hash_ and (targets is None or r.target in targets)
+            ]
             # copies: callers set .func on what they get
-            return [Record(r.trace_json, list(r.latencies), r.status, r.error, r.target,
-                           r.timestamp, r.predicted, r.workload, meta=dict(r.meta)) for r in out]
+            return [
+                Record(
+                    r.trace_json,
+                    list(r.latencies),
+                    r.status,
+                    r.error,
+                    r.target,
+                    r.timestamp,
+                    r.predicted,
+                    r.workload,
+                    meta=dict(r.meta),
+                )
+                for r in out
+            ]
 
     def _workloads(self) -> list[WorkloadEntry]:
         with self._lock:

@@ -9,6 +9,7 @@ page costs only the rows on it; a record whose fields cannot be decoded is left 
 are not workbench databases, or come from a newer workbench, raise
 :class:`~workbench.errors.DatabaseError` (there is nothing to repair).
 """
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,7 @@ from dataclasses import dataclass, field
 from ...errors import DatabaseError, DatabaseWarning
 from .base import Database, Record
 from .jsonl import JSONDatabase
-from .sqlite import (_TABLES, SCHEMA_VERSION, check_header, connect, decode_record,
-                     quick_check_lines, text)
+from .sqlite import _TABLES, SCHEMA_VERSION, check_header, connect, decode_record, quick_check_lines, text
 
 #: row-by-row reading of a damaged table stops after this many missing ids in a row
 _MAX_GAP = 10000
@@ -31,10 +31,10 @@ class CheckReport:
     """What :func:`check` / :func:`repair` found in ``path``."""
 
     path: str
-    problems: list[str] = field(default_factory=list)   # about the file (SQLite's checks)
+    problems: list[str] = field(default_factory=list)  # about the file (SQLite's checks)
     workloads: int = 0
-    intact: int = 0                 # records read and decoded
-    damaged: int = 0                # records (or lines, or rows) that could not be
+    intact: int = 0  # records read and decoded
+    damaged: int = 0  # records (or lines, or rows) that could not be
     first_damage: str = ""
     copied_to: str = ""
 
@@ -43,16 +43,19 @@ class CheckReport:
         return not self.problems and not self.damaged
 
     def __str__(self) -> str:
-        lines = [f"{self.path}: {'ok' if self.ok else 'damaged'}: {self.intact} intact "
-                 f"record(s) of {self.workloads} workload(s), {self.damaged} damaged"]
+        lines = [
+            f"{self.path}: {'ok' if self.ok else 'damaged'}: {self.intact} intact "
+            f"record(s) of {self.workloads} workload(s), {self.damaged} damaged"
+        ]
         lines += [f"  {p}" for p in self.problems]
         if self.first_damage:
             lines.append(f"  first damaged: {self.first_damage}")
         if self.copied_to:
             lines.append(f"copied the {self.intact} intact record(s) to {self.copied_to}")
         elif not self.ok:
-            lines.append(f"`workbench db repair {self.path} --out NEW` copies the intact "
-                         f"records to a new file")
+            lines.append(
+                f"`workbench db repair {self.path} --out NEW` copies the intact records to a new file"
+            )
         return "\n".join(lines)
 
 
@@ -62,7 +65,7 @@ def _rows(conn: sqlite3.Connection, table: str, cols: str) -> tuple[list, int]:
         return conn.execute(f"SELECT {cols} FROM {table} ORDER BY id").fetchall(), 0
     except sqlite3.DatabaseError:
         pass
-    try:   # the rightmost path of the b-tree may still be intact
+    try:  # the rightmost path of the b-tree may still be intact
         top = conn.execute(f"SELECT max(id) FROM {table}").fetchone()[0]
     except sqlite3.DatabaseError:
         top = None
@@ -89,17 +92,20 @@ def _salvage_sqlite(path: str, report: CheckReport) -> list[Record]:
         except sqlite3.DatabaseError as exc:
             raise DatabaseError(f"{path}: SQLite cannot read it at all ({exc})") from None
         if version > SCHEMA_VERSION:
-            raise DatabaseError(f"{path} was written by a newer workbench (database schema "
-                                f"{version}; this one reads {SCHEMA_VERSION}): open it with "
-                                f"that version")
+            raise DatabaseError(
+                f"{path} was written by a newer workbench (database schema "
+                f"{version}; this one reads {SCHEMA_VERSION}): open it with "
+                f"that version"
+            )
         try:
-            tables = {text(r[0]) for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            tables = {text(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.DatabaseError:
-            tables = set(_TABLES)   # its schema page is damaged: try the tables anyway
+            tables = set(_TABLES)  # its schema page is damaged: try the tables anyway
         if not _TABLES <= tables:
-            raise DatabaseError(f"{path} is a SQLite database but not a workbench one "
-                                f"(tables: {', '.join(sorted(tables)) or 'none'})")
+            raise DatabaseError(
+                f"{path} is a SQLite database but not a workbench one "
+                f"(tables: {', '.join(sorted(tables)) or 'none'})"
+            )
         try:
             problems = [text(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
         except sqlite3.DatabaseError as exc:
@@ -107,8 +113,9 @@ def _salvage_sqlite(path: str, report: CheckReport) -> list[Record]:
         if problems != ["ok"]:
             report.problems += [f"SQLite's quick_check: {p}" for p in quick_check_lines(problems)]
         wrows, lost_w = _rows(conn, "workloads", "id, hash, target, name, ir")
-        rrows, lost_r = _rows(conn, "records", "id, workload_id, trace, latencies, status, "
-                              "error, predicted, timestamp, meta")
+        rrows, lost_r = _rows(
+            conn, "records", "id, workload_id, trace, latencies, status, error, predicted, timestamp, meta"
+        )
     finally:
         conn.close()
     workloads: dict[int, tuple] = {}
@@ -130,8 +137,7 @@ def _salvage_sqlite(path: str, report: CheckReport) -> list[Record]:
             if wid not in workloads:
                 raise ValueError(f"its workload (id {wid}) is lost")
             h, t, name, ir = workloads[wid]
-            records.append(decode_record((rid, h.encode(), t.encode(), name, ir, *fields),
-                                         entries))
+            records.append(decode_record((rid, h.encode(), t.encode(), name, ir, *fields), entries))
         except ValueError as exc:
             report.damaged += 1
             report.first_damage = report.first_damage or f"record {rid}: {exc}"

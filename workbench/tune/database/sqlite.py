@@ -15,6 +15,7 @@ a newer one is refused and never rewritten), that it is not another program's da
 ``PRAGMA quick_check`` — and raises :class:`~workbench.errors.DatabaseError` saying what is
 wrong and what to do. A record whose fields cannot be decoded is skipped with a warning.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,7 @@ from typing import Any, Callable, Optional
 from urllib.parse import quote
 
 from ...errors import DatabaseError
-from .base import (Database, Record, WorkloadEntry, checked_record, func_hash, target_str,
-                   trace_hash)
+from .base import Database, Record, WorkloadEntry, checked_record, func_hash, target_str, trace_hash
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS workloads (
@@ -50,8 +50,10 @@ BUSY_TIMEOUT = 30.0
 #: whole-batch retries when SQLite still answers "locked" / "busy" after the busy timeout
 BUSY_RETRIES = 5
 
-_RECORD_COLUMNS = ("r.id, w.hash, w.target, w.name, w.ir, r.trace, r.latencies, r.status, "
-                   "r.error, r.predicted, r.timestamp, r.meta")
+_RECORD_COLUMNS = (
+    "r.id, w.hash, w.target, w.name, w.ir, r.trace, r.latencies, r.status, "
+    "r.error, r.predicted, r.timestamp, r.meta"
+)
 
 
 def check_header(path: str) -> None:
@@ -66,9 +68,11 @@ def check_header(path: str) -> None:
     except OSError as exc:
         raise DatabaseError(f"{path}: cannot read it ({exc.strerror})") from None
     if head and head != _HEADER:
-        raise DatabaseError(f"{path} is not a SQLite database (its first bytes are not "
-                            f"SQLite's header): give another path, or a .jsonl name for a "
-                            f"JSON-lines database")
+        raise DatabaseError(
+            f"{path} is not a SQLite database (its first bytes are not "
+            f"SQLite's header): give another path, or a .jsonl name for a "
+            f"JSON-lines database"
+        )
 
 
 def connect(path: str, readonly: bool = False) -> sqlite3.Connection:
@@ -77,14 +81,19 @@ def connect(path: str, readonly: bool = False) -> sqlite3.Connection:
         check_header(path)
     try:
         if readonly:
-            conn = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True,
-                                   timeout=BUSY_TIMEOUT, check_same_thread=False)
+            conn = sqlite3.connect(
+                f"file:{quote(os.path.abspath(path))}?mode=ro",
+                uri=True,
+                timeout=BUSY_TIMEOUT,
+                check_same_thread=False,
+            )
         else:
             conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, check_same_thread=False)
     except sqlite3.Error as exc:
         where = os.path.dirname(os.path.abspath(path))
-        raise DatabaseError(f"{path}: cannot open the database ({exc}); check that {where} "
-                            f"exists and is writable") from None
+        raise DatabaseError(
+            f"{path}: cannot open the database ({exc}); check that {where} exists and is writable"
+        ) from None
     conn.text_factory = bytes
     return conn
 
@@ -100,11 +109,19 @@ def decode_record(row: tuple, entries: dict) -> Record:
     h, t = text(h), text(t)
     key = (h, t)
     if key not in entries:
-        entries[key] = WorkloadEntry(h, t, name.decode("utf-8", "replace"),
-                                     ir.decode("utf-8", "replace"))
+        entries[key] = WorkloadEntry(h, t, name.decode("utf-8", "replace"), ir.decode("utf-8", "replace"))
     try:
-        fields = [json.loads(text(trace)), json.loads(text(lat)), text(status), text(error),
-                  t, ts, pred, entries[key], json.loads(text(meta))]
+        fields = [
+            json.loads(text(trace)),
+            json.loads(text(lat)),
+            text(status),
+            text(error),
+            t,
+            ts,
+            pred,
+            entries[key],
+            json.loads(text(meta)),
+        ]
     except (TypeError, AttributeError):
         raise ValueError("a field has the wrong type") from None
     return checked_record(*fields)
@@ -117,8 +134,7 @@ def quick_check_lines(rows: list[str]) -> list[str]:
 
 
 def busy(exc: BaseException) -> bool:
-    return isinstance(exc, sqlite3.OperationalError) and \
-        any(w in str(exc) for w in ("locked", "busy"))
+    return isinstance(exc, sqlite3.OperationalError) and any(w in str(exc) for w in ("locked", "busy"))
 
 
 class SQLiteDatabase(Database):
@@ -148,20 +164,24 @@ class SQLiteDatabase(Database):
                     raise DatabaseError(
                         f"{self.path} was written by a newer workbench (database schema "
                         f"{version}; this one reads {SCHEMA_VERSION}): open it with that "
-                        f"version; the file was left unchanged")
-                tables = {text(r[0]) for r in conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table'")}
+                        f"version; the file was left unchanged"
+                    )
+                tables = {
+                    text(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                }
                 if tables and not _TABLES <= tables:
                     raise DatabaseError(
                         f"{self.path} is a SQLite database but not a workbench one (tables: "
-                        f"{', '.join(sorted(tables))}): give another path")
+                        f"{', '.join(sorted(tables))}): give another path"
+                    )
                 problems = [text(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
                 if problems != ["ok"]:
                     raise DatabaseError(
                         f"{self.path} is damaged (SQLite's quick_check: "
                         f"{'; '.join(quick_check_lines(problems)[:2])}): "
                         f"`workbench db repair {self.path} --out NEW` copies every intact "
-                        f"record to a new file")
+                        f"record to a new file"
+                    )
                 if self.readonly:
                     return
                 with conn:
@@ -179,9 +199,11 @@ class SQLiteDatabase(Database):
                 raise self._damage(exc) from None
 
     def _damage(self, exc: BaseException) -> DatabaseError:
-        return DatabaseError(f"{self.path} is damaged or not a database ({exc}): `workbench db "
-                             f"check {self.path}` says more; `workbench db repair {self.path} "
-                             f"--out NEW` copies every intact record to a new file")
+        return DatabaseError(
+            f"{self.path} is damaged or not a database ({exc}): `workbench db "
+            f"check {self.path}` says more; `workbench db repair {self.path} "
+            f"--out NEW` copies every intact record to a new file"
+        )
 
     def _retry(self, fn: Callable[[], Any]) -> Any:
         """``fn()``, again after a pause when another process held the file past the busy
@@ -191,9 +213,12 @@ class SQLiteDatabase(Database):
                 return fn()
             except sqlite3.OperationalError as exc:
                 if not busy(exc) or attempt == BUSY_RETRIES:
-                    raise DatabaseError(f"{self.path}: {exc} (another process kept it "
-                                        f"locked)") if busy(exc) else self._damage(exc) from None
-                time.sleep(0.05 * 2 ** attempt)
+                    raise (
+                        DatabaseError(f"{self.path}: {exc} (another process kept it locked)")
+                        if busy(exc)
+                        else self._damage(exc)
+                    ) from None
+                time.sleep(0.05 * 2**attempt)
 
     def _query(self, sql: str, params: Any = ()) -> list:
         with self._lock:
@@ -207,11 +232,11 @@ class SQLiteDatabase(Database):
     def _workload_id(self, entry: WorkloadEntry) -> int:
         key = (entry.hash, entry.target)
         if key not in self._ids:
-            self._conn.execute("INSERT OR IGNORE INTO workloads(hash, target, name, ir) "
-                               "VALUES (?, ?, ?, ?)", (entry.hash, entry.target, entry.name,
-                                                       entry.ir))
-            row = self._conn.execute("SELECT id FROM workloads WHERE hash=? AND target=?",
-                                     key).fetchone()
+            self._conn.execute(
+                "INSERT OR IGNORE INTO workloads(hash, target, name, ir) VALUES (?, ?, ?, ?)",
+                (entry.hash, entry.target, entry.name, entry.ir),
+            )
+            row = self._conn.execute("SELECT id FROM workloads WHERE hash=? AND target=?", key).fetchone()
             self._ids[key] = row[0]
         return self._ids[key]
 
@@ -230,14 +255,26 @@ class SQLiteDatabase(Database):
                     rows = []
                     for rec in records:
                         wid = self._workload_id(rec.workload)
-                        rows.append((wid, trace_hash(rec.trace_json), json.dumps(rec.trace_json),
-                                     json.dumps(rec.latencies), rec.latency if rec.ok else None,
-                                     rec.status, rec.error, rec.predicted, rec.timestamp,
-                                     json.dumps(rec.meta)))
+                        rows.append(
+                            (
+                                wid,
+                                trace_hash(rec.trace_json),
+                                json.dumps(rec.trace_json),
+                                json.dumps(rec.latencies),
+                                rec.latency if rec.ok else None,
+                                rec.status,
+                                rec.error,
+                                rec.predicted,
+                                rec.timestamp,
+                                json.dumps(rec.meta),
+                            )
+                        )
                     self._conn.executemany(
                         "INSERT INTO records(workload_id, trace_hash, trace, latencies, latency, "
                         "status, error, predicted, timestamp, meta) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        rows,
+                    )
             except BaseException:
                 self._ids.clear()  # ids inserted in the rolled-back transaction are gone
                 raise
@@ -257,10 +294,13 @@ class SQLiteDatabase(Database):
             self._skipped(len(self._damaged_ids), reason)
         return out
 
-    def _records(self, hash_: str, targets: Optional[list[str]],
-                 order: str = "r.id", where: str = "") -> list[Record]:
-        query = (f"SELECT {_RECORD_COLUMNS} FROM records r "
-                 "JOIN workloads w ON w.id = r.workload_id WHERE w.hash = ?" + where)
+    def _records(
+        self, hash_: str, targets: Optional[list[str]], order: str = "r.id", where: str = ""
+    ) -> list[Record]:
+        query = (
+            f"SELECT {_RECORD_COLUMNS} FROM records r "
+            "JOIN workloads w ON w.id = r.workload_id WHERE w.hash = ?" + where
+        )
         params: list = [hash_]
         if targets is not None:
             query += f" AND w.target IN ({', '.join('?' * len(targets))})"
@@ -272,9 +312,12 @@ class SQLiteDatabase(Database):
         # damaged record among the first k is skipped and the next one read
         limit = int(k)
         while True:
-            out = self._records(func_hash(func), [target_str(target)],
-                                order=f"r.latency, r.id LIMIT {limit}",
-                                where=" AND r.latency IS NOT NULL")
+            out = self._records(
+                func_hash(func),
+                [target_str(target)],
+                order=f"r.latency, r.id LIMIT {limit}",
+                where=" AND r.latency IS NOT NULL",
+            )
             if len(out) >= k or len(out) + len(self._damaged_ids) < limit:
                 break
             limit *= 4
@@ -285,7 +328,9 @@ class SQLiteDatabase(Database):
     def trace_hashes(self, func, target) -> set[str]:
         rows = self._query(
             "SELECT r.trace_hash FROM records r JOIN workloads w ON w.id = r.workload_id "
-            "WHERE w.hash = ? AND w.target = ?", (func_hash(func), target_str(target)))
+            "WHERE w.hash = ? AND w.target = ?",
+            (func_hash(func), target_str(target)),
+        )
         return {row[0].decode("utf-8", "replace") for row in rows}
 
     def _workloads(self) -> list[WorkloadEntry]:

@@ -78,6 +78,7 @@ the same ``te_workload`` function: ``sch.get_block(name)`` becomes ``sch.get_sbl
 ``blockize``'s loop is TVM's ``target`` and ``max_innermost_factor=None`` is ``-1``; every other
 primitive has TVM's name and keywords already.
 """
+
 from __future__ import annotations
 
 import base64
@@ -121,14 +122,22 @@ class Signature:
 
 def func_signature(func: PrimFunc) -> Signature:
     """The :class:`Signature` of a workbench function."""
+
     def extent(e: Any) -> int:
         return e.value if isinstance(e, IntImm) else -1
 
     params = tuple((b.dtype, tuple(int(s) for s in b.shape)) for b in func.params)
-    blocks = tuple(sorted(
-        (b.name, "".join(iv.iter_type for iv in b.iter_vars),
-         tuple(extent(iv.dom.extent) for iv in b.iter_vars))
-        for b in func.blocks() if b is not func.root))
+    blocks = tuple(
+        sorted(
+            (
+                b.name,
+                "".join(iv.iter_type for iv in b.iter_vars),
+                tuple(extent(iv.dom.extent) for iv in b.iter_vars),
+            )
+            for b in func.blocks()
+            if b is not func.root
+        )
+    )
     return Signature(params, blocks)
 
 
@@ -173,8 +182,10 @@ def _decode_module(text: str) -> dict:
     raw = base64.b64decode(text)
     size = struct.unpack("<Q", raw[:8])[0] if len(raw) >= 8 else -1
     if size != len(raw) - 8:
-        raise TVMImportError("the workload's module is neither JSON nor TVM's base64 (a "
-                             "little-endian 8-byte length, then JSON)")
+        raise TVMImportError(
+            "the workload's module is neither JSON nor TVM's base64 (a "
+            "little-endian 8-byte length, then JSON)"
+        )
     return json.loads(raw[8:].decode("utf-8"))
 
 
@@ -184,11 +195,12 @@ def module_signature(module: str) -> Signature:
         g = _Graph(_decode_module(module))
         funcs = g.of_type("PrimFunc")
         if len(funcs) != 1:
-            raise TVMImportError(f"the module holds {len(funcs)} PrimFuncs; workbench imports "
-                                 f"single-function workloads")
+            raise TVMImportError(
+                f"the module holds {len(funcs)} PrimFuncs; workbench imports single-function workloads"
+            )
         fdata = funcs[0]["data"]
         params = []
-        for ref in g.node(fdata["params"])["data"]:   # Vars typed by their buffer
+        for ref in g.node(fdata["params"])["data"]:  # Vars typed by their buffer
             buf = g.node(g.node(ref)["data"]["ty"])["data"]
             params.append((g.value(buf["dtype"]), tuple(g.value(buf["shape"]))))
         blocks = []
@@ -210,13 +222,13 @@ def module_signature(module: str) -> Signature:
     except TVMImportError:
         raise
     except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise TVMImportError(f"cannot read the workload's IRModule ({type(exc).__name__}: "
-                             f"{exc})") from None
+        raise TVMImportError(f"cannot read the workload's IRModule ({type(exc).__name__}: {exc})") from None
 
 
 def default_candidates() -> dict[str, PrimFunc]:
     """Every registered workload at its default (paper) shape and at its small test shape."""
     from ... import workloads
+
     out: dict[str, PrimFunc] = {}
     for name in workloads.names():
         out[name] = workloads.get(name)
@@ -226,8 +238,9 @@ def default_candidates() -> dict[str, PrimFunc]:
     return out
 
 
-def match_workload(signature: Signature, candidates: Mapping[str, PrimFunc]
-                   ) -> Optional[tuple[str, PrimFunc]]:
+def match_workload(
+    signature: Signature, candidates: Mapping[str, PrimFunc]
+) -> Optional[tuple[str, PrimFunc]]:
     """The first candidate ``(name, func)`` with this signature, or None."""
     for name, func in candidates.items():
         if func_signature(func) == signature:
@@ -251,8 +264,7 @@ KIND_MAP: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], bool]] = {
     "SamplePerfectTile": ("sample_perfect_tile", ("loop",), ("n", "max_innermost_factor"), True),
     "SampleCategorical": ("sample_categorical", (), ("candidates", "probs"), False),
     "SampleComputeLocation": ("sample_compute_location", ("block",), (), False),
-    "Split": ("split", ("loop", "*factors"), ("preserve_unit_iters", "!disable_predication"),
-              True),
+    "Split": ("split", ("loop", "*factors"), ("preserve_unit_iters", "!disable_predication"), True),
     "Fuse": ("fuse", ("*loops",), ("preserve_unit_iters",), False),
     "Reorder": ("reorder", ("*ordered_loops",), (), False),
     "AddUnitLoop": ("add_unit_loop", ("block_or_loop",), (), False),
@@ -260,13 +272,15 @@ KIND_MAP: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], bool]] = {
     "Vectorize": ("vectorize", ("loop",), (), False),
     "Unroll": ("unroll", ("loop",), (), False),
     "Bind": ("bind", ("loop",), ("thread_axis",), False),
-    "CacheRead": ("cache_read", ("block", "consumer_blocks"),
-                  ("read_buffer_index", "storage_scope"), False),
-    "CacheWrite": ("cache_write", ("block", "consumer_blocks"),
-                   ("write_buffer_index", "storage_scope"), False),
+    "CacheRead": ("cache_read", ("block", "consumer_blocks"), ("read_buffer_index", "storage_scope"), False),
+    "CacheWrite": (
+        "cache_write",
+        ("block", "consumer_blocks"),
+        ("write_buffer_index", "storage_scope"),
+        False,
+    ),
     "ComputeAt": ("compute_at", ("block", "loop"), ("preserve_unit_loops", "index"), False),
-    "ReverseComputeAt": ("reverse_compute_at", ("block", "loop"),
-                         ("preserve_unit_loops", "index"), False),
+    "ReverseComputeAt": ("reverse_compute_at", ("block", "loop"), ("preserve_unit_loops", "index"), False),
     "ComputeInline": ("compute_inline", ("block",), (), False),
     "ReverseComputeInline": ("reverse_compute_inline", ("block",), (), False),
     "DecomposeReduction": ("decompose_reduction", ("block", "loop"), (), False),
@@ -274,8 +288,7 @@ KIND_MAP: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], bool]] = {
     "RFactor": ("rfactor", ("loop",), ("factor_axis",), False),
     "Annotate": ("annotate", ("block_or_loop", "ann_val"), ("ann_key",), False),
     "Unannotate": ("unannotate", ("block_or_loop",), ("ann_key",), False),
-    "StorageAlign": ("storage_align", ("block",), ("buffer_index", "axis", "factor", "offset"),
-                     False),
+    "StorageAlign": ("storage_align", ("block",), ("buffer_index", "axis", "factor", "offset"), False),
     "SetScope": ("set_scope", ("block",), ("buffer_index", "storage_scope"), False),
     "Blockize": ("blockize", ("loop",), ("preserve_unit_iters",), False),
     "EnterPostproc": ("enter_postproc", (), (), False),
@@ -311,6 +324,7 @@ def convert_trace(trace: Sequence) -> Any:
     """
     from ...schedule import Trace
     from ...space.postprocs import base  # noqa: F401  (registers enter_postproc)
+
     try:
         insts, decisions = trace
         decided = {int(k): d for k, d in decisions}
@@ -338,21 +352,22 @@ def convert_trace(trace: Sequence) -> Any:
                     raise TVMImportError(f"{where}: too few inputs")
                 args[name] = _input(rest.pop(0), defined, where)
         if rest or len(attrs) != len(attr_names):
-            raise TVMImportError(f"{where}: expected {len(in_names)} inputs and "
-                                 f"{len(attr_names)} attributes, got {list(inputs)} "
-                                 f"and {list(attrs)}")
+            raise TVMImportError(
+                f"{where}: expected {len(in_names)} inputs and "
+                f"{len(attr_names)} attributes, got {list(inputs)} "
+                f"and {list(attrs)}"
+            )
         for name, value in zip(attr_names, attrs):
             if name.startswith("-"):
                 continue
             if name.startswith("!"):
                 if value:
-                    raise TVMImportError(f"{where}: {name[1:]}={value} is not supported by "
-                                         f"workbench")
+                    raise TVMImportError(f"{where}: {name[1:]}={value} is not supported by workbench")
                 continue
             args[name] = bool(value) if name in _BOOL_ATTRS else value
         if wb_kind == "sample_perfect_tile" and args.get("max_innermost_factor") == -1:
             args["max_innermost_factor"] = None
-        if args.get("consumer_blocks") == []:   # TVM's "every consumer"
+        if args.get("consumer_blocks") == []:  # TVM's "every consumer"
             args["consumer_blocks"] = None
         if "_" in outputs:
             raise TVMImportError(f"{where}: an unnamed output")
@@ -364,6 +379,7 @@ def convert_trace(trace: Sequence) -> Any:
         defined.update(outputs)
         out.append(rec)
     from ...schedule.trace import JSON_FORMAT
+
     try:
         return Trace.from_json({"format": JSON_FORMAT, "insts": out})
     except (KeyError, ValueError, TypeError) as exc:
@@ -374,17 +390,16 @@ def convert_target(target: Any) -> str:
     """TVM's target (a dict such as ``{"kind": "llvm", "mcpu": "znver3", "num-cores": 2}``, or
     its string) as a workbench target string; options workbench does not know are dropped."""
     from ...codegen.target import KIND_OPTIONS
+
     if isinstance(target, str):
         try:
             target = json.loads(target)
         except json.JSONDecodeError:
-            return target_str(" ".join(p for p in target.split()
-                                       if not p.startswith("-keys")))
+            return target_str(" ".join(p for p in target.split() if not p.startswith("-keys")))
     if not isinstance(target, dict) or target.get("kind") not in KIND_OPTIONS:
         raise TVMImportError(f"unsupported target {target!r}")
     kind = target["kind"]
-    opts = [f"-{k}={v}" for k, v in target.items()
-            if k in KIND_OPTIONS[kind] and v not in (None, "", [])]
+    opts = [f"-{k}={v}" for k, v in target.items() if k in KIND_OPTIONS[kind] and v not in (None, "", [])]
     return target_str(" ".join([kind, *opts]))
 
 
@@ -396,14 +411,14 @@ def convert_target(target: Any) -> str:
 class WorkloadReport:
     """What happened to one TVM workload's records."""
 
-    source: str                       # the directory
+    source: str  # the directory
     tvm_hash: str
-    name: Optional[str] = None        # the matched workbench workload, None if unmatched
+    name: Optional[str] = None  # the matched workbench workload, None if unmatched
     func: Optional[PrimFunc] = field(default=None, repr=False)
     imported: int = 0
     duplicates: int = 0
     failures: list[tuple[int, str]] = field(default_factory=list)  # (record line, reason)
-    best: Optional[float] = None      # seconds, among the records that replayed (stored or not)
+    best: Optional[float] = None  # seconds, among the records that replayed (stored or not)
     target: Optional[str] = None
 
     @property
@@ -416,7 +431,7 @@ class ImportReport:
     """Per-workload outcome of :func:`import_tvm`."""
 
     workloads: list[WorkloadReport] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)   # unreadable files, unmatched workloads
+    errors: list[str] = field(default_factory=list)  # unreadable files, unmatched workloads
 
     @property
     def imported(self) -> int:
@@ -433,8 +448,7 @@ class ImportReport:
             best = f"best {w.best * 1e3:.4f} ms" if w.best is not None else "no record replayed"
             name = w.name or "unmatched"
             dup = f", {w.duplicates} already stored" if w.duplicates else ""
-            lines.append(f"{w.source}: {name}: {w.imported} imported, {w.failed} failed{dup}; "
-                         f"{best}")
+            lines.append(f"{w.source}: {name}: {w.imported} imported, {w.failed} failed{dup}; {best}")
             for line, reason in w.failures[:reasons]:
                 lines.append(f"    record {line}: {reason}")
         lines += [f"error: {e}" for e in self.errors]
@@ -448,11 +462,15 @@ def find_databases(path: Union[str, os.PathLike]) -> list[str]:
         raise TVMImportError(f"{path}: no such directory")
     if os.path.exists(os.path.join(path, WORKLOAD_FILE)):
         return [path]
-    found = sorted(os.path.join(path, d) for d in os.listdir(path)
-                   if os.path.exists(os.path.join(path, d, WORKLOAD_FILE)))
+    found = sorted(
+        os.path.join(path, d)
+        for d in os.listdir(path)
+        if os.path.exists(os.path.join(path, d, WORKLOAD_FILE))
+    )
     if not found:
-        raise TVMImportError(f"{path}: neither it nor a subdirectory holds a TVM database "
-                             f"({WORKLOAD_FILE} and {RECORD_FILE})")
+        raise TVMImportError(
+            f"{path}: neither it nor a subdirectory holds a TVM database ({WORKLOAD_FILE} and {RECORD_FILE})"
+        )
     return found
 
 
@@ -471,6 +489,7 @@ def replay(trace: Any, func: PrimFunc):
     (a primitive refusing, or a decision workbench would change)."""
     from ...errors import ScheduleError
     from ...schedule import Schedule
+
     sch = Schedule(func)
     try:
         trace.apply_to_schedule(sch)
@@ -478,14 +497,19 @@ def replay(trace: Any, func: PrimFunc):
         raise TVMImportError(f"replay: {exc}") from None
     for given, got in zip(trace.insts, sch.trace.insts):
         if given.kind.is_sampling and given.decision != got.decision:
-            raise TVMImportError(f"replay: {given.kind.name} decision {given.decision!r} "
-                                 f"became {got.decision!r} in workbench")
+            raise TVMImportError(
+                f"replay: {given.kind.name} decision {given.decision!r} became {got.decision!r} in workbench"
+            )
     return sch
 
 
-def import_tvm(path: Union[str, os.PathLike], database: Any = None, *,
-               target: Optional[str] = None,
-               candidates: Optional[Mapping[str, PrimFunc]] = None) -> ImportReport:
+def import_tvm(
+    path: Union[str, os.PathLike],
+    database: Any = None,
+    *,
+    target: Optional[str] = None,
+    candidates: Optional[Mapping[str, PrimFunc]] = None,
+) -> ImportReport:
     """Import the TVM MetaSchedule database(s) at ``path`` into ``database``.
 
     ``path`` is a database directory or a directory of them (one per workload). ``database``:
@@ -545,8 +569,15 @@ def import_tvm(path: Union[str, os.PathLike], database: Any = None, *,
                 wr.failures.append((n, str(exc)))
                 continue
             wr.target = rec_target
-            rec = Record.of(wr.func, rec_target, sch.trace, latencies, source="tvm",
-                            tvm_target=tvm_target, tvm_workload=wr.tvm_hash)
+            rec = Record.of(
+                wr.func,
+                rec_target,
+                sch.trace,
+                latencies,
+                source="tvm",
+                tvm_target=tvm_target,
+                tvm_workload=wr.tvm_hash,
+            )
             wr.best = min(rec.latency, wr.best if wr.best is not None else float("inf"))
             key = (index, rec_target)
             if key not in seen:
@@ -571,14 +602,44 @@ def import_tvm(path: Union[str, os.PathLike], database: Any = None, *,
 TVM_METHODS: dict[str, tuple[str, dict[str, str]]] = {
     "get_block": ("get_sblock", {}),
     "blockize": ("blockize", {"loop": "target"}),
-    **{k: (k, {}) for k in (
-        "get_loops", "get_child_blocks", "get_producers", "get_consumers", "sample_perfect_tile",
-        "sample_categorical", "sample_compute_location", "split", "fuse", "reorder",
-        "add_unit_loop", "parallel", "vectorize", "unroll", "bind", "cache_read", "cache_write",
-        "reindex", "compute_at", "reverse_compute_at", "compute_inline", "reverse_compute_inline",
-        "decompose_reduction", "decompose_padding", "rfactor", "annotate", "unannotate",
-        "storage_align", "set_scope", "tensorize", "transform_layout", "transform_block_layout",
-        "enter_postproc")},
+    **{
+        k: (k, {})
+        for k in (
+            "get_loops",
+            "get_child_blocks",
+            "get_producers",
+            "get_consumers",
+            "sample_perfect_tile",
+            "sample_categorical",
+            "sample_compute_location",
+            "split",
+            "fuse",
+            "reorder",
+            "add_unit_loop",
+            "parallel",
+            "vectorize",
+            "unroll",
+            "bind",
+            "cache_read",
+            "cache_write",
+            "reindex",
+            "compute_at",
+            "reverse_compute_at",
+            "compute_inline",
+            "reverse_compute_inline",
+            "decompose_reduction",
+            "decompose_padding",
+            "rfactor",
+            "annotate",
+            "unannotate",
+            "storage_align",
+            "set_scope",
+            "tensorize",
+            "transform_layout",
+            "transform_block_layout",
+            "enter_postproc",
+        )
+    },
 }
 
 
@@ -590,6 +651,7 @@ def to_tvm_python(trace: Any) -> str:
     """
     from ...schedule import Trace
     from ...schedule.instruction import py_value
+
     if isinstance(trace, Record):
         trace = trace.trace
     elif isinstance(trace, (dict, str)):
@@ -601,7 +663,7 @@ def to_tvm_python(trace: Any) -> str:
         if name not in TVM_METHODS:
             raise ValueError(f"{name} has no TVM counterpart: this trace cannot be exported")
         method, renames = TVM_METHODS[name]
-        if inst.kind.renderer is not None:   # custom rendering (index maps): TVM's form already
+        if inst.kind.renderer is not None:  # custom rendering (index maps): TVM's form already
             lines.append(inst.kind.as_python(inst, names).replace(f"sch.{name}(", f"sch.{method}(", 1))
             continue
         parts = []

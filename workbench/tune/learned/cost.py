@@ -3,6 +3,7 @@ the tensor sentence encodes them) and the workload, trained with a pairwise rank
 within each workload, so records of other tasks help (:meth:`DecisionAwareModel.pretrain`)
 instead of fighting over one regression scale. ``rank_metrics`` is how it was judged.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,11 @@ def decision_vector(candidate: Any, target: str = "llvm") -> np.ndarray:
     out = list(sentence.workload)
     for word in sentence.words[:SLOTS]:
         out += decision_features(word, word.decision)
-        out += [float(word.axis == "S"), float(word.axis == "R"),
-                float(np.log2(word.extent)) if word.extent > 0 else 0.0]
+        out += [
+            float(word.axis == "S"),
+            float(word.axis == "R"),
+            float(np.log2(word.extent)) if word.extent > 0 else 0.0,
+        ]
     out += [0.0] * (width - len(out))
     return np.asarray(out, dtype=float)
 
@@ -48,9 +52,15 @@ class DecisionAwareModel(XGBModel):
     (``objective="rank:pairwise"``, groups = workloads; ``"reg:squarederror"`` regresses the
     normalized throughput like ``XGBModel``)."""
 
-    def __init__(self, seed: int = 0, num_rounds: int = 60, max_depth: int = 6,
-                 learning_rate: float = 0.2, objective: str = "rank:pairwise",
-                 decisions: bool = True):
+    def __init__(
+        self,
+        seed: int = 0,
+        num_rounds: int = 60,
+        max_depth: int = 6,
+        learning_rate: float = 0.2,
+        objective: str = "rank:pairwise",
+        decisions: bool = True,
+    ):
         super().__init__(seed, num_rounds, max_depth, learning_rate)
         self.params["objective"] = objective
         self.decisions = decisions
@@ -72,6 +82,7 @@ class DecisionAwareModel(XGBModel):
             super().fit(x, y)
             return
         import xgboost as xgb
+
         groups = np.array(self.groups)
         names = {g: k for k, g in enumerate(dict.fromkeys(self.groups))}
         qid = np.array([names[g] for g in groups])
@@ -99,14 +110,16 @@ class DecisionAwareModel(XGBModel):
         return model
 
     @classmethod
-    def pretrained(cls, databases: Iterable[Any], limit_per_task: int = 32,
-                   **kwargs: Any) -> "DecisionAwareModel":
+    def pretrained(
+        cls, databases: Iterable[Any], limit_per_task: int = 32, **kwargs: Any
+    ) -> "DecisionAwareModel":
         """A model trained on the records of ``databases`` (paths or ``Database`` objects):
         each workload's function is parsed back from its stored IR text, the records replayed
         on it. Workloads whose text does not parse are skipped."""
         from ...ir.parser import parse
         from ..database.base import Database
         from ..runner import MeasureResult
+
         model = cls(**kwargs)
         cands, results = [], []
         for db in databases:
@@ -116,7 +129,7 @@ class DecisionAwareModel(XGBModel):
                 for entry in db.workloads():
                     try:
                         func = parse(entry.ir)
-                    except Exception:          # text of another version: skip the workload
+                    except Exception:  # text of another version: skip the workload
                         continue
                     for rec in db.records_of(entry)[:limit_per_task]:
                         try:
@@ -132,8 +145,7 @@ class DecisionAwareModel(XGBModel):
         return model
 
 
-def rank_metrics(predicted: Sequence[float], latencies: Sequence[float], k: int = 16
-                 ) -> tuple[float, float]:
+def rank_metrics(predicted: Sequence[float], latencies: Sequence[float], k: int = 16) -> tuple[float, float]:
     """(Spearman rank correlation of predicted score and throughput, top-``k`` recall: the
     share of the ``k`` fastest records among the ``k`` best predicted) over records that ran."""
     pred = np.asarray(predicted, dtype=float)

@@ -14,6 +14,7 @@ A *word* (:class:`Word`) is one sampling decision with its context: the kind, wh
 (the tiled loop's iteration type, position and extent, the categorical candidates, the block
 a compute location is sampled for), and the decision itself.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,14 +23,21 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 #: short names of the sampling kinds in sentences
-KINDS = {"sample_perfect_tile": "tile", "sample_categorical": "cat",
-         "sample_compute_location": "loc"}
+KINDS = {"sample_perfect_tile": "tile", "sample_categorical": "cat", "sample_compute_location": "loc"}
 KIND_NAMES = {short: name for name, short in KINDS.items()}
 
 #: the workload features (:func:`workload_features`), in order
-WORKLOAD_FEATURES = ("blocks", "reduction_blocks", "main_log2_spatial", "main_log2_reduce",
-                     "main_spatial_axes", "main_reduce_axes", "nonlinear_ops", "padding",
-                     "log2_total_iters")
+WORKLOAD_FEATURES = (
+    "blocks",
+    "reduction_blocks",
+    "main_log2_spatial",
+    "main_log2_reduce",
+    "main_spatial_axes",
+    "main_reduce_axes",
+    "nonlinear_ops",
+    "padding",
+    "log2_total_iters",
+)
 #: the target features (:func:`target_features`), in order
 TARGET_FEATURES = ("f32_lanes", "cores", "gpu")
 
@@ -64,8 +72,16 @@ class Word:
         return replace(self, decision=None)
 
     def to_text(self) -> str:
-        head = [self.kind, self.axis, str(self.pos), str(self.last), str(self.extent), str(self.n),
-                str(self.max_inner), ",".join(map(str, self.candidates)) or "_"]
+        head = [
+            self.kind,
+            self.axis,
+            str(self.pos),
+            str(self.last),
+            str(self.extent),
+            str(self.n),
+            str(self.max_inner),
+            ",".join(map(str, self.candidates)) or "_",
+        ]
         if self.decision is None:
             dec = "?"
         elif isinstance(self.decision, tuple):
@@ -89,8 +105,17 @@ class Word:
             decision = tuple(int(x) for x in dec.split())
         else:
             decision = int(dec)
-        return cls(kind, axis, int(pos), int(last), int(extent), int(n), int(max_inner),
-                   tuple(int(x) for x in cands.split(",")) if cands != "_" else (), decision)
+        return cls(
+            kind,
+            axis,
+            int(pos),
+            int(last),
+            int(extent),
+            int(n),
+            int(max_inner),
+            tuple(int(x) for x in cands.split(",")) if cands != "_" else (),
+            decision,
+        )
 
 
 @dataclass(frozen=True)
@@ -102,8 +127,10 @@ class TensorSentence:
     words: tuple = field(default=())
 
     def to_text(self) -> str:
-        parts = ["W " + " ".join(_num(x) for x in self.workload),
-                 "T " + " ".join(_num(x) for x in self.target)]
+        parts = [
+            "W " + " ".join(_num(x) for x in self.workload),
+            "T " + " ".join(_num(x) for x in self.target),
+        ]
         parts += ["D " + w.to_text() for w in self.words]
         return " | ".join(parts)
 
@@ -111,8 +138,7 @@ class TensorSentence:
     def from_text(cls, text: str) -> "TensorSentence":
         parts = text.split(" | ")
         if len(parts) < 2 or not parts[0].startswith("W") or not parts[1].startswith("T"):
-            raise ValueError(f"not a tensor sentence (expected 'W ... | T ... | D ...'): "
-                             f"{text[:80]!r}")
+            raise ValueError(f"not a tensor sentence (expected 'W ... | T ... | D ...'): {text[:80]!r}")
         workload = tuple(float(x) for x in parts[0].split()[1:])
         target = tuple(float(x) for x in parts[1].split()[1:])
         words = []
@@ -144,8 +170,10 @@ def _num(x: float) -> str:
 
 # workload and target ---------------------------------------------------------------------------
 
-_GRID = re.compile(r"^(\s*)for .* in (?:T\.grid|range|T\.serial|T\.parallel|T\.vectorized|"
-                   r"T\.unroll)\((.*)\):\s*$")
+_GRID = re.compile(
+    r"^(\s*)for .* in (?:T\.grid|range|T\.serial|T\.parallel|T\.vectorized|"
+    r"T\.unroll)\((.*)\):\s*$"
+)
 _BLOCK = re.compile(r"^(\s*)with T\.block\(\"([^\"]+)\"\)")
 _REMAP = re.compile(r"T\.axis\.remap\(\"([A-Z]+)\"")
 
@@ -163,7 +191,7 @@ def block_axes(ir: str) -> dict[str, tuple[str, tuple[int, ...]]]:
         m = _GRID.match(line)
         if m:
             ext = [int(x) for x in re.findall(r"-?\d+", m.group(2))]
-            if "range" in line and len(ext) == 2:   # range(a, b)
+            if "range" in line and len(ext) == 2:  # range(a, b)
                 ext = [ext[1] - ext[0]]
             stack.append((indent, ext if "grid" in line else ext[-1:]))
             continue
@@ -176,7 +204,7 @@ def block_axes(ir: str) -> dict[str, tuple[str, tuple[int, ...]]]:
             out[pending[0]] = (m.group(1), pending[1])
             pending = None
         elif pending is not None and line.strip().startswith("T.reads"):
-            out[pending[0]] = ("S" * len(pending[1]), pending[1])   # no remap: all spatial
+            out[pending[0]] = ("S" * len(pending[1]), pending[1])  # no remap: all spatial
             pending = None
     return out
 
@@ -188,21 +216,30 @@ def workload_features(ir: str) -> tuple:
 
     def size(item):
         return math.prod(item[1]) if item[1] else 1
+
     main = max(axes.values(), key=size, default=("", ()))
     types, ext = main
     spatial = math.prod(e for t, e in zip(types, ext) if t == "S") if ext else 1
     reduce = math.prod(e for t, e in zip(types, ext) if t != "S") if ext else 1
     total = sum(size(v) for v in axes.values()) or 1
     nonlinear = len(re.findall(r"T\.(exp|log|tanh|sqrt|sigmoid|max|min)\(", ir))
-    return (float(len(axes)), float(reductions), round(math.log2(max(spatial, 1)), 3),
-            round(math.log2(max(reduce, 1)), 3), float(types.count("S")),
-            float(len(types) - types.count("S")), float(nonlinear),
-            float("T.Select" in ir or "T.if_then_else" in ir), round(math.log2(total), 3))
+    return (
+        float(len(axes)),
+        float(reductions),
+        round(math.log2(max(spatial, 1)), 3),
+        round(math.log2(max(reduce, 1)), 3),
+        float(types.count("S")),
+        float(len(types) - types.count("S")),
+        float(nonlinear),
+        float("T.Select" in ir or "T.if_then_else" in ir),
+        round(math.log2(total), 3),
+    )
 
 
 def target_features(target: Any) -> tuple:
     """:data:`TARGET_FEATURES` of a target (a string or ``Target``)."""
     from ...codegen.target import Target
+
     t = Target.of(target)
     if t.kind == "llvm":
         return (float(t.vector_lanes("float32")), float(t.num_cores), 0.0)
@@ -211,11 +248,13 @@ def target_features(target: Any) -> tuple:
 
 # decisions ---------------------------------------------------------------------------------------
 
+
 def sampling_words(trace: Any, ir: str) -> list[Word]:
     """The words of the trace's sampling instructions (design-space part only), in order."""
     from ...space import without_postproc
+
     axes = block_axes(ir)
-    where: dict[Any, tuple] = {}          # RV -> ("block", name) | ("loop", block, position)
+    where: dict[Any, tuple] = {}  # RV -> ("block", name) | ("loop", block, position)
     words = []
     for inst in without_postproc(trace).insts:
         name = inst.kind.name
@@ -231,8 +270,7 @@ def sampling_words(trace: Any, ir: str) -> list[Word]:
     return words
 
 
-def word_of(inst: Any, decision: Any, where: dict, axes: dict,
-            extent: Optional[int] = None) -> Word:
+def word_of(inst: Any, decision: Any, where: dict, axes: dict, extent: Optional[int] = None) -> Word:
     """The word of one sampling instruction (``decision`` may be None: its context only).
     ``extent``: the tiled loop's extent when known from the schedule (else the product of the
     decision)."""
@@ -244,27 +282,37 @@ def word_of(inst: Any, decision: Any, where: dict, axes: dict,
             types = axes[src[1]][0]
             pos = src[2]
             axis = types[pos] if pos < len(types) else "O"
-            last = int(pos < len(types) and axis not in types[pos + 1:])
+            last = int(pos < len(types) and axis not in types[pos + 1 :])
         dec = tuple(int(x) for x in decision) if decision is not None else None
         if extent is None:
             extent = math.prod(dec) if dec else 0
         mi = inst.args.get("max_innermost_factor")
-        return Word("tile", axis if axis in "SR" else "O", pos, last, int(extent),
-                    int(inst.args["n"]), int(mi) if mi not in (None, -1) else 0, (), dec)
+        return Word(
+            "tile",
+            axis if axis in "SR" else "O",
+            pos,
+            last,
+            int(extent),
+            int(inst.args["n"]),
+            int(mi) if mi not in (None, -1) else 0,
+            (),
+            dec,
+        )
     if kind == "cat":
-        return Word("cat", candidates=tuple(int(c) for c in inst.args["candidates"]),
-                    extent=len(inst.args["candidates"]),
-                    decision=None if decision is None else int(decision))
+        return Word(
+            "cat",
+            candidates=tuple(int(c) for c in inst.args["candidates"]),
+            extent=len(inst.args["candidates"]),
+            decision=None if decision is None else int(decision),
+        )
     src = where.get(inst.args["block"])
     types = axes.get(src[1], ("", ()))[0] if src else ""
-    return Word("loc", "R" if "R" in types else "S",
-                decision=None if decision is None else int(decision))
+    return Word("loc", "R" if "R" in types else "S", decision=None if decision is None else int(decision))
 
 
 def sentence_of(trace: Any, ir: str, target: Any) -> TensorSentence:
     """The tensor sentence of a trace of the function whose IR text is ``ir``."""
-    return TensorSentence(workload_features(ir), target_features(target),
-                          tuple(sampling_words(trace, ir)))
+    return TensorSentence(workload_features(ir), target_features(target), tuple(sampling_words(trace, ir)))
 
 
 def sentence_of_record(record: Any) -> Optional[TensorSentence]:
@@ -272,4 +320,3 @@ def sentence_of_record(record: Any) -> Optional[TensorSentence]:
     if record.workload is None or not record.workload.ir:
         return None
     return sentence_of(record.trace, record.workload.ir, record.target)
-

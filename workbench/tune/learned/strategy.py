@@ -18,6 +18,7 @@ on from the model's favourites to their neighbours instead of stalling::
     wb.tune("GMM", strategy=LearnedSampling(model), trials=10)
     EvolutionarySearch(init_sampler=LearnedSampling(model))    # seeds the first population
 """
+
 from __future__ import annotations
 
 import os
@@ -40,9 +41,16 @@ class LearnedSampling(SearchStrategy):
     ``ranker=False`` for none). ``skeleton_seeds``: how many runs of the space generator give
     the skeletons."""
 
-    def __init__(self, model: Any, oversample: int = 4, min_records: int = 16,
-                 skeleton_seeds: int = 4, max_tries: Optional[int] = None, max_heat: int = 5,
-                 ranker: Any = None):
+    def __init__(
+        self,
+        model: Any,
+        oversample: int = 4,
+        min_records: int = 16,
+        skeleton_seeds: int = 4,
+        max_tries: Optional[int] = None,
+        max_heat: int = 5,
+        ranker: Any = None,
+    ):
         if not isinstance(model, DecisionModel):
             folder = str(model)
             model = DecisionModel.load(folder)
@@ -56,8 +64,8 @@ class LearnedSampling(SearchStrategy):
         self.skeleton_seeds = skeleton_seeds
         self.max_tries = max_tries
         self.max_heat = max_heat
-        self.drawn = 0          # proposals drawn from the model
-        self.rejected = 0       # of those, failed to replay or rejected by a postprocessor
+        self.drawn = 0  # proposals drawn from the model
+        self.rejected = 0  # of those, failed to replay or rejected by a postprocessor
         self.measured = 0
 
     @property
@@ -69,18 +77,18 @@ class LearnedSampling(SearchStrategy):
         super().initialize(ctx)
         skeletons, seen = [], set()
         for k in range(self.skeleton_seeds):
-            spaces = ctx.design_spaces if k == 0 else \
-                ctx.space.generate_design_space(ctx.func, seed=ctx.seed())
+            spaces = (
+                ctx.design_spaces if k == 0 else ctx.space.generate_design_space(ctx.func, seed=ctx.seed())
+            )
             for sch in spaces:
                 trace = without_postproc(sch.trace)
                 key = tuple(i.kind.name for i in trace.insts)
-                if key not in seen:          # one skeleton per structure
+                if key not in seen:  # one skeleton per structure
                     seen.add(key)
                     skeletons.append(trace)
         self.skeletons = skeletons
 
-    def sample(self, n: int, temperature: Optional[float] = None
-               ) -> list[tuple[Candidate, float]]:
+    def sample(self, n: int, temperature: Optional[float] = None) -> list[tuple[Candidate, float]]:
         """Up to ``n`` valid proposals drawn from the model (not yet checked for novelty),
         each with its log-probability under the model (at ``temperature``)."""
         ctx = self.ctx
@@ -114,7 +122,7 @@ class LearnedSampling(SearchStrategy):
         ctx = self.ctx
         pool: dict[str, tuple[Candidate, float]] = {}
         for heat in range(self.max_heat + 1):
-            temperature = self.model.temperature * 2 ** heat
+            temperature = self.model.temperature * 2**heat
             for cand, logp in self.sample(self.oversample * n, temperature):
                 if cand.hash not in ctx.seen:
                     pool.setdefault(cand.hash, (cand, logp))
@@ -137,5 +145,6 @@ class LearnedSampling(SearchStrategy):
             self.ranker.update([c.sch for c in candidates], results)
 
     def __repr__(self) -> str:
-        return (f"<LearnedSampling {self.model!r}: {self.drawn} drawn, "
-                f"{100 * self.rejection_rate:.0f}% rejected>")
+        return (
+            f"<LearnedSampling {self.model!r}: {self.drawn} drawn, {100 * self.rejection_rate:.0f}% rejected>"
+        )
