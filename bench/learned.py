@@ -45,17 +45,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
-from workbench.tune import (
+from workbench.tune import (  # noqa: E402  (after the path set-up above)
     EvolutionarySearch,
     MeasureResult,
-    ReplayFunc,  # noqa: E402
+    ReplayFunc,
     TuneTask,
     XGBModel,
     tune,
 )
-from workbench.tune.learned import (
+from workbench.tune.learned import (  # noqa: E402
     DecisionAwareModel,
-    DecisionModel,  # noqa: E402
+    DecisionModel,
     LearnedSampling,
     rank_metrics,
     tasks_of,

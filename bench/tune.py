@@ -172,7 +172,7 @@ HEAD = (
 
 def report_row(row):
     name, shape, runs, final = row
-    evo, rnd = runs.get("evolutionary"), runs.get("random")
+    evo = runs.get("evolutionary")
     ours = final.get("evolutionary")
     flops = evo["task"].flops if evo else None
     unsched = evo["summary"].baseline if evo and evo["summary"] else None
@@ -192,7 +192,8 @@ def report_row(row):
 def summarize(rows, args):
     print(
         "\ncolumns: tuned ms = evolutionary best as measured while tuning; evo ms, rand ms, "
-        "np ms = re-timed side by side at the end (best of 5 interleaved rounds); evo/rand = best of evolutionary / best of random search (ReplayFunc) at "
+        "np ms = re-timed side by side at the end (best of 5 interleaved rounds); "
+        "evo/rand = best of evolutionary / best of random search (ReplayFunc) at "
         "equal trials, re-timed side by side; x unsch = unscheduled / evo; "
         "ours/np: latency ratio (below 1: ours faster); s/trial = tuning wall seconds per "
         "measured trial"
@@ -205,7 +206,7 @@ def summarize(rows, args):
         print(
             f"evolutionary / random, geometric mean over {len(ratios)} workloads: {geo:.3f} (goal: below 1)"
         )
-    for name, shape, runs, final in rows:
+    for name, shape, _runs, final in rows:
         if name == "GMM" and final.get("evolutionary") and final.get("numpy"):
             print(
                 f"GMM {'small' if shape else '128'}: ours / numpy = "

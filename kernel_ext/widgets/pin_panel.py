@@ -328,9 +328,9 @@ class PinPanel(WorkbenchWidget):
                 )
                 pin = ' <b style="color: #b26a00;">pinned</b>' if inst.pinned else ""
                 learned = self._distribution_html(k) if self.model is not None else ""
-                self._labels[row].value = (
-                    f"<code>{html.escape(describe_sampling(self.sch, k))}</code>{pin}{learned}"
-                )
+                self._labels[
+                    row
+                ].value = f"<code>{html.escape(describe_sampling(self.sch, k))}</code>{pin}{learned}"
         finally:
             self._updating = False
         n_pinned = len(self.pinned)

@@ -32,10 +32,10 @@ CHILD = textwrap.dedent("""
 def test_softmax_record_that_stalled_loop_idiom_builds_quickly():
     try:
         out = subprocess.run([sys.executable, "-c", CHILD, DATA], capture_output=True, text=True, timeout=120)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as err:
         raise AssertionError(
             "building the SFM record took over 120 s: LLVM's loop-idiom "
             "pass (or another) stalls again; see workbench/codegen/llvm/jit.py"
-        )
+        ) from err
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("built")

@@ -229,7 +229,7 @@ def test_nested_and_repeated_parallel_regions():
     """Only the outermost parallel loop forks; a region inside a serial loop forks each time;
     the loop's min and the captured outer variable reach the task."""
     A = Buffer("A", (5, 6, 8))
-    r, p, q, j = Var("r"), Var("p"), Var("q"), Var("j")
+    r, p, q = Var("r"), Var("p"), Var("q")
     inner = make_for(q, 8, BufferStore(A, A[r, p, q] + Cast("float32", r * 100 + p * 10 + q), (r, p, q)), P)
     body = make_for(r, 5, make_for(p, 5, inner, P, min=1))
     k = build_llvm(lowered([A], body), "llvm -num-cores=2")

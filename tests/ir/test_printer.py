@@ -47,7 +47,7 @@ def matmul(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"
             T.writes(C[vi, vj])
             with T.init():
                 C[vi, vj] = T.float32(0)
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]"""
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]"""  # noqa: E501  (the printer's line)
 
 
 def matmul(n=128):

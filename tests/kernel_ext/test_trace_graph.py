@@ -59,7 +59,7 @@ def test_decision_tree_groups_shared_prefixes_and_colours_leaves(gmm, monkeypatc
     tree = DecisionTree(items)
     assert tree.leaves == 9
     assert tree.root.count() == 9
-    first = {label for label in tree.root.children}
+    first = set(tree.root.children)
     assert all(label.startswith("tile i = [") for label in first)  # the traces know gmm
     assert len(first) <= 4  # 16 = 2 * 8, 4 * 4, 8 * 2, 16 * 1
     text = tree.text()

@@ -254,7 +254,7 @@ def test_mutate_auto_inline_is_answered_with_the_mutators_that_exist():
     with pytest.raises(
         AttributeError, match="no mutator MutateTileSise; workbench's mutators: MutateComputeLocation"
     ):
-        wb.space.MutateTileSise
+        wb.space.MutateTileSise  # noqa: B018  (the attribute access is what raises)
     assert not hasattr(wb.space.mutators, "something_else")
 
 

@@ -1,8 +1,8 @@
 """The tuner: database, builder/runner, cost models, search strategies, task scheduler, ``tune``.
 
 ``workbench.tune`` is both this package and a function: ``wb.tune(func, trials=64)`` calls
-:func:`workbench.tune.tuning.tune` (also ``wb.tune.tune``), while ``wb.tune.XGBModel`` and the other names below stay
-reachable as attributes.
+:func:`workbench.tune.tuning.tune` (also ``wb.tune.tune``), while ``wb.tune.XGBModel`` and
+the other names below stay reachable as attributes.
 """
 
 import sys as _sys
