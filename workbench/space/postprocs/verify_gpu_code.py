@@ -7,12 +7,17 @@ threads per block (``threadIdx.x * y * z``) <= ``max-threads-per-block`` (and pe
 x, y <= 1024, z <= 64), virtual threads <= 8, shared memory allocated under the kernel <=
 ``max-shared-memory-per-block`` bytes, and a block's thread count lies within the bounds
 MultiLevelTiling annotated on it.
+
+Shared memory is counted as the backend will allocate it: compacted to the region one block
+touches (``codegen.compaction``, TVM's CompactBufferAllocation before its VerifyGPUCode), not
+at the full size the root block declares for a cache stage.
 """
 
 from __future__ import annotations
 
 import math
 
+from ...codegen.compaction import plan_allocations
 from ...codegen.target import Target
 from ...ir.expr import IntImm
 from ...ir.functor import pre_order
@@ -33,6 +38,7 @@ class VerifyGPUCode(Postproc):
         max_shared = target.max_shared_memory_per_block
         axis_limit = dict(zip(("threadIdx.x", "threadIdx.y", "threadIdx.z"), target.max_thread_dims))
         body = sch.func.root.body
+        compacted = {old: plan.buffer for old, plan in plan_allocations(sch.func).items()}
         for kernel in body.seq if isinstance(body, SeqStmt) else (body,):
             extents: dict[str, int] = {}
             # shared buffers allocated in the kernel, or at the root and used by the kernel
@@ -43,7 +49,7 @@ class VerifyGPUCode(Postproc):
                 elif isinstance(node, Block):
                     for b in [*node.alloc_buffers, *(r.buffer for r in node.reads + node.writes)]:
                         if b.scope.startswith("shared"):
-                            shared_bufs[b] = b.size * _bytes(b.dtype)
+                            shared_bufs[b] = compacted.get(b, b).size * _bytes(b.dtype)
             shared = sum(shared_bufs.values())
             threads = math.prod(v for k, v in extents.items() if k.startswith("threadIdx"))
             vthreads = math.prod(v for k, v in extents.items() if k.startswith("vthread"))
