@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import ast
 import difflib
-from typing import Any, Callable, Optional, Sequence
+import typing  # typing.cast: `cast` here is the IR constructor from .expr
+from typing import Any, Callable, Optional, Sequence, Union
 
 from ..errors import TVMScriptError
 from .buffer import Buffer
@@ -176,10 +177,12 @@ def _reject_dunders(tree: ast.AST, text: str) -> None:
             else None
         )
         if name and "__" in name:
+            # a name was found, so node is one of the located kinds above
+            located = typing.cast(Union[ast.expr, ast.stmt, ast.arg, ast.keyword], node)
             raise TVMScriptError(
                 f"`{name}` is not TVMScript (the parser never runs code)",
-                node.lineno,
-                node.col_offset + 1,
+                located.lineno,
+                located.col_offset + 1,
                 text,
             )
 
@@ -312,7 +315,7 @@ class _Parser:
         for stmt in body:  # the function-level statements that are not part of the body
             name = self.call_name(stmt.value) if isinstance(stmt, (ast.Expr, ast.Assign)) else None
             if isinstance(stmt, ast.Expr) and name == "func_attr":
-                attrs.update(self.literal(_one_arg(self, stmt.value, "T.func_attr")))
+                attrs.update(self.literal(_one_arg(self, typing.cast(ast.Call, stmt.value), "T.func_attr")))
             elif isinstance(stmt, ast.Assign) and name == "match_buffer":
                 self.match_buffer(stmt, params)
             else:
@@ -321,8 +324,12 @@ class _Parser:
             if isinstance(p, ast.arg):
                 raise self.error(p, f"parameter {p.arg} is a T.handle that no T.match_buffer gives a buffer")
         root_with = rest[0] if len(rest) == 1 and isinstance(rest[0], ast.With) else None
+        root: Stmt
         if root_with is not None and self._block_name(root_with) == "root":
-            root = self.block(root_with.items[0].context_expr, root_with.body, is_root=True)
+            # a block name was read, so the context is a T.block(...) call
+            root = self.block(
+                typing.cast(ast.Call, root_with.items[0].context_expr), root_with.body, is_root=True
+            )
         elif not self._has_blocks(rest):
             # loops and stores only (what lowering gives): no root block to add
             root = self.stmts(rest, _Block(node.name), node)
@@ -344,12 +351,15 @@ class _Parser:
             for n in ast.walk(stmt)
         )
 
-    def _block_name(self, w: ast.With) -> Optional[str]:
+    def _block_name(self, w: ast.With) -> Any:
+        """The constant the block is named by (not checked to be a string here), else None."""
         if len(w.items) != 1:
             return None
         c = w.items[0].context_expr
-        if self.call_name(c) in _BLOCK and c.args and isinstance(c.args[0], ast.Constant):
-            return c.args[0].value
+        if self.call_name(c) in _BLOCK:
+            call = typing.cast(ast.Call, c)  # call_name named it
+            if call.args and isinstance(call.args[0], ast.Constant):
+                return call.args[0].value
         return None
 
     def buffer_type(self, node: ast.expr, name: str) -> Buffer:
@@ -372,18 +382,18 @@ class _Parser:
         what: str = "T.Buffer",
     ) -> Buffer:
         """A buffer from ``(shape, dtype="float32", scope="global", align=[...])`` arguments."""
-        opts = {"shape": None, "dtype": None, "scope": None, "align": None}
+        opts: dict[str, Optional[ast.expr]] = {"shape": None, "dtype": None, "scope": None, "align": None}
         if len(args) > 2:
             raise self.error(args[2], f"{what} takes (shape, dtype) and keywords scope=, align=")
-        for key, value in zip(("shape", "dtype"), args):
-            opts[key] = value
+        for key, arg in zip(("shape", "dtype"), args):
+            opts[key] = arg
         for kw in keywords:
             if kw.arg not in opts or opts[kw.arg] is not None:
                 raise self.error(kw, f"{what}: unexpected argument {kw.arg}=")
             opts[kw.arg] = kw.value
-        if opts["shape"] is None:
-            raise self.error(node, f"{what} needs a shape")
         shape_node = opts["shape"]
+        if shape_node is None:
+            raise self.error(node, f"{what} needs a shape")
         dims = shape_node.elts if isinstance(shape_node, (ast.Tuple, ast.List)) else [shape_node]
         shape = []
         for d in dims:
@@ -395,7 +405,7 @@ class _Parser:
             shape.append(value)
         dtype = self.dtype(opts["dtype"]) if opts["dtype"] is not None else "float32"
         scope = self.string(opts["scope"], "scope") if opts["scope"] is not None else "global"
-        align = ()
+        align: tuple[tuple[int, int, int], ...] = ()
         if opts["align"] is not None:
             value = self.literal(opts["align"])
             if not (
@@ -416,7 +426,7 @@ class _Parser:
 
     def match_buffer(self, stmt: ast.Assign, params: list[Any]) -> None:
         target = stmt.targets[0]
-        call_node = stmt.value
+        call_node = typing.cast(ast.Call, stmt.value)  # the caller saw call_name == "match_buffer"
         if len(stmt.targets) != 1 or not isinstance(target, ast.Name):
             raise self.error(stmt, "T.match_buffer is assigned to one name: A = T.match_buffer(a, ...)")
         if not call_node.args or not isinstance(call_node.args[0], ast.Name):
@@ -433,11 +443,12 @@ class _Parser:
 
     # statements -----------------------------------------------------------------------
     def stmts(self, body: Sequence[ast.stmt], owner: _Block, parent: ast.AST) -> Stmt:
-        out = []
+        out: list[Stmt] = []
         for k, node in enumerate(body):
             if isinstance(node, ast.Assign) and self.call_name(node.value) == "allocate":
                 # ``B = T.allocate(...)``: B lives in the rest of this statement list
-                out.append(self.allocate(node.targets[0], node.value, body[k + 1 :], owner, node))
+                call = typing.cast(ast.Call, node.value)  # call_name named it
+                out.append(self.allocate(node.targets[0], call, body[k + 1 :], owner, node))
                 break
             s = self.stmt(node, owner)
             if s is not None:
@@ -467,13 +478,15 @@ class _Parser:
                 and self.call_name(item.context_expr) == "allocate"
                 and item.optional_vars is not None
             ):
-                return self.allocate(item.optional_vars, item.context_expr, node.body, owner, node)
+                return self.allocate(
+                    item.optional_vars, typing.cast(ast.Call, item.context_expr), node.body, owner, node
+                )
             if len(node.items) != 1 or item.optional_vars is not None:
                 raise self.error(node, '`with` takes one T.block("name") here')
             ctx = node.items[0].context_expr
             name = self.call_name(ctx)
             if name in _BLOCK:
-                return self.block(ctx, node.body)
+                return self.block(typing.cast(ast.Call, ctx), node.body)
             if name == "init":
                 raise self.error(
                     node, "`with T.init()` belongs directly inside a reduction block, before its body"
@@ -516,7 +529,8 @@ class _Parser:
         if name in _ALLOC:
             if not isinstance(target, ast.Name):
                 raise self.error(target, f"T.{name} is assigned to one name")
-            buf = self.make_buffer(value, target.id, value.args, value.keywords, f"T.{name}")
+            call = typing.cast(ast.Call, value)  # call_name named it
+            buf = self.make_buffer(call, target.id, call.args, call.keywords, f"T.{name}")
             owner.allocs.append(buf)
             self.define(target.id, buf)
             return None
@@ -560,9 +574,16 @@ class _Parser:
         for t in targets:
             if not isinstance(t, ast.Name):
                 raise self.error(t, "loop variables are plain names")
-        it = node.iter
-        name = self.call_name(it) if isinstance(it, ast.Call) else None
-        is_range = isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+        it_node = node.iter
+        name = self.call_name(it_node) if isinstance(it_node, ast.Call) else None
+        is_range = (
+            isinstance(it_node, ast.Call)
+            and isinstance(it_node.func, ast.Name)
+            and it_node.func.id == "range"
+        )
+        # the branches that read it as a call are those where it is one (a T. name, or range)
+        it = typing.cast(ast.Call, it_node)
+        headers: list[tuple]
         if name == "grid":
             if it.keywords:
                 raise self.error(it.keywords[0], "T.grid takes extents only")
@@ -576,7 +597,7 @@ class _Parser:
                 raise self.error(
                     node.target, f"{ast.unparse(it.func)} gives one loop variable, not {len(targets)}"
                 )
-            headers = [self.loop_range(it, "range" if is_range else name)]
+            headers = [self.loop_range(it, "range" if is_range else typing.cast(str, name))]
         else:
             raise self.error(
                 it,
@@ -586,7 +607,7 @@ class _Parser:
             )
         self.scopes.append({})
         made = []
-        for t, (lo, extent, kind, tag, ann) in zip(targets, headers):
+        for t, (lo, extent, kind, tag, ann) in zip(typing.cast("list[ast.Name]", targets), headers):
             var = Var(t.id, extent.dtype if extent.dtype != "bool" else "int32")
             self.define(t.id, var)
             self.loops[var] = (lo, extent)
@@ -651,7 +672,9 @@ class _Parser:
         iter_vars: list[IterVar] = []
         values: list[Expr] = []
         predicate: Expr = TRUE
-        reads = writes = init = None
+        reads: Optional[Sequence[BufferRegion]] = None
+        writes: Optional[Sequence[BufferRegion]] = None
+        init: Optional[Stmt] = None
         stmts: list[Stmt] = []
         for node in body:
             cname = self.call_name(node.value) if isinstance(node, (ast.Expr, ast.Assign)) else None
@@ -662,13 +685,13 @@ class _Parser:
                     iter_vars.append(iv)
                     values.append(v)
             elif isinstance(node, ast.Expr) and cname in ("reads", "writes"):
-                regions = self.regions(node.value)
+                regions = self.regions(typing.cast(ast.Call, node.value))
                 if cname == "reads":
                     reads = regions
                 else:
                     writes = regions
             elif isinstance(node, ast.Expr) and cname == "where":
-                predicate = self.as_expr(_one_arg(self, node.value, "T.where"), "bool")
+                predicate = self.as_expr(_one_arg(self, typing.cast(ast.Call, node.value), "T.where"), "bool")
             elif (
                 isinstance(node, ast.With)
                 and len(node.items) == 1
@@ -699,12 +722,13 @@ class _Parser:
 
     def axes(self, node: ast.Assign, kind: str) -> list[tuple[IterVar, Expr]]:
         """``v = T.axis.spatial(dom, value)`` or ``a, b = T.axis.remap("SR", [i, k])``."""
-        target, call_node = node.targets[0], node.value
-        names = target.elts if isinstance(target, ast.Tuple) else [target]
+        target, call_node = node.targets[0], typing.cast(ast.Call, node.value)  # a T.axis call
+        # (each is checked to be a Name just below)
+        names = typing.cast("list[ast.Name]", target.elts if isinstance(target, ast.Tuple) else [target])
         for t in names:
             if not isinstance(t, ast.Name):
                 raise self.error(t, "block iterators are plain names")
-        out = []
+        out: list[tuple[IterVar, Expr]] = []
         if kind == "axis.remap":
             if len(call_node.args) != 2 or call_node.keywords:
                 raise self.error(call_node, 'T.axis.remap takes ("SR", [loop vars])')
@@ -798,7 +822,7 @@ class _Parser:
         items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
         if len(items) != buf.ndim:
             raise self.error(node, f"buffer {buf.name} has {buf.ndim} dimensions, indexed with {len(items)}")
-        out = []
+        out: list[Union[Expr, Range]] = []
         for it in items:
             if isinstance(it, ast.Slice):
                 if not slices:
@@ -858,7 +882,7 @@ class _Parser:
             return out
         if isinstance(node, ast.Compare):
             left = self.expr(node.left)
-            out = None
+            conj: Optional[Expr] = None
             for op, right_node in zip(node.ops, node.comparators):
                 if type(op) not in _CMPOPS:
                     raise self.error(
@@ -868,9 +892,9 @@ class _Parser:
                     )
                 right = self.expr(right_node)
                 c = self.binop(node, op, left, right, _CMPOPS)
-                out = c if out is None else And(out, c)
+                conj = c if conj is None else And(conj, c)
                 left = right
-            return out
+            return conj
         if isinstance(node, ast.IfExp):
             return self.checked(
                 node, if_then_else, self.expr(node.test), self.expr(node.body), self.expr(node.orelse)
@@ -976,7 +1000,11 @@ class _Parser:
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 raise self.error(node, "** in a dict is not TVMScript")
-            return {self.literal(k): self.literal(v) for k, v in zip(node.keys, node.values)}
+            # (no key is None: checked above)
+            return {
+                self.literal(typing.cast(ast.expr, k)): self.literal(v)
+                for k, v in zip(node.keys, node.values)
+            }
         if isinstance(node, ast.List):
             return [self.literal(x) for x in node.elts]
         if isinstance(node, ast.Tuple):
@@ -1018,12 +1046,12 @@ def _limit(dtype: str, largest: bool) -> Any:
     import numpy as np
 
     if is_float(dtype):
-        info = np.finfo(dtype)
-        return float(info.max if largest else info.min)
+        finfo = np.finfo(dtype)
+        return float(finfo.max if largest else finfo.min)
     if dtype == "bool":
         return largest
-    info = np.iinfo(dtype)
-    return int(info.max if largest else info.min)
+    iinfo = np.iinfo(dtype)
+    return int(iinfo.max if largest else iinfo.min)
 
 
 def _a(word: str) -> str:

@@ -10,7 +10,7 @@ seen from outside, relaxed over enclosing loops (what compute_at needs).
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence, cast
 
 from .arith.analyzer import RangeLike, VarRanges, as_range
 from .arith.relax import Relaxer, relax_range, union_range
@@ -71,41 +71,47 @@ class _AccessCollector:
 
     def stmt(self, s: Stmt) -> None:
         t = type(s)
+        # dispatch on the exact type; the casts only tell mypy what the test already proved
         if t is BufferStore:
-            self.expr(s.value)
-            for i in s.indices:
+            st = cast(BufferStore, s)
+            self.expr(st.value)
+            for i in st.indices:
                 self.expr(i)
-            self._add(self.writes, s.buffer, _point(s.indices))
+            self._add(self.writes, st.buffer, _point(st.indices))
         elif t is SeqStmt:
-            for x in s.seq:
+            for x in cast(SeqStmt, s).seq:
                 self.stmt(x)
         elif t is For:
-            self.expr(s.min)
-            self.expr(s.extent)
-            rng = Range(s.min, s.extent)
-            if s.loop_var in self.ranges:
+            loop = cast(For, s)
+            self.expr(loop.min)
+            self.expr(loop.extent)
+            rng = Range(loop.min, loop.extent)
+            if loop.loop_var in self.ranges:
                 # a variable reused by a second loop: facts derived from its old range are stale
                 self.sim = Simplifier(self.ranges)
-            self.ranges[s.loop_var] = rng
-            self._set_dom(s.loop_var, rng)
-            self.stmt(s.body)
-            self._set_dom(s.loop_var, None)
+            self.ranges[loop.loop_var] = rng
+            self._set_dom(loop.loop_var, rng)
+            self.stmt(loop.body)
+            self._set_dom(loop.loop_var, None)
         elif t is IfThenElse:
-            self.expr(s.condition)
-            self.stmt(s.then_case)
-            if s.else_case is not None:
-                self.stmt(s.else_case)
+            branch = cast(IfThenElse, s)
+            self.expr(branch.condition)
+            self.stmt(branch.then_case)
+            if branch.else_case is not None:
+                self.stmt(branch.else_case)
         elif t is Evaluate:
-            self.expr(s.value)
+            self.expr(cast(Evaluate, s).value)
         elif t is BlockRealize:
-            self._inner_block(s)
+            self._inner_block(cast(BlockRealize, s))
         elif t is Allocate:
-            self.exclude.add(s.buffer)
-            self.stmt(s.body)
+            alloc = cast(Allocate, s)
+            self.exclude.add(alloc.buffer)
+            self.stmt(alloc.body)
         elif t is Block:
-            if s.init is not None:
-                self.stmt(s.init)
-            self.stmt(s.body)
+            blk = cast(Block, s)
+            if blk.init is not None:
+                self.stmt(blk.init)
+            self.stmt(blk.body)
         else:
             raise TypeError(f"infer_access_regions: unexpected statement {t.__name__}")
 

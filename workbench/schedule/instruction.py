@@ -225,7 +225,8 @@ class InstructionKind:
                     value = [self._check_one(sch, p.name, spec, v) for v in value]
                 else:
                     value = self._check_one(sch, p.name, spec, value)
-            value = map_rvs(value, lambda rv, a=p.name: sch._resolve_rv(rv, self.name, a))
+            # (mypy cannot infer a lambda with a default argument)
+            value = map_rvs(value, lambda rv, a=p.name: sch._resolve_rv(rv, self.name, a))  # type: ignore[misc]
             hook = self.recorders.get(p.name)
             if hook is not None:
                 try:

@@ -15,7 +15,7 @@ True
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union, cast
 
 from ..expr import Expr, FloatImm, IntImm, Var, convert
 from ..stmt import Range
@@ -118,7 +118,7 @@ def _ranges(var_ranges: VarRanges) -> Mapping[Var, Range]:
     if not var_ranges:
         return {}
     if all(type(r) is Range for r in var_ranges.values()):
-        return var_ranges
+        return cast("Mapping[Var, Range]", var_ranges)  # every value was just checked to be a Range
     return {v: as_range(r) for v, r in var_ranges.items()}
 
 

@@ -16,7 +16,7 @@ identities only.
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional, Union, cast
 
 from ..expr import (
     EQ,
@@ -60,6 +60,7 @@ SIGNED = frozenset(("int8", "int16", "int32", "int64"))
 _UNBOUNDED_DTYPES = frozenset(("int32", "int64"))
 
 _CONSTS = (IntImm, FloatImm)
+_Const = Union[IntImm, FloatImm]  # what a `type(x) in _CONSTS` test admits (cast to it: no runtime check)
 _FLIP = {LT: LE, LE: LT, EQ: NE, NE: EQ}
 
 
@@ -160,7 +161,7 @@ class Simplifier(IntRules):
         def term(a: Expr, c: int) -> Expr:
             return a if c == 1 else Mul(a, self._int(c, dt))
 
-        acc = None
+        acc: Optional[Expr] = None
         k = l.const
         for a, c in l.terms.items():
             if c > 0:
@@ -170,11 +171,12 @@ class Simplifier(IntRules):
         for a, c in l.terms.items():
             if c < 0:
                 acc = Sub(self._int(0, dt) if acc is None else acc, term(a, -c))
+        # l has a term (_lin_expr handles the constant-only Lin), so acc is set by now
         if k > 0:
-            acc = Add(acc, self._int(k, dt))
+            acc = Add(cast(Expr, acc), self._int(k, dt))
         elif k < 0:
-            acc = Sub(acc, self._int(-k, dt))
-        return acc
+            acc = Sub(cast(Expr, acc), self._int(-k, dt))
+        return cast(Expr, acc)
 
     def same(self, x, y) -> bool:
         """Are two visit results provably the same expression (structurally)?"""
@@ -208,7 +210,8 @@ class Simplifier(IntRules):
     def bound_expr(self, e: Expr) -> iv.Interval:
         t = type(e)
         if t is IntImm:
-            return e.value, e.value
+            value = cast(IntImm, e).value
+            return value, value
         if t is FloatImm:
             return iv.FULL
         found = self._lin_of.get(e)
@@ -322,7 +325,7 @@ class Simplifier(IntRules):
         t = type(e)
         if type(a) in _CONSTS and type(b) in _CONSTS:
             try:
-                return const(fold_binary(t, a.value, b.value, a.dtype), e.dtype)
+                return const(fold_binary(t, cast(_Const, a).value, cast(_Const, b).value, a.dtype), e.dtype)
             except ZeroDivisionError:
                 pass
         ints = not is_float(e.dtype)
@@ -405,7 +408,7 @@ class Simplifier(IntRules):
             return v
         if type(ev) in _CONSTS:
             try:
-                return self.visit(const(fold_cast(ev.value, e.dtype), e.dtype))
+                return self.visit(const(fold_cast(cast(_Const, ev).value, e.dtype), e.dtype))
             except ValueError:
                 pass
         if e.dtype in SIGNED:
@@ -416,7 +419,9 @@ class Simplifier(IntRules):
         args = tuple(self.to_expr(self.visit(a)) for a in e.args)
         if all(type(a) in _CONSTS for a in args):
             try:
-                return self.visit(const(fold_call(e.op, tuple(a.value for a in args), e.dtype), e.dtype))
+                return self.visit(
+                    const(fold_call(e.op, tuple(cast(_Const, a).value for a in args), e.dtype), e.dtype)
+                )
             except (ValueError, TypeError, OverflowError):
                 pass
         if e.dtype in SIGNED:
@@ -455,7 +460,7 @@ def same_tree(a: Any, b: Any) -> bool:
 
 
 def _is(e: Expr, v) -> bool:
-    return type(e) in _CONSTS and e.value == v
+    return type(e) in _CONSTS and cast(_Const, e).value == v
 
 
 _IV_BINARY = {

@@ -24,13 +24,13 @@ block as the ``nvcuda::wmma`` call of that name on the fragments its regions nam
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Union
 
 from ...ir.buffer import Buffer
 from ...ir.expr import BufferLoad, Cast, FloatImm, Var
 from ...ir.func import PrimFunc
 from ...ir.region import infer_access_regions
-from ...ir.stmt import REDUCE, SPATIAL, TRUE, Block, BlockRealize, BufferStore, IterVar, Range, make_for
+from ...ir.stmt import REDUCE, SPATIAL, TRUE, Block, BlockRealize, BufferStore, For, IterVar, Range, make_for
 from ..tensor_intrin import TensorIntrin
 
 #: block annotation naming the wmma operation a tensorized block performs
@@ -70,12 +70,12 @@ def _funcs(
     inner = store([iv.var for iv in ivs])
     reads, writes = infer_access_regions(inner)
     block = Block(name, ivs, reads, writes, inner)
-    body = BlockRealize(tuple(loop_vars), TRUE, block)
+    body: Union[BlockRealize, For] = BlockRealize(tuple(loop_vars), TRUE, block)
     for v in reversed(loop_vars):
         body = make_for(v, 16, body)
     desc_root = Block("root", (), (), (), body)
     desc = PrimFunc(f"{name}_desc", params, BlockRealize((), TRUE, desc_root))
-    impl_body = store(loop_vars)
+    impl_body: Union[BufferStore, For] = store(loop_vars)
     for v in reversed(loop_vars):
         impl_body = make_for(v, 16, impl_body)
     impl_root = Block("root", (), (), (), impl_body, annotations={WMMA_OP: op, WMMA_LAYOUT: layout})

@@ -15,7 +15,7 @@ copied region is what the producer writes, relaxed over the loops between it and
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from ...errors import ScheduleError
 from ...ir.buffer import SCOPES, Buffer
@@ -43,6 +43,9 @@ from ..rewrite import simplify
 from ..rv import RV, BlockRV
 from ..state import FuncIndex
 from .block_scope import buffer_names, buffers, fresh_name
+
+# a statement with a body a stage can be inserted into: a loop or a block
+BodyOwner = Union[For, Block]
 
 # ------------------------------------------------------------------------------------------
 # helpers shared with the layout primitives
@@ -101,7 +104,7 @@ def allocate(sch, scope_name: str, buffer: Buffer) -> None:
     sch.replace(scope, scope.with_(alloc_buffers=scope.alloc_buffers + (buffer,)))
 
 
-def insert_into_body(sch, owner: Stmt, pos: int, stage: Stmt) -> None:
+def insert_into_body(sch, owner: BodyOwner, pos: int, stage: Stmt) -> None:
     """Put ``stage`` at position ``pos`` of the body of ``owner`` (a loop or a block)."""
     body = owner.body
     items = list(body.seq) if isinstance(body, SeqStmt) else [body]
@@ -166,9 +169,9 @@ def render_call(inst: Instruction, names: Mapping[RV, str]) -> str:
 # where the stage goes
 
 
-def _locate(scope: Block, producer: Optional[str], related: set[str]) -> tuple[Stmt, int]:
+def _locate(scope: Block, producer: Optional[str], related: set[str]) -> tuple[BodyOwner, int]:
     """(statement whose body receives the stage, position in that body): see the module doc."""
-    found: list[tuple[Stmt, int]] = []
+    found: list[tuple[BodyOwner, int]] = []
 
     def walk(stmt: Stmt) -> tuple[bool, bool]:
         if isinstance(stmt, BlockRealize):
@@ -177,7 +180,7 @@ def _locate(scope: Block, producer: Optional[str], related: set[str]) -> tuple[S
             return body_walk(stmt)
         return False, False
 
-    def body_walk(owner: Stmt) -> tuple[bool, bool]:
+    def body_walk(owner: BodyOwner) -> tuple[bool, bool]:
         if not isinstance(owner.body, SeqStmt):
             return walk(owner.body)
         saw_p = saw_r = False
@@ -202,7 +205,7 @@ def _locate(scope: Block, producer: Optional[str], related: set[str]) -> tuple[S
     return scope, n
 
 
-def _produced_region(idx: FuncIndex, producer: Block, buffer: Buffer, owner: Stmt) -> tuple[Range, ...]:
+def _produced_region(idx: FuncIndex, producer: Block, buffer: Buffer, owner: BodyOwner) -> tuple[Range, ...]:
     """What ``producer`` writes of ``buffer``, relaxed over its loops below ``owner``."""
     realize = idx.realizes[producer.name]
     loops = idx.loops_above(producer)
@@ -214,7 +217,7 @@ def _produced_region(idx: FuncIndex, producer: Block, buffer: Buffer, owner: Stm
     return _clamp(region, buffer.shape)
 
 
-def _ranges_inside(idx: FuncIndex, owner: Stmt) -> dict:
+def _ranges_inside(idx: FuncIndex, owner: BodyOwner) -> dict:
     """The variables in scope inside the body of ``owner`` (a loop or a block)."""
     ranges = idx.var_ranges(owner)
     if isinstance(owner, For):
@@ -224,11 +227,11 @@ def _ranges_inside(idx: FuncIndex, owner: Stmt) -> dict:
     return ranges
 
 
-def _site_key(owner: Stmt) -> tuple[str, Any]:
+def _site_key(owner: BodyOwner) -> tuple[str, Any]:
     return ("loop", owner.loop_var) if isinstance(owner, For) else ("block", owner.name)
 
 
-def _site(sch, key: tuple[str, Any]) -> Stmt:
+def _site(sch, key: tuple[str, Any]) -> BodyOwner:
     return sch.index.loops[key[1]] if key[0] == "loop" else sch.index.block(key[1])
 
 
@@ -260,7 +263,7 @@ def _consumers(
 
 
 def _stage(
-    sch, scope: Block, rewrites: dict[Block, Block], site: tuple[Stmt, int], stage: Stmt, cache: Buffer
+    sch, scope: Block, rewrites: dict[Block, Block], site: tuple[BodyOwner, int], stage: Stmt, cache: Buffer
 ) -> None:
     """Rewrite the blocks, insert the stage, allocate the cache: three path copies."""
     key, pos = _site_key(site[0]), site[1]

@@ -29,7 +29,7 @@ element is only redundant.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from ...errors import ScheduleError
 from ...ir.arith import Analyzer
@@ -601,7 +601,10 @@ def _location_checks(func: PrimFunc, block: Block):
     order, each with a thunk that tries the primitive (the costly part, so callers replaying a
     known decision check only that one)."""
     idx = index(func)
-    checks = [(-2, lambda: _valid(compute_inline_func, func, block)), (-1, lambda: True)]
+    checks: list[tuple[int, Callable[[], bool]]] = [
+        (-2, lambda: _valid(compute_inline_func, func, block)),
+        (-1, lambda: True),
+    ]
     cons = consumers(idx, block)
     if not cons:
         return checks, []
@@ -623,7 +626,8 @@ def _location_checks(func: PrimFunc, block: Block):
             seen_other = True
             if k > last_spatial:
                 break
-        checks.append((k, lambda loop=loops[k]: _valid(relocate, func, block, loop, "compute_at", True)))
+        # (the default binds this loop; mypy cannot infer a lambda with a default argument)
+        checks.append((k, lambda loop=loops[k]: _valid(relocate, func, block, loop, "compute_at", True)))  # type: ignore[misc]
     return checks, loops
 
 
@@ -654,4 +658,5 @@ def sample_compute_location(sch, block: BlockRV, decision: Optional[int] = None)
         checks, loops = _location_checks(sch.func, node)
         decision = next((d for d, valid in reversed(checks) if d <= decision and valid()), -1)
     mark = {-2: INLINE_MARK, -1: ROOT_MARK}.get(decision)
-    return sch.new_rv(LoopRV, mark or loops[decision].loop_var), decision
+    # a sampling primitive returns (outputs, decision); the registered method returns the outputs
+    return sch.new_rv(LoopRV, mark or loops[decision].loop_var), decision  # type: ignore[return-value]

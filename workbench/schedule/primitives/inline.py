@@ -7,7 +7,7 @@ that absorbs the computation gets its read / write regions recomputed from its n
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ...errors import ScheduleError
 from ...ir.buffer import Buffer
@@ -114,8 +114,11 @@ def compute_inline_func(func: PrimFunc, block: Block, primitive: str = "compute_
     removed = removal_root(primitive, idx, block)
     buffer = store.buffer
 
+    # every store index was checked above to be a Var
+    store_vars = cast("tuple[Var, ...]", store.indices)
+
     def inline(load: BufferLoad) -> Expr:
-        return substitute(store.value, dict(zip(store.indices, load.indices)))
+        return substitute(store.value, dict(zip(store_vars, load.indices)))
 
     def post(n: Any) -> Any:
         if type(n) is BufferLoad and n.buffer is buffer:
@@ -208,7 +211,7 @@ def reverse_compute_inline_func(
         )
     _check_injective(primitive, block, store, buffer, at)
     # the consumer's iterators, as functions of the producer's store indices
-    vmap = dict(zip(at, pstore.indices))
+    vmap = dict(zip(cast("tuple[Var, ...]", at), pstore.indices))  # _check_injective: Vars
     value = _replace_loads(store.value, buffer, lambda _: pstore.value)
     new_store = BufferStore(
         store.buffer, substitute(value, vmap), tuple(substitute(i, vmap) for i in store.indices)

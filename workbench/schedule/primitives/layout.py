@@ -10,7 +10,7 @@ a schedule does not change. The last two rewrite one block's iteration space.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Union, cast
 
 from ...errors import InternalError, ScheduleError
 from ...ir.arith import Simplifier
@@ -23,6 +23,7 @@ from ...ir.expr import (
     LT,
     And,
     BufferLoad,
+    CmpOp,
     Expr,
     FloatImm,
     IntImm,
@@ -323,6 +324,7 @@ def transform_layout(
     sch.replace(site, out)
     if padded:
         name = fresh_name(f"{buf.name}_pad", set(sch.index.realizes))
+        assert pad_value is not None  # padding without a pad_value was refused above
         insert_into_body(sch, sch.index.block(site.name), 0, _pad_fill(name, new, pad_value))
     return None
 
@@ -484,9 +486,17 @@ def _conjuncts(e: Expr) -> list[Expr]:
 def _in_bound_box(block: Block, cond: Expr) -> dict[Var, tuple[int, int]]:
     """Per iterator, the ``[lo, hi)`` where the padding condition holds: the condition must be
     a conjunction of bounds ``a * v + c (<, <=, >, >=, ==) d`` on single iterators."""
-    box = {iv.var: (iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value) for iv in block.iter_vars}
+    # (the caller checked that every iterator domain is constant)
+    box = {
+        iv.var: (
+            cast(IntImm, iv.dom.min).value,
+            cast(IntImm, iv.dom.min).value + cast(IntImm, iv.dom.extent).value,
+        )
+        for iv in block.iter_vars
+    }
     sim = Simplifier({})
-    for c in _conjuncts(cond):
+    for conjunct in _conjuncts(cond):
+        c = cast(CmpOp, conjunct)  # the comparisons are checked first thing below
         if type(c) not in (LT, LE, GT, GE, EQ) or c.a.dtype != "int32":
             raise _pattern_error(block, f"{c} is not a bound on one iterator")
         lin = sim.lin(c.a - c.b)
@@ -522,10 +532,10 @@ def _pattern_error(block: Block, why: str) -> ScheduleError:
 def _const_fill(name: str, realize: BlockRealize, loops: list[For], pad: Expr) -> Stmt:
     """Copies of ``loops`` around a block writing ``pad`` wherever ``realize`` writes."""
     block = realize.block
-    vmap: dict[Var, Expr] = {l.loop_var: Var(l.loop_var.name) for l in loops}
+    vmap: dict[Var, Var] = {l.loop_var: Var(l.loop_var.name) for l in loops}
     ivs = tuple(IterVar(Var(iv.var.name), iv.dom, SPATIAL) for iv in block.iter_vars)
     imap = {old.var: new.var for old, new in zip(block.iter_vars, ivs)}
-    store = block.body
+    store = cast(BufferStore, block.body)  # decompose_padding checked the pattern
     new_block = Block(
         name, ivs, (), _each(block.writes, imap), BufferStore(store.buffer, pad, _each(store.indices, imap))
     )
@@ -594,7 +604,9 @@ def decompose_padding(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
     chain = loops[top:]
     new_ranges = {l.loop_var: Range(l.min, l.extent) for l in chain}
     loop_shift: dict[Var, Expr] = {}
-    ivs, shift, values = [], {}, []
+    ivs: list[IterVar] = []
+    shift: dict[Var, Expr] = {}
+    shifted: list[Optional[Expr]] = []
     for iv, value in zip(node.iter_vars, realize.iter_values):
         lo, hi = box[iv.var]
         new = IterVar(Var(iv.var.name), Range.from_extent(hi - lo), SPATIAL)
@@ -603,14 +615,14 @@ def decompose_padding(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
         if isinstance(value, Var) and value in new_ranges and value not in loop_shift:
             new_ranges[value] = Range.from_extent(hi - lo)  # shrink the loop itself
             loop_shift[value] = value + lo
-            values.append(None)  # bound to the shrunk loop as it is
+            shifted.append(None)  # bound to the shrunk loop as it is
         else:
-            values.append(value - lo)
+            shifted.append(value - lo)
     outer = idx.var_ranges(chain[0])
     scope_ranges = {**outer, **new_ranges}
     values = [
         value if v is None else simplify(substitute(v, loop_shift), scope_ranges)
-        for v, value in zip(values, realize.iter_values)
+        for v, value in zip(shifted, realize.iter_values)
     ]
     bindings = {iv.var: v for iv, v in zip(node.iter_vars, realize.iter_values)}
     cond = substitute(sel.condition, bindings)

@@ -27,7 +27,7 @@ have the shapes split and fuse give them:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional, Sequence, cast
 
 from ...ir.arith import Simplifier
 from ...ir.expr import LT, Add, Expr, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, as_int, is_const
@@ -55,10 +55,13 @@ class _ReduceSpace:
     def __init__(self, realize: BlockRealize, loops: Sequence[For]):
         block = realize.block
         # only loops from 0 with constant extents can be sliced
+        # keyed by loop variables; typed by Expr since it is looked up with any expression
         self.extents: dict[Expr, int] = {
             l.loop_var: l.extent.value for l in loops if is_const(l.min, 0) and isinstance(l.extent, IntImm)
         }
-        self.sim = Simplifier({v: Range.from_extent(e) for v, e in self.extents.items()})
+        self.sim = Simplifier(
+            cast("dict[Var, Range]", {v: Range.from_extent(e) for v, e in self.extents.items()})
+        )
         self.spatial_loops = set().union(
             *(free_vars(v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == SPATIAL)
         )

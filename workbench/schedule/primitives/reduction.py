@@ -15,12 +15,12 @@ the init to be its identity, because it regroups the terms of the reduction;
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable, Optional, cast
 
 from ...errors import ScheduleError
 from ...ir.arith.evaluate import int_range
 from ...ir.buffer import Buffer
-from ...ir.expr import Add, And, BufferLoad, Expr, FloatImm, IntImm, Max, Min, Mul, Var, is_float
+from ...ir.expr import Add, And, BinaryOp, BufferLoad, Expr, FloatImm, IntImm, Max, Min, Mul, Var, is_float
 from ...ir.functor import free_vars, pre_order, substitute, transform
 from ...ir.region import infer_access_regions
 from ...ir.stmt import (
@@ -129,7 +129,8 @@ def match_reduction(primitive: str, block: Block, argument: str) -> tuple[Reduce
     reducer = next((r for r in REDUCERS if type(value) is r.op), None)
     rhs = None
     if reducer is not None:
-        for own, other in ((value.a, value.b), (value.b, value.a)):
+        op = cast(BinaryOp, value)  # type(value) is reducer.op, a binary operator
+        for own, other in ((op.a, op.b), (op.b, op.a)):
             if _is_own_load(own, update) and not _reads(other, out):
                 rhs = other
                 break
@@ -143,6 +144,7 @@ def match_reduction(primitive: str, block: Block, argument: str) -> tuple[Reduce
             argument=argument,
             nodes=[block],
         )
+    assert reducer is not None  # rhs is only found when a reducer is
     if not reducer.is_identity(init.value):
         raise ScheduleError(
             primitive,
@@ -399,13 +401,13 @@ def _rf_block(block, realize, rf_loop, loops, reducer, update, rhs, rf_buf, axis
         for v in ordered_vars(value):
             if v in loop_of and v not in iter_of_loop:
                 l = loop_of[v]
-                iter_of_loop[v] = Var("v" + v.name, v.dtype)
-                iters.append(IterVar(iter_of_loop[v], Range(l.min, l.extent), REDUCE))
+                iter_var = iter_of_loop[v] = Var("v" + v.name, v.dtype)
+                iters.append(IterVar(iter_var, Range(l.min, l.extent), REDUCE))
                 values.append(v)
         vmap[iv.var] = substitute(value, iter_of_loop)
-    indices = list(update.indices)
-    indices.insert(axis, v_rf)
-    indices = tuple(indices)
+    index_list = list(update.indices)
+    index_list.insert(axis, v_rf)
+    indices = tuple(index_list)
     body = substitute(BufferStore(rf_buf, reducer.combine(BufferLoad(rf_buf, indices), rhs), indices), vmap)
     init = substitute(BufferStore(rf_buf, block.init.value, indices), vmap)
     reads, writes = block_regions(body, init, iters)

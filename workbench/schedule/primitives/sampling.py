@@ -123,7 +123,8 @@ def sample_perfect_tile(
             d = sch.rng.choices(inner, weights=weights)[0]
             decision = _draw_tiling(sch.rng, extent // d, n - 1) + [d]
     decision = _check_tiling(decision, n, extent, max_inner, node)
-    return [sch.new_rv(ExprRV, f) for f in decision], decision
+    # a sampling primitive returns (outputs, decision); the registered method returns the outputs
+    return [sch.new_rv(ExprRV, f) for f in decision], decision  # type: ignore[return-value]
 
 
 @schedule_primitive("sample_categorical", sampling=True)
@@ -171,4 +172,5 @@ def sample_categorical(
             f"decision {decision} picks candidate {candidates[decision]}, which has probability 0",
             argument="decision",
         )
-    return sch.new_rv(ExprRV, candidates[decision]), decision
+    # a sampling primitive returns (outputs, decision); the registered method returns the outputs
+    return sch.new_rv(ExprRV, candidates[decision]), decision  # type: ignore[return-value]
