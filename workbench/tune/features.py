@@ -40,7 +40,7 @@ allocated, loops): ``len(FEATURE_NAMES)`` values.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, cast
 
 import numpy as np
 
@@ -99,7 +99,7 @@ FEATURE_NAMES = [f"sum_{n}" for n in STORE_FEATURES] + [f"max_{n}" for n in STOR
 _AUTO_UNROLL = "pragma_auto_unroll_max_step"
 _LINE_BYTES = 64
 
-_F_OPS = {
+_F_OPS: dict[type[E.Expr], int] = {
     E.Add: 0,
     E.Sub: 0,
     E.Mul: 1,
@@ -111,7 +111,7 @@ _F_OPS = {
     E.Call: 4,
     E.Select: 5,
 }
-_I_OPS = {E.Add: 6, E.Sub: 6, E.Mul: 7, E.FloorDiv: 8, E.FloorMod: 8, E.Div: 8}
+_I_OPS: dict[type[E.Expr], int] = {E.Add: 6, E.Sub: 6, E.Mul: 7, E.FloorDiv: 8, E.FloorMod: 8, E.Div: 8}
 
 
 def _int(e: Any) -> Optional[int]:
@@ -125,8 +125,9 @@ def _count_ops(node: E.Expr, counts: list[float], loads: list[E.BufferLoad]) -> 
         e = stack.pop()
         t = type(e)
         if t is E.BufferLoad:
-            loads.append(e)
-            stack.extend(e.indices)
+            ld = cast(E.BufferLoad, e)
+            loads.append(ld)
+            stack.extend(ld.indices)
             continue
         if isinstance(e, E.BinaryOp) or t in (E.Select, E.Call, E.Not):
             if E.is_float(e.dtype):
@@ -142,29 +143,30 @@ def _eval_index(e: E.Expr, env: dict) -> int:
     """Integer value of an index expression (floor division semantics, as in the IR)."""
     t = type(e)
     if t is E.IntImm:
-        return e.value
+        return cast(E.IntImm, e).value
     if t is E.Var:
         return env.get(e, 0)
+    bo = cast(E.BinaryOp, e)  # read only in the binary-op branches below
     if t is E.Add:
-        return _eval_index(e.a, env) + _eval_index(e.b, env)
+        return _eval_index(bo.a, env) + _eval_index(bo.b, env)
     if t is E.Sub:
-        return _eval_index(e.a, env) - _eval_index(e.b, env)
+        return _eval_index(bo.a, env) - _eval_index(bo.b, env)
     if t is E.Mul:
-        return _eval_index(e.a, env) * _eval_index(e.b, env)
+        return _eval_index(bo.a, env) * _eval_index(bo.b, env)
     if t in (E.FloorDiv, E.Div):
-        b = _eval_index(e.b, env)
-        return _eval_index(e.a, env) // b if b else 0
+        b = _eval_index(bo.b, env)
+        return _eval_index(bo.a, env) // b if b else 0
     if t is E.FloorMod:
-        b = _eval_index(e.b, env)
-        return _eval_index(e.a, env) % b if b else 0
+        b = _eval_index(bo.b, env)
+        return _eval_index(bo.a, env) % b if b else 0
     if t is E.Min:
-        return min(_eval_index(e.a, env), _eval_index(e.b, env))
+        return min(_eval_index(bo.a, env), _eval_index(bo.b, env))
     if t is E.Max:
-        return max(_eval_index(e.a, env), _eval_index(e.b, env))
+        return max(_eval_index(bo.a, env), _eval_index(bo.b, env))
     if t is E.Cast:
-        return _eval_index(e.value, env)
+        return _eval_index(cast(E.Cast, e).value, env)
     if t is E.Select:
-        return _eval_index(e.true_value, env)
+        return _eval_index(cast(E.Select, e).true_value, env)
     return 0  # a data-dependent index (a load): treat as constant
 
 

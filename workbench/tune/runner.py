@@ -46,7 +46,7 @@ import uuid
 import weakref
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, cast
 
 import numpy as np
 
@@ -270,6 +270,7 @@ class _Worker:
     def request_exit(self) -> None:
         """Ask an idle worker to exit (a busy one is killed by :meth:`stop`)."""
         if self.alive:
+            assert self.conn is not None  # set while the process lives
             try:
                 self.conn.send(("exit",))
             except OSError:
@@ -277,6 +278,7 @@ class _Worker:
 
     def stop(self, timeout: float = 2.0) -> None:
         if self.alive:
+            assert self.proc is not None
             self.request_exit()
             try:
                 self.proc.wait(timeout=timeout)
@@ -394,6 +396,7 @@ class LocalRunner(Runner):
         def dispatch(worker: _Worker, k: int) -> None:
             task = inputs[k].task
             self._ensure(worker)
+            assert worker.conn is not None  # a live worker has its socket
             deadline = time.monotonic() + self.build_timeout
             if task.key not in worker.tasks:
                 # without a numpy reference the worker also builds and runs the unscheduled
@@ -423,7 +426,8 @@ class LocalRunner(Runner):
                 if queue and worker not in busy:
                     dispatch(worker, queue.pop(0))
             timeout = max(0.0, min(d for _, _, d, _ in busy.values()) - time.monotonic())
-            ready = wait([w.conn for w in busy], timeout=timeout)
+            # busy workers are live ones: each has its socket
+            ready = wait([cast(Connection, w.conn) for w in busy], timeout=timeout)
             for worker in list(busy):
                 k, step, deadline, job = busy[worker]
                 if worker.conn in ready:
@@ -470,6 +474,7 @@ class LocalRunner(Runner):
         t0 = time.monotonic()
         if not worker.alive:  # a re-measurement after the worker died
             return MeasureResult("run_error", error="worker lost before running", build_seconds=build_s)
+        assert worker.conn is not None  # a live worker has its socket
         try:
             worker.conn.send(("run", job, timing, check))
         except OSError:  # it died after building (killed from outside, out of memory)

@@ -26,7 +26,7 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Protocol, Sequence
 
 import numpy as np
 
@@ -161,7 +161,7 @@ class SearchContext:
 
     def take_new(self, candidates: Sequence[Candidate], n: int) -> list[Candidate]:
         """The first ``n`` candidates not seen before (marking them seen)."""
-        out = []
+        out: list[Candidate] = []
         for c in candidates:
             if len(out) >= n:
                 break
@@ -243,6 +243,14 @@ class ReplayFunc(SearchStrategy):
         return out
 
 
+class InitSampler(Protocol):
+    """What ``EvolutionarySearch(init_sampler=...)`` needs (``LearnedSampling`` is one)."""
+
+    def initialize(self, ctx: SearchContext) -> None: ...
+
+    def candidates(self, n: int) -> list[Candidate]: ...
+
+
 class EvolutionarySearch(SearchStrategy):
     """Cost-model-guided evolution of traces (see the module docstring).
 
@@ -282,7 +290,7 @@ class EvolutionarySearch(SearchStrategy):
         local_share: float = 0.4,
         num_elites: int = 4,
         neighbours_per_elite: int = 12,
-        init_sampler: Optional[SearchStrategy] = None,
+        init_sampler: Optional[InitSampler] = None,
     ):
         self.init_sampler = init_sampler
         self.population_size = population_size
@@ -338,6 +346,7 @@ class EvolutionarySearch(SearchStrategy):
         for rec in ctx.database.top_k(ctx.func, ctx.target, self.num_elites):
             elite = ctx.finish(rec.trace)
             for _ in range(self.neighbours_per_elite if elite is not None else 0):
+                assert elite is not None  # no iteration otherwise
                 child = self._mutate(elite)
                 if child is not None and ctx.rng.random() < 0.5:
                     child = self._mutate(child) or child
@@ -409,7 +418,8 @@ def _diverse(ranked: Sequence[Candidate], n: int, share: float) -> list[Candidat
     ranking follows, so a space with few structures still fills the batch."""
     cap = max(1, int(share * n))
     counts: dict[tuple, int] = {}
-    first, later = [], []
+    first: list[Candidate] = []
+    later: list[Candidate] = []
     for c in ranked:
         key = structure(c)
         counts[key] = counts.get(key, 0) + 1

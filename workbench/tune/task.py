@@ -10,7 +10,7 @@ traces — possibly with pinned decisions — whose decisions the search explore
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, cast
 
 from ..ir.func import PrimFunc
 from ..schedule import Schedule, Trace
@@ -89,7 +89,15 @@ def _space_base():
     return SpaceGenerator
 
 
-class TraceSpace(_space_base()):
+if TYPE_CHECKING:  # the checker sees the class; at run time it is imported late (a cycle)
+    from ..space import SpaceGenerator
+
+    _SpaceBase = SpaceGenerator
+else:
+    _SpaceBase = _space_base()
+
+
+class TraceSpace(_SpaceBase):
     """A design space given as traces (pinned decisions included): each sample replays one of
     them with fresh unpinned decisions."""
 
@@ -117,7 +125,7 @@ def make_space(space: Any, target: str) -> Any:
     items = space if isinstance(space, (list, tuple)) else [space]
     traces = [_trace_of(x) for x in items]
     if space is not None and items and all(t is not None for t in traces):
-        gen = TraceSpace(traces)
+        gen: SpaceGenerator = TraceSpace(cast("list[Trace]", traces))  # all not None
     else:
         gen = as_space(space)
     gen.initialize_with_target(target)

@@ -377,6 +377,7 @@ class _Session:
             flags["noisy"] = round(result.spread, 3)
             self.noisy_records += 1
         if result.status == "ok" and machine_busy(result.load, self.cores):
+            assert result.load is not None  # machine_busy is False without one
             flags["busy"] = round(result.load, 2)
             self.busy_records += 1
         return flags

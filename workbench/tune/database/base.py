@@ -331,6 +331,7 @@ class Database:
 
 def record_to_json(rec: Record) -> dict:
     """A record's fields as JSON data (the workload by key)."""
+    assert rec.workload is not None  # a stored record: Database.add checked it
     return {
         "hash": rec.workload.hash,
         "target": rec.target,

@@ -35,6 +35,8 @@ def _lock_file(fd: int) -> None:
 class JSONDatabase(Database):
     """Records in a JSON-lines file, all held in memory once loaded."""
 
+    path: str
+
     def __init__(self, path: str = "tuning.jsonl"):
         self.path = path
         self._lock = threading.Lock()
@@ -108,6 +110,7 @@ class JSONDatabase(Database):
         with self._lock:
             lines = []
             for rec in records:
+                assert rec.workload is not None  # Database.add checked it
                 key = (rec.workload.hash, rec.target)
                 if key not in self._workloads_:
                     w = rec.workload
@@ -134,6 +137,7 @@ class JSONDatabase(Database):
                 raise DatabaseError(f"{self.path}: cannot write ({exc.strerror})") from None
             self._needs_newline = False
             for rec in records:
+                assert rec.workload is not None
                 self._workloads_.setdefault((rec.workload.hash, rec.target), rec.workload)
                 self._order.append(
                     Record(
@@ -154,7 +158,9 @@ class JSONDatabase(Database):
             out = [
                 r
                 for r in self._order
-                if r.workload.hash == hash_ and (targets is None or r.target in targets)
+                if r.workload is not None
+                and r.workload.hash == hash_
+                and (targets is None or r.target in targets)
             ]
             # copies: callers set .func on what they get
             return [

@@ -254,6 +254,7 @@ class SQLiteDatabase(Database):
                     self._conn.execute("BEGIN IMMEDIATE")
                     rows = []
                     for rec in records:
+                        assert rec.workload is not None  # Database.add checked it
                         wid = self._workload_id(rec.workload)
                         rows.append(
                             (

@@ -666,7 +666,7 @@ def to_tvm_python(trace: Any) -> str:
         if inst.kind.renderer is not None:  # custom rendering (index maps): TVM's form already
             lines.append(inst.kind.as_python(inst, names).replace(f"sch.{name}(", f"sch.{method}(", 1))
             continue
-        parts = []
+        parts: list[str] = []
         for p in inst.kind.params:
             value = inst.args[p.name]
             if p.kind == p.VAR_POSITIONAL:
