@@ -17,12 +17,13 @@ from __future__ import annotations
 from typing import Sequence, Union
 
 import numpy as np
+import numpy.typing as npt
 
 #: bytes: a cache line, and a 512-bit vector
 ALIGNMENT = 64
 
 
-def empty(shape: Union[int, Sequence[int]], dtype: str = "float32") -> np.ndarray:
+def empty(shape: Union[int, Sequence[int]], dtype: npt.DTypeLike = "float32") -> np.ndarray:
     """An uninitialized C-contiguous array whose data is ``ALIGNMENT``-byte aligned."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     dtype = np.dtype(dtype)
@@ -32,7 +33,7 @@ def empty(shape: Union[int, Sequence[int]], dtype: str = "float32") -> np.ndarra
     return raw[start : start + nbytes].view(dtype).reshape(shape)
 
 
-def zeros(shape: Union[int, Sequence[int]], dtype: str = "float32") -> np.ndarray:
+def zeros(shape: Union[int, Sequence[int]], dtype: npt.DTypeLike = "float32") -> np.ndarray:
     """A zeroed :func:`empty` array."""
     out = empty(shape, dtype)
     out[...] = 0

@@ -27,13 +27,14 @@ backend prints as one warp-wide ``load_matrix_sync`` / ``store_matrix_sync``. Co
 from __future__ import annotations
 
 import math
+from typing import Optional, cast
 
 from ..ir.arith import simplify
 from ..ir.buffer import Buffer
 from ..ir.expr import LT, FloorDiv, FloorMod, IntImm, Var
 from ..ir.func import PrimFunc
 from ..ir.functor import free_vars, substitute
-from ..ir.stmt import Block, BufferStore, For, ForKind, IfThenElse, Range, make_for
+from ..ir.stmt import Block, BufferStore, For, ForKind, IfThenElse, Range, Stmt, make_for
 
 AUTO_COPY = "auto_copy"
 VECTOR_BYTES = "vector_bytes"
@@ -49,7 +50,7 @@ def lower_auto_copy(func: PrimFunc, warp_size: int = 32) -> PrimFunc:
 
     idx = index(func)
     lanes = warp_size if func.root.annotations.get(WARP_EXECUTION) else 0
-    changes = {}
+    changes: dict[Stmt, Optional[Stmt]] = {}
     layouts = _b_layouts(func)
     for realize in idx.realizes.values():
         block = realize.block
@@ -74,7 +75,9 @@ def lower_auto_copy(func: PrimFunc, warp_size: int = 32) -> PrimFunc:
         ]
         has_x = any(l.thread_tag == "threadIdx.x" for l in threads)
         shared_by = sorted(
-            (l for l in threads if l.loop_var not in used), key=lambda l: l.thread_tag, reverse=True
+            (l for l in threads if l.loop_var not in used),
+            key=lambda l: cast(str, l.thread_tag),  # all tagged threadIdx.*
+            reverse=True,
         )  # z, y, x: x fastest
         extra = Var("tx") if lanes and not has_x else None
         if not shared_by and extra is None:
@@ -152,7 +155,7 @@ def _spread(block: Block, threads: list, lane: Var | None, lanes: int):
     if not loops or not isinstance(node, BufferStore):
         return None
     store = node
-    extents = [l.extent.value for l in loops]
+    extents = [cast(IntImm, l.extent).value for l in loops]  # checked above
     total = math.prod(extents)
     parts = [(l.loop_var, l.extent.value) for l in threads]
     if lane is not None:
@@ -170,7 +173,7 @@ def _spread(block: Block, threads: list, lane: Var | None, lanes: int):
     for l, e in reversed(list(zip(loops, extents))):
         coords[l.loop_var] = simplify(FloorMod(rest, IntImm(e)), ranges)
         rest = FloorDiv(rest, IntImm(e))
-    stmt = BufferStore(
+    stmt: Stmt = BufferStore(
         store.buffer,
         substitute(store.value, coords),
         tuple(simplify(substitute(i, coords), ranges) for i in store.indices),

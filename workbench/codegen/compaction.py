@@ -34,7 +34,7 @@ also shrinks: moving alone would buy nothing and cost a full-size allocation per
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional, Sequence, cast
 
 from ..ir import expr as E
 from ..ir.arith.linear import Lin
@@ -154,7 +154,7 @@ class _Walk:
         """``e`` in loop variables (block iterators replaced by their bindings)."""
         t = type(e)
         if t is E.Var:
-            return self.vmap.get(e, e)
+            return self.vmap.get(cast(E.Var, e), e)
         return e if t is E.IntImm else substitute(e, self.vmap)
 
     def expr(self, e: E.Expr) -> None:
@@ -163,20 +163,22 @@ class _Walk:
         if t is E.Var or t is E.IntImm or t is E.FloatImm:
             return
         if t is E.BufferLoad:
-            for i in e.indices:
+            ld = cast(E.BufferLoad, e)
+            for i in ld.indices:
                 self.expr(i)
-            self.record(e.buffer, e.indices, False)
+            self.record(ld.buffer, ld.indices, False)
         elif isinstance(e, E.BinaryOp):
             self.expr(e.a)
             self.expr(e.b)
         elif t is E.Select:
-            self.expr(e.condition)
-            self.expr(e.true_value)
-            self.expr(e.false_value)
+            sel = cast(E.Select, e)
+            self.expr(sel.condition)
+            self.expr(sel.true_value)
+            self.expr(sel.false_value)
         elif t is E.Cast:
-            self.expr(e.value)
+            self.expr(cast(E.Cast, e).value)
         elif t is E.Not:
-            self.expr(e.a)
+            self.expr(cast(E.Not, e).a)
         else:
             for c in children(e):
                 self.expr(c)
@@ -190,36 +192,40 @@ class _Walk:
     def stmt(self, s: Stmt) -> None:
         t = type(s)
         if t is BufferStore:
-            self.expr(s.value)  # the loads happen before the store
-            for i in s.indices:
+            st = cast(BufferStore, s)
+            self.expr(st.value)  # the loads happen before the store
+            for i in st.indices:
                 self.expr(i)
-            self.record(s.buffer, s.indices, True)
+            self.record(st.buffer, st.indices, True)
         elif t is SeqStmt:
-            for x in s.seq:
+            for x in cast(SeqStmt, s).seq:
                 self.stmt(x)
         elif t is For:
-            self.expr(s.min)
-            self.expr(s.extent)
-            rng = Range(self.subst(s.min), self.subst(s.extent))
-            self.rebound |= s.loop_var in self.ranges
-            self.ranges[s.loop_var] = rng
+            f = cast(For, s)
+            self.expr(f.min)
+            self.expr(f.extent)
+            rng = Range(self.subst(f.min), self.subst(f.extent))
+            self.rebound |= f.loop_var in self.ranges
+            self.ranges[f.loop_var] = rng
             outer = self.path
-            self.path = outer + (_Loop(s.loop_var, rng, s.kind, s.thread_tag),)
-            self.stmt(s.body)
+            self.path = outer + (_Loop(f.loop_var, rng, f.kind, f.thread_tag),)
+            self.stmt(f.body)
             self.path = outer
         elif t is IfThenElse:
-            self.expr(s.condition)
-            self.guarded((id(s), "then"), s.then_case)
-            if s.else_case is not None:
-                self.guarded((id(s), "else"), s.else_case)
+            ite = cast(IfThenElse, s)
+            self.expr(ite.condition)
+            self.guarded((id(s), "then"), ite.then_case)
+            if ite.else_case is not None:
+                self.guarded((id(s), "else"), ite.else_case)
         elif t is BlockRealize:
-            self.realize(s)
+            self.realize(cast(BlockRealize, s))
         elif t is Evaluate:
-            self.expr(s.value)
+            self.expr(cast(Evaluate, s).value)
         elif t is Allocate:
-            self.stmt(s.body)
-        else:  # a Block outside a BlockRealize: lowering reports it
-            for c in (s.init, s.body) if t is Block else ():
+            self.stmt(cast(Allocate, s).body)
+        elif t is Block:  # a Block outside a BlockRealize: lowering reports it
+            blk = cast(Block, s)
+            for c in (blk.init, blk.body):
                 if c is not None:
                     self.stmt(c)
 
@@ -316,13 +322,15 @@ class _Planner:
         """The placement in the body of loop ``depth - 1`` (depth 0: where the buffer's block
         allocates it) if the region touched there is smaller than the buffer."""
         sim = self.sim
-        hull = None
+        hull: Optional[tuple[Range, ...]] = None
         for a in accesses:
             r = tuple(self.point_range(i, a.path, depth, n) for i, n in zip(a.indices, buf.shape))
             if all(self.extent_bound(x) >= n for x, n in zip(r, buf.shape)):
                 return None  # one access already spans the whole buffer
             hull = r if hull is None else tuple(_union(sim, x, y) for x, y in zip(hull, r))
-        shape, offsets = [], []
+        assert hull is not None  # a planned buffer has accesses (the site is their ancestor)
+        shape: list[int] = []
+        offsets: list[E.Expr] = []
         for n, rng in zip(buf.shape, hull):
             hi = self.extent_bound(rng)
             if hi >= n:

@@ -185,7 +185,7 @@ class _Lowerer:
     @staticmethod
     def guard(cond: Optional[Expr], then: Stmt, other: Optional[Stmt] = None) -> Stmt:
         """``if cond: then else: other``, dropping the test when ``cond`` is known true."""
-        if cond is None or (is_const(cond) and cond.value and cond.dtype == "bool"):
+        if cond is None or (isinstance(cond, _CONSTS) and cond.value and cond.dtype == "bool"):
             return then
         return IfThenElse(cond, then, other)
 
@@ -217,7 +217,7 @@ class _Lowerer:
         plan = self.plans.get(buf)
         if plan is None:
             return buf, tuple(self.index(i, vmap) for i in indices)
-        out = []
+        out: list[Expr] = []
         for i, off, extent in zip(indices, plan.offsets, plan.buffer.shape):
             if extent == 1:  # the region holds one index: it is the start
                 out.append(IntImm(0, i.dtype))

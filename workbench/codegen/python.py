@@ -35,7 +35,7 @@ import itertools
 import keyword
 import math
 import re
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -325,48 +325,56 @@ class PythonCodegen:
         """(text, precedence) of ``e``."""
         t = type(e)
         if t is E.Var:
-            if e not in self.vars:
-                raise BuildError(f"python target: variable {e.name} is not bound by a loop")
-            return self.vars[e], _P_ATOM
+            var = cast(E.Var, e)
+            if var not in self.vars:
+                raise BuildError(f"python target: variable {var.name} is not bound by a loop")
+            return self.vars[var], _P_ATOM
         if t is E.IntImm:
-            if e.dtype == "bool":
-                return ("True" if e.value else "False"), _P_ATOM
-            return str(e.value), (_P_ATOM if e.value >= 0 else _P_UNARY)
+            i = cast(E.IntImm, e)
+            if i.dtype == "bool":
+                return ("True" if i.value else "False"), _P_ATOM
+            return str(i.value), (_P_ATOM if i.value >= 0 else _P_UNARY)
         if t is E.FloatImm:
-            v = e.value
+            v = cast(E.FloatImm, e).value
             if math.isnan(v):
                 return "math.nan", _P_ATOM
             if math.isinf(v):
                 return ("math.inf", _P_ATOM) if v > 0 else ("-math.inf", _P_UNARY)
             return repr(v), (_P_ATOM if v >= 0 else _P_UNARY)
         if t is E.BufferLoad:
-            return self.access(e.buffer, e.indices), _P_ATOM
+            ld = cast(E.BufferLoad, e)
+            return self.access(ld.buffer, ld.indices), _P_ATOM
         if t in _BINOPS:
+            bop = cast(E.BinaryOp, e)
             op, p = _BINOPS[t]
             # left-associative: the right operand of an equal-precedence op needs parentheses;
             # comparisons do not chain in the IR, so both of their operands do
             left = p + 1 if p == _P_CMP else p
-            return f"{self.paren(e.a, left)} {op} {self.paren(e.b, p + 1)}", p
+            return f"{self.paren(bop.a, left)} {op} {self.paren(bop.b, p + 1)}", p
         if t is E.Div:
+            bop = cast(E.BinaryOp, e)
             if E.is_int(e.dtype):
-                return f"_truncdiv({self.expr(e.a)[0]}, {self.expr(e.b)[0]})", _P_ATOM
-            if isinstance(e.b, (E.FloatImm, E.IntImm)) and e.b.value != 0:
-                return f"{self.paren(e.a, _P_MUL)} / {self.paren(e.b, _P_MUL + 1)}", _P_MUL
-            return f"_div({self.expr(e.a)[0]}, {self.expr(e.b)[0]})", _P_ATOM
+                return f"_truncdiv({self.expr(bop.a)[0]}, {self.expr(bop.b)[0]})", _P_ATOM
+            if isinstance(bop.b, (E.FloatImm, E.IntImm)) and bop.b.value != 0:
+                return f"{self.paren(bop.a, _P_MUL)} / {self.paren(bop.b, _P_MUL + 1)}", _P_MUL
+            return f"_div({self.expr(bop.a)[0]}, {self.expr(bop.b)[0]})", _P_ATOM
         if t is E.Min or t is E.Max:
-            return f"{t.__name__.lower()}({self.expr(e.a)[0]}, {self.expr(e.b)[0]})", _P_ATOM
+            bop = cast(E.BinaryOp, e)
+            return f"{t.__name__.lower()}({self.expr(bop.a)[0]}, {self.expr(bop.b)[0]})", _P_ATOM
         if t is E.Not:
-            return f"not {self.paren(e.a, _P_NOT)}", _P_NOT
+            return f"not {self.paren(cast(E.Not, e).a, _P_NOT)}", _P_NOT
         if t is E.Select:
+            sel = cast(E.Select, e)
             return (
-                f"{self.paren(e.true_value, _P_OR)} if {self.paren(e.condition, _P_OR)} "
-                f"else {self.paren(e.false_value, _P_COND)}"
+                f"{self.paren(sel.true_value, _P_OR)} if {self.paren(sel.condition, _P_OR)} "
+                f"else {self.paren(sel.false_value, _P_COND)}"
             ), _P_COND
         if t is E.Cast:
-            return self.cast(e)
+            return self.cast(cast(E.Cast, e))
         if t is E.Call:
-            op = "abs" if e.op == "abs" else e.op
-            return f"{op}({', '.join(self.expr(a)[0] for a in e.args)})", _P_ATOM
+            call = cast(E.Call, e)
+            op = "abs" if call.op == "abs" else call.op
+            return f"{op}({', '.join(self.expr(a)[0] for a in call.args)})", _P_ATOM
         raise BuildError(f"python target: unsupported expression {t.__name__}")
 
     def cast(self, e: E.Cast) -> tuple[str, int]:

@@ -31,7 +31,7 @@ allows, a cross-thread reduction under a thread-dependent condition.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Optional
+from typing import Optional, cast
 
 from ...errors import BuildError
 from ...ir import expr as E
@@ -421,7 +421,7 @@ class _Kernelizer:
             return f.with_(body=self.stmt(f.body, inner))
         # threadIdx.* (bound again under a loop of the same axis: the same threads, as in a
         # cooperative fetch under the compute's thread loops)
-        ext = f.extent.value
+        ext = cast(E.IntImm, f.extent).value  # thread extents are constant
         hw = HW[tag]
         partial = ext < self.launch[tag]
         inner = replace(
@@ -476,7 +476,7 @@ class _Kernelizer:
                 if then is None and other is None:
                     return None
                 if then is None:
-                    return IfThenElse(E.Not(s.condition), other)
+                    return IfThenElse(E.Not(s.condition), cast(Stmt, other))  # not both None
                 return IfThenElse(s.condition, then, other)
             if isinstance(s, Allocate):
                 body = rewrite(s.body)
@@ -492,9 +492,10 @@ class _Kernelizer:
         inner = replace(ctx, divergent=None, in_reduction=True)
         local = self.stmt(body, inner) if body is not None else Evaluate(E.IntImm(0))
         start = red.init if red.init is not None else E.BufferLoad(red.buffer, red.indices)
-        result = BufferStore(red.buffer, _combine(red.op, start, acc_load), red.indices)
+        store = BufferStore(red.buffer, _combine(red.op, start, acc_load), red.indices)
+        result: Stmt = store
         if red.buffer.scope not in PRIVATE_SCOPES:
-            result = self.guard_store(result, ctx)
+            result = self.guard_store(store, ctx)
         return Allocate(
             acc,
             seq(
@@ -524,9 +525,9 @@ _OPS: dict[type, str] = {E.Add: "sum", E.Max: "max", E.Min: "min", E.Mul: "prod"
 
 def _combined_value(s: BufferStore, op: str) -> Optional[E.Expr]:
     """``v`` when ``s`` is ``X[i] = X[i] op v`` (either operand order), else None."""
-    v = s.value
-    if _OPS.get(type(v)) != op:
+    if _OPS.get(type(s.value)) != op:
         return None
+    v = cast(E.BinaryOp, s.value)  # an _OPS type
     for mine, other in ((v.a, v.b), (v.b, v.a)):
         if (
             isinstance(mine, E.BufferLoad)

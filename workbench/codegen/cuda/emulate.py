@@ -28,7 +28,7 @@ the same phase (or read in it, for a write), or another block wrote at all, rais
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 import numpy as np
 
@@ -547,7 +547,7 @@ class _EmulatedKernel:
         vars_ = [f.loop_var for f in loops]
         if any(not E.is_const(f.min, 0) or not isinstance(f.extent, E.IntImm) for f in loops):
             return False
-        sizes = [f.extent.value for f in loops]
+        sizes = [cast(E.IntImm, f.extent).value for f in loops]  # checked just above
 
         def spec(buf: Buffer, indices) -> Any:
             """'(array or id, private?, base, offsets)' text, or None if not affine."""
@@ -615,54 +615,64 @@ class _EmulatedKernel:
     def expr(self, e: E.Expr, m: str) -> str:
         t = type(e)
         if t is E.Var:
-            if e not in self.vars:
-                raise BuildError(f"cuda-emulate: variable {e.name} is not bound")
-            return self.vars[e]
+            var = cast(E.Var, e)
+            if var not in self.vars:
+                raise BuildError(f"cuda-emulate: variable {var.name} is not bound")
+            return self.vars[var]
         if t is E.IntImm:
-            if e.dtype == "bool":
-                return "True" if e.value else "False"
-            return f"({e.value})"
+            i = cast(E.IntImm, e)
+            if i.dtype == "bool":
+                return "True" if i.value else "False"
+            return f"({i.value})"
         if t is E.FloatImm:
-            v = e.value
+            v = cast(E.FloatImm, e).value
             text = (
                 "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else repr(float(v))
             )
             return f"np.{_NP[e.dtype]}({text})"
         if t is E.BufferLoad:
-            flat = self.flat(e.buffer, e.indices, m)
-            if e.buffer.scope in PRIVATE_SCOPES:
-                return f"S.ldl({self.names[e.buffer]}, {flat}, {m})"
-            return f"S.ld({self.buffer_id(e.buffer)}, {flat}, {m})"
+            ld = cast(E.BufferLoad, e)
+            flat = self.flat(ld.buffer, ld.indices, m)
+            if ld.buffer.scope in PRIVATE_SCOPES:
+                return f"S.ldl({self.names[ld.buffer]}, {flat}, {m})"
+            return f"S.ld({self.buffer_id(ld.buffer)}, {flat}, {m})"
         if t is E.And:
+            op = cast(E.BinaryOp, e)
             c = self.fresh("c")
-            return f"np.logical_and({c} := {self.expr(e.a, m)}, {self.expr(e.b, f'S.band({m}, {c})')})"
+            return f"np.logical_and({c} := {self.expr(op.a, m)}, {self.expr(op.b, f'S.band({m}, {c})')})"
         if t is E.Or:
-            return f"np.logical_or({self.expr(e.a, m)}, {self.expr(e.b, m)})"
+            op = cast(E.BinaryOp, e)
+            return f"np.logical_or({self.expr(op.a, m)}, {self.expr(op.b, m)})"
         if t in _BIN:
-            return f"({self.expr(e.a, m)} {_BIN[t]} {self.expr(e.b, m)})"
+            op = cast(E.BinaryOp, e)
+            return f"({self.expr(op.a, m)} {_BIN[t]} {self.expr(op.b, m)})"
         if t is E.Div:
+            op = cast(E.BinaryOp, e)
             if E.is_int(e.dtype):
-                return f"S.truncdiv({self.expr(e.a, m)}, {self.expr(e.b, m)})"
-            return f"({self.expr(e.a, m)} / {self.expr(e.b, m)})"
+                return f"S.truncdiv({self.expr(op.a, m)}, {self.expr(op.b, m)})"
+            return f"({self.expr(op.a, m)} / {self.expr(op.b, m)})"
         if t is E.Min or t is E.Max:
+            op = cast(E.BinaryOp, e)
             fn = "np.minimum" if t is E.Min else "np.maximum"
-            return f"{fn}({self.expr(e.a, m)}, {self.expr(e.b, m)})"
+            return f"{fn}({self.expr(op.a, m)}, {self.expr(op.b, m)})"
         if t is E.Not:
-            return f"np.logical_not({self.expr(e.a, m)})"
+            return f"np.logical_not({self.expr(cast(E.Not, e).a, m)})"
         if t is E.Select:
+            sel = cast(E.Select, e)
             c = self.fresh("c")
             return (
-                f"S.where({c} := {self.expr(e.condition, m)}, "
-                f"{self.expr(e.true_value, f'S.band({m}, {c})')}, "
-                f"{self.expr(e.false_value, f'S.bandnot({m}, {c})')})"
+                f"S.where({c} := {self.expr(sel.condition, m)}, "
+                f"{self.expr(sel.true_value, f'S.band({m}, {c})')}, "
+                f"{self.expr(sel.false_value, f'S.bandnot({m}, {c})')})"
             )
         if t is E.Cast:
-            return f"S.cast({self.expr(e.value, m)}, {e.dtype!r})"
+            return f"S.cast({self.expr(cast(E.Cast, e).value, m)}, {e.dtype!r})"
         if t is E.Call:
-            args = ", ".join(self.expr(a, m) for a in e.args)
+            call = cast(E.Call, e)
+            args = ", ".join(self.expr(a, m) for a in call.args)
             fn = (
-                _MATH.get(e.op)
-                or {"rsqrt": "_rsqrt", "sigmoid": "_sigmoid", "round": "_round", "erf": "_erf"}[e.op]
+                _MATH.get(call.op)
+                or {"rsqrt": "_rsqrt", "sigmoid": "_sigmoid", "round": "_round", "erf": "_erf"}[call.op]
             )
             return f"{fn}({args})"
         raise BuildError(f"cuda-emulate: unsupported expression {t.__name__}")

@@ -24,7 +24,8 @@ from ... import workloads
 from ...schedule import Schedule
 
 
-def _cooperative_fetch(sch: Schedule, block: Any, at: Any, threads: tuple[int, ...], vector: int = 1) -> None:
+# (sch: Any, as in the schedules below: the primitives are methods registered at import)
+def _cooperative_fetch(sch: Any, block: Any, at: Any, threads: tuple[int, ...], vector: int = 1) -> None:
     """Fuse the loops of ``block`` below loop ``at`` and spread them over the threads
     (``threads``: extents of threadIdx.y, threadIdx.x), ``vector`` elements per access."""
     loops = sch.get_loops(block)

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import math
+from typing import cast
 from ...errors import BuildError
 from ...ir import expr as E
 from ...ir.arith import can_prove, simplify
@@ -314,7 +315,7 @@ class _KernelPrinter:
             ptr, ldm = memory(src.buffer, src.indices)
             self.emit(d, f"{wm}load_matrix_sync({tile(store.buffer, store.indices)}, {ptr}, {ldm});")
         elif s.op == "store":
-            src = store.value
+            src = cast(E.BufferLoad, store.value)  # a wmma store copies a fragment tile
             ptr, ldm = memory(store.buffer, store.indices)
             self.emit(
                 d, f"{wm}store_matrix_sync({ptr}, {tile(src.buffer, src.indices)}, {ldm}, {wm}mem_row_major);"
@@ -381,27 +382,32 @@ class _KernelPrinter:
     def expr(self, e: E.Expr) -> str:
         t = type(e)
         if t is E.Var:
-            if e not in self.vars:
-                raise BuildError(f"cuda: variable {e.name} is not bound in kernel {self.k.name}")
-            return self.vars[e]
+            v = cast(E.Var, e)
+            if v not in self.vars:
+                raise BuildError(f"cuda: variable {v.name} is not bound in kernel {self.k.name}")
+            return self.vars[v]
         if t is E.IntImm:
-            if e.dtype == "bool":
-                return "true" if e.value else "false"
-            suffix = {"int64": "LL", "uint64": "ULL", "uint32": "u"}.get(e.dtype, "")
-            text = f"{e.value}{suffix}"
-            return f"({text})" if e.value < 0 else text
+            i = cast(E.IntImm, e)
+            if i.dtype == "bool":
+                return "true" if i.value else "false"
+            suffix = {"int64": "LL", "uint64": "ULL", "uint32": "u"}.get(i.dtype, "")
+            text = f"{i.value}{suffix}"
+            return f"({text})" if i.value < 0 else text
         if t is E.FloatImm:
-            return _float_literal(e.value, e.dtype)
+            return _float_literal(cast(E.FloatImm, e).value, e.dtype)
         if t is E.BufferLoad:
-            return self.access(e.buffer, e.indices)
+            ld = cast(E.BufferLoad, e)
+            return self.access(ld.buffer, ld.indices)
         if t in _BINOPS:
-            return f"({self.expr(e.a)} {_BINOPS[t]} {self.expr(e.b)})"
+            op = cast(E.BinaryOp, e)
+            return f"({self.expr(op.a)} {_BINOPS[t]} {self.expr(op.b)})"
         if t in (E.FloorDiv, E.FloorMod):
-            a, b = self.expr(e.a), self.expr(e.b)
+            op = cast(E.BinaryOp, e)
+            a, b = self.expr(op.a), self.expr(op.b)
             if E.is_int(e.dtype) and not (
-                isinstance(e.b, E.IntImm)
-                and e.b.value > 0
-                and can_prove(E.GE(e.a, E.IntImm(0, e.a.dtype)), self.ranges)
+                isinstance(op.b, E.IntImm)
+                and op.b.value > 0
+                and can_prove(E.GE(op.a, E.IntImm(0, op.a.dtype)), self.ranges)
             ):
                 fn = "wb_floordiv" if t is E.FloorDiv else "wb_floormod"
                 return f"{fn}({a}, {b})"
@@ -410,25 +416,31 @@ class _KernelPrinter:
                 return f"{fl}({a} / {b})" if t is E.FloorDiv else f"({a} - {fl}({a} / {b}) * {b})"
             return f"({a} {'/' if t is E.FloorDiv else '%'} {b})"
         if t is E.Div:
-            return f"({self.expr(e.a)} / {self.expr(e.b)})"
+            op = cast(E.BinaryOp, e)
+            return f"({self.expr(op.a)} / {self.expr(op.b)})"
         if t in (E.Min, E.Max):
+            op = cast(E.BinaryOp, e)
             fn = "min" if t is E.Min else "max"
             if e.dtype == "float16":
-                return f"__float2half({fn}(__half2float({self.expr(e.a)}), __half2float({self.expr(e.b)})))"
-            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
+                return f"__float2half({fn}(__half2float({self.expr(op.a)}), __half2float({self.expr(op.b)})))"
+            return f"{fn}({self.expr(op.a)}, {self.expr(op.b)})"
         if t is E.Not:
-            return f"(!{self.expr(e.a)})"
+            return f"(!{self.expr(cast(E.Not, e).a)})"
         if t is E.Select:
-            return f"({self.expr(e.condition)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
+            sel = cast(E.Select, e)
+            return (
+                f"({self.expr(sel.condition)} ? {self.expr(sel.true_value)} : {self.expr(sel.false_value)})"
+            )
         if t is E.Cast:
-            inner = self.expr(e.value)
-            if e.dtype == "float16":
+            c = cast(E.Cast, e)
+            inner = self.expr(c.value)
+            if c.dtype == "float16":
                 return f"__float2half((float)({inner}))"
-            if e.value.dtype == "float16":
-                return f"(({C_TYPES[e.dtype]})__half2float({inner}))"
-            return f"(({C_TYPES[e.dtype]})({inner}))"
+            if c.value.dtype == "float16":
+                return f"(({C_TYPES[c.dtype]})__half2float({inner}))"
+            return f"(({C_TYPES[c.dtype]})({inner}))"
         if t is E.Call:
-            return self.call(e)
+            return self.call(cast(E.Call, e))
         raise BuildError(f"cuda: unsupported expression {t.__name__}")
 
     def call(self, e: E.Call) -> str:

@@ -24,7 +24,7 @@ memory accesses), :mod:`.parallel` (thread pool), :mod:`.runtime` (thread cap, f
 from __future__ import annotations
 
 import ctypes
-from typing import Optional, Union
+from typing import Any, NoReturn, Optional, Union
 
 import numpy as np
 
@@ -131,7 +131,7 @@ class CompileOnlyKernel(LLVMKernel):
     ``source("llvm" | "llvm-raw" | "asm")`` work; calling or timing it raises RuntimeError."""
 
     def __init__(self, func: PrimFunc, target: Target, optimized_ir: str, raw_ir: str, reason: str):
-        self._compiled = Compiled(None, 0, optimized_ir)  # type: ignore[arg-type]
+        self._compiled = Compiled(None, 0, optimized_ir)
         self.reason = reason
         Kernel.__init__(self, func, target, self._refuse, {"llvm": optimized_ir, "llvm-raw": raw_ir})
 
@@ -144,7 +144,7 @@ class CompileOnlyKernel(LLVMKernel):
     def __call__(self, *arrays: object) -> None:
         self._refuse()
 
-    def time(self, *arrays: object, **_: object) -> float:
+    def time(self, *arrays: Any, **_: Any) -> NoReturn:
         self._refuse()
         raise AssertionError("unreachable")
 
@@ -161,7 +161,7 @@ def _entry(compiled: Compiled, n_args: int, parallel: bool):
         if status:
             raise MemoryError("kernel could not allocate its intermediate buffers")
 
-    entry.compiled = compiled  # type: ignore[attr-defined]  (keeps the code alive)
+    entry.compiled = compiled  # type: ignore[attr-defined]  # keeps the code alive
     return entry
 
 

@@ -86,7 +86,7 @@ def bounds(e: Expr, ranges: Mapping[Var, Interval]) -> Interval:
         return (None if a0 is None or b0 is None else a0 + b0, None if a1 is None or b1 is None else a1 + b1)
     if isinstance(e, Mul):
         (a0, a1), (b0, b1) = bounds(e.a, ranges), bounds(e.b, ranges)
-        if None in (a0, a1, b0, b1):
+        if a0 is None or a1 is None or b0 is None or b1 is None:
             return UNKNOWN
         products = (a0 * b0, a0 * b1, a1 * b0, a1 * b1)
         return (min(products), max(products))

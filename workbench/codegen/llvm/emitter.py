@@ -18,7 +18,7 @@ function being emitted, once per call (or per parallel task), whatever loop they
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional, Union
+from typing import Callable, Optional, Union, cast
 
 from llvmlite import ir
 
@@ -115,7 +115,7 @@ class KernelEmitter(ExpressionEmitter):
         self.mask: Optional[ir.Value] = None  # lanes/iterations a guard lets through
         self.scalar_index = False  # evaluate the ramp at lane 0
         self.in_parallel = False
-        self.auto_unroll = (0, True)  # (max steps, explicit) in scope
+        self.auto_unroll: tuple[float, bool] = (0, True)  # (max steps, explicit) in scope
         self.fs: FunctionState
         self.status: ir.Value  # i32 slot: nonzero = allocation failed
         self.n_parallel = 0
@@ -224,7 +224,7 @@ class KernelEmitter(ExpressionEmitter):
     def unrolled(self, s: For) -> None:
         """One copy of the body per iteration (constant extent)."""
         lo = self.expr(s.min)
-        for k in range(s.extent.value):
+        for k in range(cast(E.IntImm, s.extent).value):
             self.vars[s.loop_var] = self.b.add(lo, ir.Constant(lo.type, k))
             self.stmt(s.body)
 
@@ -321,7 +321,7 @@ class KernelEmitter(ExpressionEmitter):
         if else_bb is not None:
             _move_to_end(fn, else_bb)
             self.b.position_at_end(else_bb)
-            self.stmt(s.else_case)
+            self.stmt(cast(Stmt, s.else_case))  # else_bb exists only with an else case
             self.b.branch(end_bb)
         _move_to_end(fn, end_bb)
         self.b.position_at_end(end_bb)
@@ -349,7 +349,7 @@ class KernelEmitter(ExpressionEmitter):
         ``n`` lanes when ``n`` is below a machine vector or a few whole machine vectors (LLVM
         splits it into registers), else a loop over chunks of ``lanes`` plus one narrower
         vector for the remainder."""
-        n = s.extent.value
+        n = cast(E.IntImm, s.extent).value
         lo = self.expr(s.min)
         if n < lanes or (n % lanes == 0 and n <= MAX_VECTORS_PER_CHUNK * lanes):
             self._vector_chunk(s, lo, n)
@@ -390,7 +390,7 @@ def _move_to_end(fn: ir.Function, block: ir.Block) -> None:
     fn.blocks.append(block)
 
 
-def _unrolled_steps(s: Stmt, max_step: int) -> Optional[int]:
+def _unrolled_steps(s: Stmt, max_step: float) -> Optional[int]:
     """Statements ``s`` becomes once its loops are unrolled (a vectorized loop counts as one
     pass of its body); None when a loop in it must stay a loop or the count exceeds max_step."""
     if isinstance(s, SeqStmt):
@@ -411,13 +411,13 @@ def _unrolled_steps(s: Stmt, max_step: int) -> Optional[int]:
         return steps if steps <= max_step else None
     if isinstance(s, IfThenElse):
         parts = [_unrolled_steps(x, max_step) for x in (s.then_case, s.else_case) if x]
-        return None if None in parts else sum(parts)
+        return None if None in parts else sum(cast("list[int]", parts))
     if isinstance(s, Allocate):
         return _unrolled_steps(s.body, max_step)
     return 1
 
 
-def _int(value) -> int:
+def _int(value) -> int | float:
     return value.value if isinstance(value, (E.IntImm, E.FloatImm)) else int(value)
 
 

@@ -13,7 +13,8 @@ reads before ``A``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
+import typing
+from typing import Any, Callable, Optional, Union
 
 from llvmlite import ir
 
@@ -24,6 +25,7 @@ from ...ir.functor import pre_order
 from ...ir.stmt import BufferStore
 from . import intrinsics as K
 from . import vector_math
+from ..target import Target
 from .analysis import DTYPE_BITS, Interval, bounds, flat_offset, in_bounds, linear_coeff
 from .dtypes import (
     FMF,
@@ -59,6 +61,7 @@ class ExpressionEmitter:
     vec: Optional[tuple[E.Var, int]]
     mask: Optional[ir.Value]
     scalar_index: bool
+    target: Target
 
     def store(self, s: BufferStore) -> None:
         buf = s.buffer
@@ -252,7 +255,7 @@ class ExpressionEmitter:
                 o = b.select(b.icmp_signed(">", o, last), last, o)
             v = b.load(self._gep(buf, o, inbounds=not guarded), typ=mem_type(buf.dtype), align=align)
             return from_memory(b, v, buf.dtype)
-        lanes = self.vec[1]
+        lanes = typing.cast("tuple[E.Var, int]", self.vec)[1]  # coeff != 0: a vector loop
         vt = ir.VectorType(mem_type(buf.dtype), lanes)
         if coeff == 1:  # contiguous
             ptr = self._gep(buf, self.index_base(off), inbounds=not guarded)
@@ -270,8 +273,8 @@ class ExpressionEmitter:
         return self.b.gep(self.bufs[buf], [offset], inbounds=inbounds, source_etype=mem_type(buf.dtype))
 
     def _lane_pointers(self, buf: Buffer, off: E.Expr) -> ir.Value:
-        """A vector of one pointer per lane, for gathers and scatters."""
-        var, lanes = self.vec
+        """A vector of one pointer per lane, for gathers and scatters (in a vector loop)."""
+        var, lanes = typing.cast("tuple[E.Var, int]", self.vec)
         coeff = linear_coeff(off, var)
         if coeff is not None:  # strided: base + coeff * lane
             base = K.splat(self.b, self.index_base(off), lanes)
@@ -293,7 +296,7 @@ class ExpressionEmitter:
 
 
 _X = ExpressionEmitter
-_EXPR = {
+_EXPR: dict[type, Callable[[ExpressionEmitter, Any], ir.Value]] = {
     E.Var: _X._var,
     E.IntImm: _X._imm,
     E.FloatImm: _X._imm,

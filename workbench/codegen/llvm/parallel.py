@@ -22,6 +22,8 @@ outermost parallel loop forks; parallel loops inside it run serially in their ta
 
 from __future__ import annotations
 
+from typing import cast
+
 from llvmlite import ir
 
 from ...ir import expr as E
@@ -93,7 +95,8 @@ def _field(b: ir.IRBuilder, ptr: ir.Value, struct_t: ir.Type, i: int) -> ir.Valu
 
 
 def _emit_task(em: KernelEmitter, name: str, loop: For, bufs: list, vars_: list) -> ir.Function:
-    var_types = [em.vars[v].type for v in vars_]
+    # a parallel loop is never inside a vector loop: the captured variables are scalars
+    var_types = [cast(ir.Value, em.vars[v]).type for v in vars_]
     fnty = ir.FunctionType(VOID, [PTR] * len(bufs) + var_types + [I64, I64, PTR])
     fn = ir.Function(em.module, fnty, name=name)
     fn.linkage = "internal"

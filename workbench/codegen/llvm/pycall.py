@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from typing import Sequence
+from typing import Sequence, cast
 
 import numpy as np
 from llvmlite import ir
@@ -51,7 +51,8 @@ class _MethodDef(ctypes.Structure):
 
 
 def _c_api(name: str) -> int:
-    return ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
+    address = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
+    return cast(int, address)  # an exported C API function: never NULL
 
 
 @functools.cache
