@@ -245,3 +245,37 @@ def test_commit_holds_sigint_back_until_stored():
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped one
+def test_an_interrupt_a_finalizer_swallowed_still_stops_the_tune(tmp_path):
+    """Python prints and drops a KeyboardInterrupt raised inside ``__del__`` (as LLVM and
+    XGBoost objects have); the tuner noticed the SIGINT and stops at the next batch anyway."""
+    from workbench.tune import TuneInterrupted
+
+    class Dropped:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the handler runs in here: its KeyboardInterrupt is dropped
+
+    class InterruptInAFinalizer:
+        def on_batch(self, event):
+            if event.batch == 1:
+                Dropped()  # created and collected at once
+
+    path = str(tmp_path / "t.sqlite")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a kernel
+    try:
+        with pytest.raises(TuneInterrupted, match="interrupted after 2 trials"):
+            wb.tune(
+                TuneTask.workload("GMM", **wb.workloads.small("GMM")),
+                trials=40,
+                num_trials_per_iter=2,
+                database=path,
+                baseline=False,
+                callbacks=[InterruptInAFinalizer()],
+            )
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert len(Database.open(path)) == 2

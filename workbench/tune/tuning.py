@@ -86,6 +86,32 @@ def interrupts_deferred():
                 os.kill(os.getpid(), signal.SIGINT)
 
 
+@contextlib.contextmanager
+def interrupts_noticed():
+    """Remember every Ctrl-C while tuning, besides raising it as usual: a KeyboardInterrupt
+    that lands in a finalizer (``__del__`` of an LLVM or XGBoost object, a weakref callback) is
+    printed and dropped by Python, so the session also stops at the next batch when this
+    says one came. Yields a list that gets one entry per SIGINT; main thread only."""
+    noticed: list = []
+    if threading.current_thread() is not threading.main_thread():
+        yield noticed
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):  # SIG_IGN / SIG_DFL / not set from Python: leave it alone
+        yield noticed
+        return
+
+    def handler(signum, frame):
+        noticed.append(signum)
+        previous(signum, frame)
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield noticed
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 #: records of a task replayed to warm up the cost model when resuming (the most recent ones)
 MAX_WARMUP_RECORDS = 256
 
@@ -173,7 +199,8 @@ def tune(
                 TaskScheduler.create(task_scheduler, seed=seed),
                 callbacks,
             )
-            session.run(trials, num_trials_per_iter)
+            with interrupts_noticed() as session.interrupts:
+                session.run(trials, num_trials_per_iter)
             summary = session.summary(baseline)
         except KeyboardInterrupt as exc:
             if session is not None:
@@ -245,6 +272,7 @@ class _Session:
         self.busy_records = self.noisy_records = 0
         self.states = [TaskState(weight=t.weight) for t in tasks]
         self.measuring: Optional[tuple[int, list]] = None  # (task, candidates) being measured
+        self.interrupts: list = []  # SIGINTs noticed while running (interrupts_noticed)
         self.contexts: list[SearchContext] = []
         self.strategies: list[SearchStrategy] = []
         for k, task in enumerate(tasks):
@@ -282,6 +310,8 @@ class _Session:
         if sum(s.trials for s in self.states) < trials:
             self._warm_up()
         while True:
+            if self.interrupts:  # a Ctrl-C that a finalizer swallowed still stops the tune
+                raise KeyboardInterrupt
             total = sum(s.trials for s in self.states)
             if total >= trials:
                 return
