@@ -148,3 +148,15 @@ def test_a_target_this_host_cannot_run_is_refused_up_front(db_path):
         r"'llvm -mtriple=aarch64-linux-gnu'",
     ):
         tune("GMM", target="llvm -mtriple=aarch64-linux-gnu", trials=1, database=db_path)
+
+
+def test_an_emulated_tune_reports_correct_candidates_not_timings():
+    """cuda-emulate checks correctness: its summary shows no ms, GFLOP/s or ratios."""
+    from workbench.tune.report import TaskSummary
+
+    rows = [TaskSummary("GMM", 8, 1, 0.16, 2 * 128**3)]
+    timed = str(TuneSummary(tasks=list(rows), seconds=1.0, measured=8))
+    emulated = str(TuneSummary(tasks=list(rows), seconds=1.0, measured=8, emulated=True))
+    assert "best ms" in timed and "GFLOP/s" in timed
+    assert "best ms" not in emulated and "GFLOP/s" not in emulated
+    assert "correctness only" in emulated and emulated.splitlines()[2].split()[-1] == "7"

@@ -102,6 +102,7 @@ class TuneSummary:
     cores: int = 1  # CPUs the tuner could use
     busy_records: int = 0  # records measured while the machine was busy
     noisy_records: int = 0  # records whose repeats disagreed even when re-measured
+    emulated: bool = False  # cuda-emulate: candidates checked for correctness, times are the emulator's
 
     @property
     def busy(self) -> bool:
@@ -127,20 +128,32 @@ class TuneSummary:
         return out
 
     def __str__(self) -> str:
-        head = (
-            f"{'task':<18} {'trials':>6} {'failed':>6} {'best ms':>10} {'GFLOP/s':>8} "
-            f"{'x unsched':>9} {'x numpy':>8}"
-        )
-        lines = [head, "-" * len(head)]
-        for t in self.tasks:
-            lines.append(
+        if self.emulated:  # an emulator's seconds say nothing of a GPU's: no rates, no ratios
+            head = f"{'task':<18} {'trials':>6} {'failed':>6} {'correct':>8}"
+            rows = [
+                f"{t.name[:18]:<18} {t.trials:>6} {t.failed:>6} {t.trials - t.failed:>8}" for t in self.tasks
+            ]
+        else:
+            head = (
+                f"{'task':<18} {'trials':>6} {'failed':>6} {'best ms':>10} {'GFLOP/s':>8} "
+                f"{'x unsched':>9} {'x numpy':>8}"
+            )
+            rows = [
                 f"{t.name[:18]:<18} {t.trials:>6} {t.failed:>6} "
                 f"{_ms(t.best):>10} {_num(t.gflops, '.1f'):>8} "
                 f"{_num(t.speedup, '.2f'):>9} {_num(t.vs_numpy, '.2f'):>8}"
-            )
+                for t in self.tasks
+            ]
+        lines = [head, "-" * len(head), *rows]
         per = f", {self.seconds / self.measured:.2f} s per trial" if self.measured else ""
         lines.append(f"{self.measured} trials measured in {self.seconds:.1f} s{per}")
-        lines += [f"warning: {w}" for w in self.warnings()]
+        if self.emulated:
+            lines.append(
+                "cuda-emulate checks candidates for correctness only (on this CPU, with GPU "
+                "semantics); the search ranks them by the emulator's time, not a GPU's"
+            )
+        else:
+            lines += [f"warning: {w}" for w in self.warnings()]
         return "\n".join(lines)
 
     def _repr_pretty_(self, p, cycle) -> None:

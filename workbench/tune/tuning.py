@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any, Optional, Sequence, Union
 
-from ..codegen.target import host_cores
+from ..codegen.target import Target, host_cores
 from ..ir.func import PrimFunc
 from .cost_model import CostModel
 from .database.base import Database, Record, target_str
@@ -219,7 +219,6 @@ def tune(
 def _check_runs_here(target: str) -> None:
     """The local runner measures on this machine: refuse a CPU target whose code cannot run
     here (another architecture, extensions the host lacks) before any work."""
-    from ..codegen.target import Target
     from ..errors import BuildError
 
     try:
@@ -420,6 +419,7 @@ class _Session:
             cores=self.cores,
             busy_records=self.busy_records,
             noisy_records=self.noisy_records,
+            emulated=Target.of(self.target).kind == "cuda-emulate",
         )
         for k, task in enumerate(self.tasks):
             best = self.db.best(task.func, self.target)
