@@ -28,3 +28,24 @@ def test_a_bad_shape_is_one_line_and_status_2(capsys):
     assert main(["show", "GMM", "--shape", "n=0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--shape expects key=positive-integer" in err[0]
+
+
+def test_a_reader_that_stops_early_is_not_an_error():
+    """`workbench show GMM | head -1`: the closed pipe ends the command quietly with status 0."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # every write to the pipe now fails with EPIPE
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "workbench.cli", "show", "GMM"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 0 and done.stderr == ""
