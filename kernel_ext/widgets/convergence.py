@@ -53,8 +53,9 @@ class ConvergencePlot(WorkbenchWidget):
     """Best latency vs trials, every candidate, predicted vs measured — updated live.
 
     >>> plot = ConvergencePlot()
-    >>> display(plot)                   # in a script: its text form
-    <ConvergencePlot>
+    >>> print(plot.text())              # what a terminal shows
+    tuning: no trial yet
+    >>> display(plot)                   # in a notebook: the live plot  # doctest: +SKIP
     >>> db = wb.tune(func, trials=32, callbacks=[plot])   # doctest: +SKIP
     """
 
