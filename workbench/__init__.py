@@ -11,7 +11,9 @@ from .errors import (
     InternalError,
     IRVerifyError,
     ScheduleError,
+    TraceFormatError,
     TVMScriptError,
+    UnknownInstructionKind,
     WorkbenchError,
 )
 from .ir import Buffer, PrimFunc

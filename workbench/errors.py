@@ -45,6 +45,17 @@ class TVMScriptError(WorkbenchError):
         super().__init__(f"line {line}, col {col}: {message}{where}")
 
 
+class TraceFormatError(WorkbenchError, ValueError):
+    """Trace JSON that is not a well-formed trace (``Trace.from_json``; also a ``ValueError``)."""
+
+
+class UnknownInstructionKind(TraceFormatError, KeyError):
+    """Trace JSON naming an instruction kind that is not registered (also a ``KeyError``)."""
+
+    def __str__(self) -> str:  # KeyError would print the message's repr
+        return str(self.args[0])
+
+
 class InternalError(Exception):
     """A bug in workbench itself (never the user's fault): please report it."""
 

@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+import workbench as wb
+
 from workbench.ir.structural import structural_equal, structural_hash
 from workbench.schedule import Schedule, Trace
 from workbench.testing import check_small, check_trace_roundtrip, original_func, small_schedule
@@ -191,3 +193,12 @@ def test_roundtrip_with_every_loop_primitive():
     sch.bind(sch.split(k, [None, 4])[1], "threadIdx.x")
     check_trace_roundtrip(sch)
     check_small(sch, "GMM")
+
+
+def test_trace_format_error_is_a_workbench_error_at_the_top_level():
+    """``except wb.TraceFormatError`` (and ``except wb.WorkbenchError``) catch malformed JSON."""
+    with pytest.raises(wb.TraceFormatError, match="not a workbench trace") as info:
+        wb.Trace.from_json('{"insts": []}')
+    assert isinstance(info.value, wb.WorkbenchError) and isinstance(info.value, ValueError)
+    with pytest.raises(wb.UnknownInstructionKind, match="NoSuchKind"):
+        wb.Trace.from_json('{"format": "workbench.trace/1", "insts": [{"kind": "NoSuchKind"}]}')

@@ -13,7 +13,7 @@ import dataclasses
 import json
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
-from ..errors import ScheduleError
+from ..errors import ScheduleError, TraceFormatError, UnknownInstructionKind
 from .instruction import Instruction, get_kind, iter_rvs, map_rvs
 from .rv import RV, RV_CLASSES
 
@@ -360,17 +360,6 @@ class Trace:
             used.update(inst.inputs)
         keep.reverse()
         return Trace(keep, self.base_func)
-
-
-class TraceFormatError(ValueError):
-    """Trace JSON that is not a well-formed trace (``Trace.from_json``)."""
-
-
-class UnknownInstructionKind(TraceFormatError, KeyError):
-    """Trace JSON naming an instruction kind that is not registered (also a ``KeyError``)."""
-
-    def __str__(self) -> str:  # KeyError would print the message's repr
-        return str(self.args[0])
 
 
 def _instruction_from_json(rec: Any, ref: Callable[[str], RV], rvs: dict[str, RV]) -> Instruction:
