@@ -95,9 +95,9 @@ def default_sigint():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def interrupt(cmd, ready, tag, deadline=120.0):
+def interrupt(cmd, ready, tag, deadline=120.0, sig=signal.SIGINT):
     """Start ``cmd`` (SIGINT at its default, as from a terminal), wait until ``ready()``, send
-    SIGINT; returns (exit status, stdout + stderr, seconds it took to stop)."""
+    ``sig``; returns (exit status, stdout + stderr, seconds it took to stop)."""
     env = {**os.environ, "WB_TEST_TAG": tag}
     child = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, preexec_fn=default_sigint
@@ -109,7 +109,7 @@ def interrupt(cmd, ready, tag, deadline=120.0):
         assert child.poll() is None, child.communicate()[0]
         assert ready(), "the tuner never reached the phase"
         t0 = time.monotonic()
-        os.kill(child.pid, signal.SIGINT)
+        os.kill(child.pid, sig)
         out, _ = child.communicate(timeout=30)
         return child.returncode, out, time.monotonic() - t0
     finally:
@@ -146,11 +146,8 @@ def test_sigint_stops_cleanly_in_every_phase(tmp_path, phase):
     assert len(records) == n and len({r.trace_hash for r in records}) == n
 
 
-def test_cli_sigint_then_resume(tmp_path):
-    """``workbench tune``: SIGINT once a batch is stored -> the message and status 130; the
-    same command resumes up to the budget, keeping every stored record."""
-    path = str(tmp_path / "i.sqlite")
-    cmd = [
+def cli_tune_cmd(path):
+    return [
         "workbench",
         "tune",
         "GMM",
@@ -172,8 +169,17 @@ def test_cli_sigint_then_resume(tmp_path):
         "--db",
         path,
     ]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_cli_interrupt_then_resume(tmp_path, sig):
+    """``workbench tune``: SIGINT (Ctrl-C) or SIGTERM (``kill``, ``timeout``) once a batch is
+    stored -> the message and status 130; the same command resumes up to the budget, keeping
+    every stored record."""
+    path = str(tmp_path / "i.sqlite")
+    cmd = cli_tune_cmd(path)
     tag = uuid.uuid4().hex
-    status, out, _ = interrupt(cmd, lambda: count(path) >= 4, tag)
+    status, out, _ = interrupt(cmd, lambda: count(path) >= 4, tag, sig=sig)
     assert status == 130, out
     n = count(path)
     assert out.strip().splitlines()[-1] == (

@@ -119,6 +119,7 @@ def _tasks(args, shape_kwargs):
 
 
 def _cmd_tune(args, shape_kwargs) -> int:
+    import os
     import shlex
     import signal
     import threading
@@ -143,10 +144,14 @@ def _cmd_tune(args, shape_kwargs) -> int:
             runner = DaskRunner(args.dask)
         except (ImportError, ConnectionError, TypeError, ValueError) as exc:
             return _user_error(exc)
+    previous_sigterm = None
     if threading.current_thread() is threading.main_thread():
         # `kill -INT` stops a tune even when its shell started it with SIGINT ignored (a
         # background job of a script)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        # SIGTERM (`kill`, `timeout`, a batch system's time limit) stops it as Ctrl-C does:
+        # passed on as SIGINT, so the finished records are committed the same way
+        previous_sigterm = signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
     try:
         tune(
             tasks,
@@ -169,6 +174,8 @@ def _cmd_tune(args, shape_kwargs) -> int:
     finally:
         if runner is not None:
             runner.close()
+        if previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, previous_sigterm)
     ok = all(db.best(t.func, args.target) is not None for t in tasks)
     print(f"records in {args.db}: {len(db)}")
     if args.strategy == "learned" and strategy.drawn:
