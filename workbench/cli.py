@@ -105,7 +105,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; the exit status: 0 done, 1 done but nothing found / some failed, 2 a user
-    error (one line on stderr), 130 interrupted (Ctrl-C; SIGTERM too for a tune); an internal error prints its traceback."""
+    error (one line on stderr), 130 interrupted (Ctrl-C; SIGTERM too for a tune); an internal
+    error prints its traceback."""
     from .errors import WorkbenchError
 
     argv = list(sys.argv[1:] if argv is None else argv)
