@@ -1,6 +1,8 @@
 """Random points of every workload's design space, with the default postprocessors: each one
 builds with the llvm backend and matches numpy, or a postprocessor rejected it with a reason.
-(``bench/space.py`` runs 200 per workload and prints the rejection rates.)"""
+``bench/space.py`` runs 200 per workload and prints the rejection rates; the suite checks 38 per
+workload (2,400 builds at about 0.6 s each on a 2-core Zen 1 would take longer than the rest of
+the suite)."""
 
 import pytest
 
@@ -9,6 +11,7 @@ from workbench.space import PostOrderApply, sample
 from workbench.testing import check_numeric
 
 SAMPLES = 6  # per workload in CI: compiling unrolled candidates takes up to ~1 s each
+MORE_SAMPLES = 32  # the slow test's, other seeds
 
 
 def check_samples(name: str, n: int, seed: int = 0) -> dict:
@@ -35,6 +38,6 @@ def test_samples_build_and_match_numpy(name):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", workloads.names()[:12])
-def test_200_samples(name):
-    rejected = check_samples(name, 200, seed=1000)
-    assert sum(rejected.values()) < 200  # a space that rejects everything is a bug
+def test_more_samples(name):
+    rejected = check_samples(name, MORE_SAMPLES, seed=1000)
+    assert sum(rejected.values()) < MORE_SAMPLES  # a space that rejects everything is a bug

@@ -119,6 +119,7 @@ class KernelEmitter(ExpressionEmitter):
         self.fs: FunctionState
         self.status: ir.Value  # i32 slot: nonzero = allocation failed
         self.n_parallel = 0
+        self.sizes: dict[Stmt, int] = {}  # statements counted once: unrolled bodies repeat
 
     @property
     def b(self) -> ir.IRBuilder:
@@ -210,7 +211,7 @@ class KernelEmitter(ExpressionEmitter):
                         ],
                     )
             elif s.kind == ForKind.UNROLLED:
-                if ext is not None and ext * _size(s.body) <= UNROLL_BUDGET:
+                if ext is not None and ext * self.size(s.body) <= UNROLL_BUDGET:
                     self.unrolled(s)
                 else:
                     self.serial(s, [("llvm.loop.unroll.enable",)])
@@ -227,6 +228,13 @@ class KernelEmitter(ExpressionEmitter):
         for k in range(cast(E.IntImm, s.extent).value):
             self.vars[s.loop_var] = self.b.add(lo, ir.Constant(lo.type, k))
             self.stmt(s.body)
+
+    def size(self, s: Stmt) -> int:
+        """Nodes under ``s``, counted once per statement (an unrolled loop's body is emitted once
+        per iteration, and each copy would count its inner loops again)."""
+        if s not in self.sizes:
+            self.sizes[s] = sum(1 for _ in pre_order(s))
+        return self.sizes[s]
 
     def _auto_unrolled(self, s: For) -> bool:
         """Under ``pragma_auto_unroll_max_step = N`` (MetaSchedule's unroll annotation), a
@@ -419,10 +427,6 @@ def _unrolled_steps(s: Stmt, max_step: float) -> Optional[int]:
 
 def _int(value) -> int | float:
     return value.value if isinstance(value, (E.IntImm, E.FloatImm)) else int(value)
-
-
-def _size(s: Stmt) -> int:
-    return sum(1 for _ in pre_order(s))
 
 
 def _widest(s: For) -> int:
