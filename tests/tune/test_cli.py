@@ -100,3 +100,16 @@ def test_real_process_unknown_workload():
     assert done.stderr.strip().splitlines() == [
         "workbench: no workload named 'NOPE'; known: " + ", ".join(__import__("workbench").workloads.names())
     ]
+
+
+def test_best_points_at_records_of_the_same_name_under_other_keys(tmp_path, capsys):
+    """No record for this shape, some for another: the answer says the file has them (an old
+    database, whose keys differ, looks the same)."""
+    db = str(tmp_path / "other.sqlite")
+    tune = ["tune", "GMM", "--shape", "n=8", "m=8", "k=8", "--trials", "2", "--per-iter", "2"]
+    assert main([*tune, "--strategy", "replay_trace", "--cost-model", "random", "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["best", "GMM", "--shape", "n=16", "m=8", "k=8", "--db", db]) == 1
+    out = capsys.readouterr().out
+    assert "(0 records); it holds 2 records of 1 other workload(s) named 'batch_matmul_nkkm'" in out
+    assert main(["best", "GMM", "--shape", "n=8", "m=8", "k=8", "--db", db]) == 0

@@ -196,7 +196,7 @@ def _cmd_best(args, shape_kwargs) -> int:
         n = len(db.records(task.func, args.target))
         print(
             f"no successful record of {task.name} {task.shape or ''} on {args.target} in "
-            f"{args.db} ({n} records)"
+            f"{args.db} ({n} records){_same_name_elsewhere(db, task.func)}"
         )
         return 1
     sch = rec.schedule()
@@ -211,6 +211,23 @@ def _cmd_best(args, shape_kwargs) -> int:
     print("\n# trace")
     print(sch.trace)
     return 0
+
+
+def _same_name_elsewhere(db, func) -> str:
+    """A hint when a file holds records of workloads named like ``func`` under other keys:
+    another shape or target, or keys of a workbench before 2026-11-25 (names and a reduction's
+    reads entered the key then)."""
+    from .database.base import func_hash
+
+    key = func_hash(func)
+    others = [e for e in db.workloads() if e.name == func.name and e.hash != key]
+    if not others:
+        return ""
+    n = sum(len(db.records_of(e)) for e in others)
+    return (
+        f"; it holds {n} records of {len(others)} other workload(s) named {func.name!r}: another "
+        f"shape or target, or written by a workbench before 2026-11-25, whose workload keys differ"
+    )
 
 
 # ------------------------------------------------------------------------------------------
