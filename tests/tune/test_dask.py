@@ -106,7 +106,9 @@ def test_without_requeues_the_dead_workers_candidates_fail_alone(cluster, client
     records = db.records(task.func)
     assert len(records) == SETTINGS["trials"]
     failed = [r for r in records if not r.ok]
-    assert 1 <= len(failed) <= killed[0]  # only candidates the dead worker held
+    # only candidates of the batch in flight: those the dead worker held when it was seen,
+    # and any the scheduler gave it before noticing its death (it may, in between)
+    assert 1 <= len(failed) <= SETTINGS["num_trials_per_iter"]
     assert all(r.status == "run_error" and "Dask workers died" in r.error for r in failed)
 
 
