@@ -40,6 +40,8 @@ def concurrent_tunes(args) -> list[str]:
     t0 = time.monotonic()
     for name in args.workloads:
         cmd = [
+            sys.executable,  # this Python's workbench, activated or not
+            "-m",
             "workbench",
             "tune",
             name,

@@ -1,5 +1,8 @@
 """The `workbench workloads | show | run` commands, in process (tune/best/db: tests/tune)."""
 
+import subprocess
+import sys
+
 from workbench import workloads
 from workbench.cli import main
 
@@ -49,3 +52,11 @@ def test_a_reader_that_stops_early_is_not_an_error():
     finally:
         os.close(write)
     assert done.returncode == 0 and done.stderr == ""
+
+
+def test_python_dash_m_workbench_is_the_command():
+    """``python -m workbench`` works where the scripts folder is not on PATH."""
+    done = subprocess.run(
+        [sys.executable, "-m", "workbench", "tune", "NOPE"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2 and "NOPE" in done.stderr and "Traceback" not in done.stderr
