@@ -415,3 +415,33 @@ def test_guarded_reads_never_touch_protected_pages():
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("guard", ["rows", "columns"])
+def test_padding_guard_under_a_vectorized_loop(guard):
+    """A padding Select whose condition is the same for every lane (on the rows, outside the
+    vectorized loop) reads with plain vector loads from a clamped address; one that varies
+    across lanes (on the columns) keeps masked loads. Both match numpy at the borders."""
+    import workbench as wb
+
+    n, m = 6, 32
+    A = wb.placeholder((n, m), "float32", name="A")
+    if guard == "rows":
+        body = lambda i, j: wb.if_then_else(wb.all_of(i >= 1, i < n + 1), A[i - 1, j], 0.0)  # noqa: E731
+        shape = (n + 2, m)
+    else:
+        body = lambda i, j: wb.if_then_else(wb.all_of(j >= 1, j < m + 1), A[i, j - 1], 0.0)  # noqa: E731
+        shape = (n, m + 2)
+    P = wb.compute(shape, body, name="P")
+    sch = wb.Schedule(wb.create_func([A, P], name="pad"))
+    i, j = sch.get_loops("P")
+    jo, ji = sch.split(j, [None, 8])
+    sch.vectorize(ji)
+    kernel = wb.build(sch, target="llvm")
+    a = np.random.rand(n, m).astype("float32")
+    p = np.full(shape, np.nan, dtype="float32")
+    kernel(a, p)
+    expected = np.pad(a, ((1, 1), (0, 0)) if guard == "rows" else ((0, 0), (1, 1)))
+    np.testing.assert_array_equal(p, expected)
+    masked = "llvm.masked.load" in kernel.source("llvm")
+    assert masked == (guard == "columns")

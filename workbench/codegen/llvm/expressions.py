@@ -215,6 +215,12 @@ class ExpressionEmitter:
         t, f = K.splat(self.b, t, n), K.splat(self.b, f, n)
         return self.b.select(cond, t, f)
 
+    def _clamp(self, offset: ir.Value, last: int) -> ir.Value:
+        """``offset`` clamped into ``[0, last]``: an address to read where a guard failed."""
+        b, zero, hi = self.b, ir.Constant(I64, 0), ir.Constant(I64, last)
+        offset = b.select(b.icmp_signed("<", offset, zero), zero, offset)
+        return b.select(b.icmp_signed(">", offset, hi), hi, offset)
+
     def _guarded(self, e: E.Expr, cond: ir.Value) -> ir.Value:
         """Emit ``e`` knowing it only matters where ``cond`` holds (its loads may be guarded)."""
         if not any(isinstance(n, E.BufferLoad) for n in pre_order(e)):
@@ -250,19 +256,29 @@ class ExpressionEmitter:
         if coeff == 0:  # the same element for every lane
             o = self.expr(off) if self.vec is None else self.index_base(off)
             if guarded:  # clamp: the value is discarded where the guard fails
-                last = ir.Constant(I64, buf.alloc_size() - 1)
-                o = b.select(b.icmp_signed("<", o, ir.Constant(I64, 0)), ir.Constant(I64, 0), o)
-                o = b.select(b.icmp_signed(">", o, last), last, o)
+                o = self._clamp(o, buf.alloc_size() - 1)
             v = b.load(self._gep(buf, o, inbounds=not guarded), typ=mem_type(buf.dtype), align=align)
             return from_memory(b, v, buf.dtype)
         lanes = typing.cast("tuple[E.Var, int]", self.vec)[1]  # coeff != 0: a vector loop
         vt = ir.VectorType(mem_type(buf.dtype), lanes)
         if coeff == 1:  # contiguous
-            ptr = self._gep(buf, self.index_base(off), inbounds=not guarded)
-            if guarded:
+            mask = self.mask
+            if (
+                guarded
+                and mask is not None
+                and not isinstance(mask.type, ir.VectorType)
+                and buf.alloc_size() >= lanes
+            ):
+                # a guard the same for every lane (a padding condition on outer loops) comes
+                # from a Select, which discards the value where it fails: a plain load from a
+                # clamped address instead of a masked one (vmaskmovps is slow on AMD CPUs)
+                base = self._clamp(self.index_base(off), buf.alloc_size() - lanes)
+                v = b.load(self._gep(buf, base), typ=vt, align=align)
+            elif guarded:
+                ptr = self._gep(buf, self.index_base(off), inbounds=False)
                 v = K.masked_load(b, ptr, vt, self._mask_vector(lanes), align)
             else:
-                v = b.load(ptr, typ=vt, align=align)
+                v = b.load(self._gep(buf, self.index_base(off)), typ=vt, align=align)
         else:
             mask = self._mask_vector(lanes) if guarded else K.all_true(lanes)
             v = K.gather(b, self._lane_pointers(buf, off), vt, mask, align)
