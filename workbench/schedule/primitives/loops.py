@@ -1,8 +1,10 @@
 """Loop transformations: ``split``, ``fuse``, ``reorder``, ``add_unit_loop`` (TensorIR semantics).
 
-Each keeps the blocks themselves untouched and only rewrites the loop skeleton and the blocks'
-iterator bindings (:func:`workbench.schedule.rewrite.rebind`), so the computed values, and
-their order within each block instance, are unchanged.
+Each rewrites the loop skeleton and the blocks' iterator bindings
+(:func:`workbench.schedule.rewrite.rebind`), and every other use of a replaced loop variable
+(an opaque block's regions and body, the blocks nested in it), so the computed values, and
+their order within each block instance, are unchanged. Blocks that use no replaced variable are
+shared untouched.
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ from __future__ import annotations
 from typing import Optional
 
 from ...errors import ScheduleError
-from ...ir.expr import Expr, IntImm, LT, Var, is_const
-from ...ir.functor import free_vars
-from ...ir.stmt import OPAQUE, Block, For, ForKind, Range, make_for
+from ...ir.arith import Simplifier
+from ...ir.expr import GE, GT, LE, LT, Add, And, Expr, FloorDiv, FloorMod, IntImm, Var, is_const
+from ...ir.functor import free_vars, pre_order
+from ...ir.stmt import OPAQUE, Block, BlockRealize, For, ForKind, Range, make_for
 from ..instruction import schedule_primitive
-from ..rewrite import rebind
+from ..rewrite import rebind, simplify
 from ..rv import BlockRV, ExprRV, LoopRV
 
 
@@ -175,6 +178,9 @@ def fuse(sch, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
     may be parallel, vectorized or unrolled (not bound to a thread, not annotated); the fused
     loop is serial whatever their kinds: set its kind again after fusing (TVM's
     RewriteParallelVectorizeUnroll fuses a parallel loop and re-parallelizes the result).
+    Extents need not be constants (``T.min(31, 126 - i * 32) + 1`` under an outer ``i`` fuses
+    to ``T.min(31, 126 - i * 32) * 16 + 16``, as in TVM), but none may depend on a loop fused
+    with it.
 
     Before / after ``fuse(i, j)``::
 
@@ -191,7 +197,6 @@ def fuse(sch, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
             raise ScheduleError("fuse", f"{loop_name(n)} is given twice", argument="loops", nodes=[n])
         seen.add(n.loop_var)
         _check_rebuildable("fuse", n, "loops", any_kind=True)
-    extents = [const_extent("fuse", n, "loops") for n in nodes]
     idx = sch.index
     for outer, inner in zip(nodes, nodes[1:]):
         if outer.body is inner:
@@ -206,18 +211,30 @@ def fuse(sch, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
         else:
             msg = f"{loop_name(inner)} is not inside {loop_name(outer)}"
         raise ScheduleError("fuse", msg, argument="loops", nodes=[outer, inner])
+    fused_vars = {n.loop_var for n in nodes}
+    for n in nodes:
+        used = free_vars(n.extent) & fused_vars
+        if used:
+            raise ScheduleError(
+                "fuse",
+                f"the extent {n.extent} of {loop_name(n)} depends on "
+                f"{sorted(v.name for v in used)}, fused with it",
+                argument="loops",
+                nodes=[n],
+            )
     fused = Var("_".join(n.loop_var.name for n in nodes) + "_fused", nodes[0].loop_var.dtype)
+    ranges = idx.var_ranges(nodes[0])
     vmap: dict[Var, Expr] = {}
-    stride = 1
+    stride: Expr = IntImm(1)
     for k in range(len(nodes) - 1, -1, -1):
-        value: Expr = fused if stride == 1 else fused // stride
+        extent = nodes[k].extent
+        value: Expr = fused if is_const(stride, 1) else fused // stride
         if k > 0:
-            value = value % extents[k]
-        if extents[k] == 1 and not preserve_unit_iters:
+            value = value % extent
+        if is_const(extent, 1) and not preserve_unit_iters:
             value = IntImm(0)
         vmap[nodes[k].loop_var] = value
-        stride *= extents[k]
-    ranges = idx.var_ranges(nodes[0])
+        stride = simplify(stride * extent, ranges)
     ranges[fused] = Range.from_extent(stride)
     body = rebind(nodes[-1].body, vmap, ranges)
     sch.replace(nodes[0], make_for(fused, stride, body))
@@ -234,7 +251,12 @@ def reorder(sch, *ordered_loops: LoopRV) -> None:
     order (outer to inner); loops of the chain that are not given stay where they are.
 
     The loops must lie on one path with no other statement in between (a single branch), and
-    the blocks below must have only spatial and reduce iterators.
+    the blocks below must have only spatial and reduce iterators, bound affinely to the loops
+    from the outermost one given down (TVM's partial affine binding: ``v0 * v0 + v1`` allows
+    reordering the loops under ``v0`` but not ``v0`` itself; ``l * 16`` alone, a predicate
+    that bounds no sum of the bindings, or one loop feeding two iterators are refused, as in
+    TVM). A spatial block would compute the same values in any order; the rule is TVM's, kept
+    so that a trace TVM refuses is refused here too.
 
     Before / after ``reorder(k, i)``::
 
@@ -289,6 +311,19 @@ def reorder(sch, *ordered_loops: LoopRV) -> None:
                     argument="ordered_loops",
                     nodes=[realize.block],
                 )
+    for realize in idx.child_realizes(bottom):
+        if not realize.block.iter_vars:
+            continue  # an opaque block binds nothing (TVM does not check it either)
+        loops = idx.loops_above(realize)
+        problem = _affine_problem(realize, loops[loops.index(top) :], idx.var_ranges(top))
+        if problem:
+            raise ScheduleError(
+                "reorder",
+                f"block {realize.block.name!r} below the loops is not bound affinely to the loops "
+                f"from {loop_name(top)} down: {problem}",
+                argument="ordered_loops",
+                nodes=[realize.block],
+            )
     given = iter(nodes)
     order = [next(given) if p in nodes else p for p in path]
     _check_reduction_order(path, order, idx.realizes_under(bottom))
@@ -308,6 +343,140 @@ def reorder(sch, *ordered_loops: LoopRV) -> None:
         body = loop.with_(body=body)
     sch.replace(top, body)
     return None
+
+
+def _conjuncts(cond: Expr) -> list[Expr]:
+    if isinstance(cond, And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [] if is_const(cond, 1) else [cond]
+
+
+def _affine_problem(realize: BlockRealize, loops: list[For], outer: dict) -> Optional[str]:
+    """Why the bindings of ``realize`` are not affine in ``loops`` (TVM's partial affine binding,
+    the other variables being constants), or None.
+
+    Each binding must be ``base + sum(coeff * slice)``, a slice being ``x``, ``x // a``,
+    ``x % b`` or ``x // a % b`` of a loop ``x`` or of a fused sum of such slices, with positive
+    coefficients that leave no gap (sorted, each at most the span of the smaller ones: ``l * 16``
+    alone is refused, ``v0 * 2 + v1`` over ``v1 < 4`` is accepted, as in TVM); no part of a loop
+    may feed two slices; a predicate conjunct on these loops must bound one of the sums a
+    binding is made of (what split leaves: ``i_0 * 5 + i_1 < 16``).
+    """
+    iters = {l.loop_var: (l.extent.value if isinstance(l.extent, IntImm) else None) for l in loops}
+    ranges = dict(outer)
+    ranges.update({l.loop_var: Range(l.min, l.extent) for l in loops})
+    sim = Simplifier(ranges)
+    used: dict[str, list[tuple[int, Optional[int]]]] = {}  # source -> [lower, upper) of its slices
+    sums: list[dict[str, int]] = []  # the sums of slices the bindings are made of
+    fused: dict[str, Optional[int]] = {}  # fused sum -> its span
+
+    def iterish(e: Expr) -> bool:
+        return any(isinstance(n, Var) and n in iters for n in pre_order(e))
+
+    def take(source: str, lower: int, extent: Optional[int]) -> None:
+        upper = None if extent is None else lower * extent
+        for lo, hi in used.get(source, []):
+            if (hi is None or lower < hi) and (upper is None or lo < upper):
+                raise _NotAffine(f"{source} feeds two iterators (or one twice)")
+        used.setdefault(source, []).append((lower, upper))
+
+    def terms(e: Expr) -> dict:
+        """``e``'s terms over ``loops``: ``{str(atom): (atom, coeff)}`` (the base left out)."""
+        form = sim.lin(e)
+        out = {}
+        for a, c in form.terms.items():
+            if iterish(a):
+                out[str(a)] = (a, c)
+        return out
+
+    def span(ts: dict) -> Optional[int]:
+        """The values ``sum(coeff * slice)`` reaches without a gap are ``[0, span)``."""
+        reach = 1
+        for coeff, extent in sorted((c, slice_extent(a)) for a, c in ts.values()):
+            if coeff <= 0:
+                raise _NotAffine(f"coefficient {coeff}")
+            if reach is None or coeff > reach:
+                raise _NotAffine("the values it takes have gaps")
+            reach = None if extent is None else reach + coeff * (extent - 1)
+        return reach
+
+    def source_of(e: Expr) -> tuple[str, Optional[int]]:
+        if isinstance(e, Var) and e in iters:
+            key = e.name
+            if key not in used:
+                used[key] = []
+            return key, iters[e]
+        key = str(e)
+        if key not in fused:
+            ts = terms(e)
+            if not ts or sim.lin(e).const:
+                raise _NotAffine(f"{e} is not a sum of loop slices")
+            fused[key] = span(register(ts))
+            sums.append({k: c for k, (_, c) in ts.items()})
+        return key, fused[key]
+
+    def slice_of(a: Expr) -> tuple[str, int, Optional[int]]:
+        if isinstance(a, FloorMod) and isinstance(a.b, IntImm) and a.b.value > 0:
+            source, lower, extent = slice_of(a.a)
+            return source, lower, a.b.value if extent is None else min(extent, a.b.value)
+        if isinstance(a, FloorDiv) and isinstance(a.b, IntImm) and a.b.value > 0:
+            source, lower, extent = slice_of(a.a)
+            c = a.b.value
+            return source, lower * c, None if extent is None else -(-extent // c)
+        if isinstance(a, Var) or isinstance(a, Add):
+            source, extent = source_of(a)
+            return source, 1, extent
+        raise _NotAffine(f"{a} is not a slice of a loop")
+
+    def slice_extent(a: Expr) -> Optional[int]:
+        return slices[str(a)][2]
+
+    slices: dict[str, tuple[str, int, Optional[int]]] = {}
+
+    def register(ts: dict) -> dict:
+        """Take the slices of the terms ``ts`` (each use counts) and return ``ts``."""
+        for key, (a, _) in ts.items():
+            if key not in slices:
+                slices[key] = slice_of(a)
+            take(*slices[key])
+        return ts
+
+    try:
+        for value in realize.iter_values:
+            ts = terms(value)
+            span(register(ts))
+            sums.append({k: c for k, (_, c) in ts.items()})
+        for cond in _conjuncts(realize.predicate):
+            sides = [x for x in (getattr(cond, "a", None), getattr(cond, "b", None)) if x is not None]
+            if not isinstance(cond, (LT, LE, GT, GE)) or all(not iterish(x) for x in sides):
+                if iterish(cond):
+                    raise _NotAffine(f"predicate {cond} is not a bound")
+                continue
+            if iterish(cond.a) and iterish(cond.b):
+                raise _NotAffine(f"predicate {cond} is not a bound")
+            bounded = {k: c for k, (_, c) in terms(cond.a if iterish(cond.a) else cond.b).items()}
+            if not any(_scaled_part(bounded, whole) for whole in sums):
+                raise _NotAffine(f"predicate {cond} bounds no sum the bindings are made of")
+    except _NotAffine as e:
+        return str(e)
+    except TypeError:
+        return "a binding is not an integer expression"
+    return None
+
+
+class _NotAffine(Exception):
+    pass
+
+
+def _scaled_part(part: dict, whole: dict) -> bool:
+    """Whether ``whole`` holds every term of ``part``, all scaled by one positive factor."""
+    if not part or any(k not in whole for k in part):
+        return False
+    k, c = next(iter(part.items()))
+    if whole[k] % c:
+        return False
+    factor = whole[k] // c
+    return factor > 0 and all(whole[t] == v * factor for t, v in part.items())
 
 
 def _check_reduction_order(path: list, order: list, realizes: list) -> None:
