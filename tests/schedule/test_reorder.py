@@ -14,7 +14,10 @@ from workbench.testing import (
     triangular_func,
 )
 
-from .tvm_port import check_after, check_refused
+import workbench as wb
+from workbench.testing import check_trace_roundtrip
+
+from .tvm_port import check_after, check_refused, check_same_numbers
 
 WORKLOADS = ["GMM", "C2D", "SFM"]
 
@@ -394,3 +397,36 @@ def test_tvm_reorder_case(case):
 def test_tvm_reorder_refused(case):
     before, steps, match = REORDER_REFUSED[case]
     check_refused(before, steps, r"^reorder \(argument 'ordered_loops'\): .*" + match)
+
+
+DIAGONAL = """
+@T.prim_func
+def diagonal(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32")):
+    for i, j in T.grid(8, 4):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            vj = T.axis.spatial(8, i + j)
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+"""
+
+
+def test_reorder_refuses_a_loop_feeding_two_iterators():
+    """``vi = i, vj = i + j``: loop i feeds both iterators, no affine binding (TVM refuses)."""
+    check_refused(
+        DIAGONAL,
+        _reorder("B", 1, 0),
+        r"^reorder \(argument 'ordered_loops'\): block 'B' .* i feeds two iterators",
+    )
+
+
+def test_reorder_after_imperfect_splits_of_a_fused_loop():
+    """The guards split leaves (``(f_0 * 5 + f_1) < 32``, ``f_1_0 * 2 + f_1_1 < 5``) bound sums
+    the bindings are made of: reordering the split loops stays allowed, as in TVM."""
+    sch = wb.Schedule(wb.parse(_elementwise()))
+    i, j, k, l = sch.get_loops(sch.get_block("B"))
+    f = sch.fuse(k, l)
+    f0, f1 = sch.split(f, factors=[None, 7])
+    f10, f11 = sch.split(f1, factors=[None, 2])
+    sch.reorder(f11, f10, j)
+    check_trace_roundtrip(sch)
+    check_same_numbers(sch.func, _elementwise())
