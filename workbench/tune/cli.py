@@ -18,6 +18,8 @@ import math
 import sys
 from typing import Any
 
+from ..cli_args import UsageError, positive_int, shape_kwargs
+
 
 def target_arg(text: str) -> str:
     """argparse type: a target string workbench understands (``llvm -num-cores=4``, ``cuda``)."""
@@ -29,10 +31,8 @@ def target_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_parsers(sub: Any, shape_kwargs) -> None:
-    """Register the subcommands on ``sub`` (``shape_kwargs`` parses ``--shape k=v`` pairs)."""
-    from ..cli import positive_int
-
+def add_parsers(sub: Any) -> None:
+    """Register the subcommands on ``sub``."""
     p = sub.add_parser(
         "tune",
         help="tune a workload (or all) into a database",
@@ -61,7 +61,7 @@ def add_parsers(sub: Any, shape_kwargs) -> None:
         default=None,
         help="measure on the workers of a Dask scheduler (tcp://host:8786); see docs/distributed.md",
     )
-    p.set_defaults(fn=lambda a: _cmd_tune(a, shape_kwargs))
+    p.set_defaults(fn=_cmd_tune)
 
     p = sub.add_parser("best", help="print the best schedule found for a workload")
     p.add_argument("name")
@@ -69,8 +69,8 @@ def add_parsers(sub: Any, shape_kwargs) -> None:
     p.add_argument("--db", default="tuning.sqlite")
     p.add_argument("--shape", nargs="*", metavar="KEY=INT")
     p.add_argument("--small", action="store_true")
-    p.set_defaults(fn=lambda a: _cmd_best(a, shape_kwargs))
-    add_tvm_parsers(sub, shape_kwargs)
+    p.set_defaults(fn=_cmd_best)
+    add_tvm_parsers(sub)
     from .learned.cli import add_parsers as add_learn_parsers
 
     add_learn_parsers(sub)
@@ -101,9 +101,8 @@ def _cmd_db_repair(args) -> int:
     return 0
 
 
-def _tasks(args, shape_kwargs):
+def _tasks(args):
     from .. import workloads
-    from ..cli import UsageError
     from .task import TuneTask
 
     shape = shape_kwargs(args.shape)
@@ -118,7 +117,7 @@ def _tasks(args, shape_kwargs):
         raise UsageError(str(exc).strip("'\"")) from None
 
 
-def _cmd_tune(args, shape_kwargs) -> int:
+def _cmd_tune(args) -> int:
     import os
     import shlex
     import signal
@@ -127,7 +126,7 @@ def _cmd_tune(args, shape_kwargs) -> int:
     from .database import Database
     from .tuning import TuneInterrupted, tune
 
-    tasks = _tasks(args, shape_kwargs)
+    tasks = _tasks(args)
     strategy = args.strategy
     if strategy == "learned":
         from .learned.cli import load_strategy
@@ -186,8 +185,8 @@ def _cmd_tune(args, shape_kwargs) -> int:
     return 0 if ok else 1
 
 
-def _cmd_best(args, shape_kwargs) -> int:
-    task = _tasks(args, shape_kwargs)[0]
+def _cmd_best(args) -> int:
+    task = _tasks(args)[0]
     db, problem = _open_db(args.db, must_exist=True)
     if problem:
         return _user_error(problem)
@@ -234,7 +233,7 @@ def _same_name_elsewhere(db, func) -> str:
 # TVM MetaSchedule databases: workbench import-tvm / export-tvm
 
 
-def add_tvm_parsers(sub: Any, shape_kwargs) -> None:
+def add_tvm_parsers(sub: Any) -> None:
     """``import-tvm DIR [--db OUT]`` and ``export-tvm WL [--db PATH] [--all]``."""
     p = sub.add_parser(
         "import-tvm",
@@ -266,7 +265,7 @@ def add_tvm_parsers(sub: Any, shape_kwargs) -> None:
     p.add_argument("--all", action="store_true", help="every successful record, fastest first")
     p.add_argument("--shape", nargs="*", metavar="KEY=INT")
     p.add_argument("--small", action="store_true")
-    p.set_defaults(fn=lambda a: _cmd_export_tvm(a, shape_kwargs))
+    p.set_defaults(fn=_cmd_export_tvm)
 
 
 def _user_error(message: Any) -> int:
@@ -323,7 +322,7 @@ def _cmd_import_tvm(args) -> int:
     return 1 if report.failed or report.errors else 0
 
 
-def _cmd_export_tvm(args, shape_kwargs) -> int:
+def _cmd_export_tvm(args) -> int:
     from .. import workloads
     from .database import tvm as tvmdb
 
