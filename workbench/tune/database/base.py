@@ -233,6 +233,19 @@ class Database:
                 stacklevel=3,
             )
 
+    #: the backends ``open`` chooses from: file-name ending -> class, and the default class.
+    #: Filled by the backends' class statements (``class JSONDatabase(Database, suffixes=...)``),
+    #: so this module imports none of them; the package imports every backend.
+    _backends: dict[str, type["Database"]] = {}
+    _default_backend: Optional[type["Database"]] = None
+
+    def __init_subclass__(cls, suffixes: Sequence[str] = (), default: bool = False, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        for suffix in suffixes:
+            Database._backends[suffix] = cls
+        if default:
+            Database._default_backend = cls
+
     @staticmethod
     def open(path: Union[str, os.PathLike, "Database", None] = "tuning.sqlite") -> "Database":
         """Open (creating if needed) a database by file name.
@@ -241,19 +254,16 @@ class Database:
         in-memory SQLite database; anything else (``.sqlite``, ``.db``, …): SQLite.
         A ``Database`` is returned unchanged.
         """
-        from .jsonl import JSONDatabase
-        from .sqlite import SQLiteDatabase
-
         if isinstance(path, Database):
             return path
-        if path is None:
-            return SQLiteDatabase(":memory:")
-        text = os.fspath(path)
-        if text in (":memory:", "memory"):
-            return SQLiteDatabase(":memory:")
-        if text.endswith((".jsonl", ".json")):
-            return JSONDatabase(text)
-        return SQLiteDatabase(text)
+        text = ":memory:" if path is None else os.fspath(path)
+        if text == "memory":
+            text = ":memory:"
+        for suffix, backend in Database._backends.items():
+            if text.endswith(suffix):
+                return backend(text)  # type: ignore[call-arg]
+        assert Database._default_backend is not None, "workbench.tune.database imports its backends"
+        return Database._default_backend(text)  # type: ignore[call-arg]
 
     # queries ---------------------------------------------------------------------------------
     def add(self, records: Iterable[Record]) -> None:
