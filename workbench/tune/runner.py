@@ -1,6 +1,6 @@
 """Builder and runner: compile and time candidates in isolated worker processes.
 
-    runner = LocalRunner(workers=2, build_timeout=30, run_timeout=20)
+    runner = LocalRunner(workers=2, measure=MeasureConfig(build_timeout=30, run_timeout=20))
     task = Task(func, "llvm", reference=wb.workloads.reference("GMM"))
     results = runner.measure([MeasureInput(task, sch.func) for sch in candidates])
     results[0].status, results[0].latencies, results[0].error
@@ -55,6 +55,7 @@ from ..codegen.target import host_cores
 from ..codegen.timing import spread_of
 from ..ir.func import PrimFunc
 from .database.base import target_str
+from .measure import MeasureConfig
 
 
 @dataclass(eq=False)
@@ -182,20 +183,20 @@ class MeasureInterrupted(KeyboardInterrupt):
 
 class Runner:
     """Base class: ``measure(inputs) -> results`` in the same order. ``close()`` frees it.
+    ``config``: the runner's measurement settings.
 
     On Ctrl-C a runner stops its unfinished work at once and raises
     :class:`MeasureInterrupted` with the results that finished (a plain KeyboardInterrupt
     loses them, nothing more).
     """
 
+    config: MeasureConfig = MeasureConfig()
+
     def measure(
-        self,
-        inputs: Sequence[MeasureInput],
-        timing: Optional[dict] = None,
-        run_timeout: Optional[float] = None,
+        self, inputs: Sequence[MeasureInput], config: Optional[MeasureConfig] = None
     ) -> list[MeasureResult]:
-        """Results in input order. ``timing`` (``number``, ``repeat``, ``min_repeat_ms``) and
-        ``run_timeout`` override the runner's settings for this call."""
+        """Results in input order. ``config`` replaces the runner's settings for this call
+        (``dataclasses.replace(runner.config, number=1)``)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -312,24 +313,9 @@ class _Worker:
 class LocalRunner(Runner):
     """Measure on this machine with ``workers`` processes (see the module docstring)."""
 
-    def __init__(
-        self,
-        workers: Optional[int] = None,
-        build_timeout: float = 30.0,
-        run_timeout: float = 20.0,
-        number: int = 3,
-        repeat: int = 3,
-        min_repeat_ms: float = 25.0,
-        check: bool = True,
-        max_retries: int = 2,
-        max_spread: float = 2.0,
-    ):
+    def __init__(self, workers: Optional[int] = None, *, measure: Optional[MeasureConfig] = None):
         self.workers = [_Worker(k) for k in range(workers or max(1, min(host_cores(), 4)))]
-        self.build_timeout, self.run_timeout = build_timeout, run_timeout
-        self.timing = {"number": number, "repeat": repeat, "min_repeat_ms": min_repeat_ms}
-        self.check = check
-        self.max_retries = max_retries
-        self.max_spread = max_spread
+        self.config = measure or MeasureConfig()
         self._jobs = 0
         self._finalizer = weakref.finalize(self, _shutdown, self.workers)
 
@@ -338,16 +324,12 @@ class LocalRunner(Runner):
 
     # ------------------------------------------------------------------------------------------
     def measure(
-        self,
-        inputs: Sequence[MeasureInput],
-        timing: Optional[dict] = None,
-        run_timeout: Optional[float] = None,
+        self, inputs: Sequence[MeasureInput], config: Optional[MeasureConfig] = None
     ) -> list[MeasureResult]:
-        timing = {**self.timing, **(timing or {})}
-        run_timeout = self.run_timeout if run_timeout is None else run_timeout
+        config = self.config if config is None else config
         results: list[Optional[MeasureResult]] = [None] * len(inputs)
         try:
-            self._measure(inputs, results, timing, run_timeout)
+            self._measure(inputs, results, config)
         except KeyboardInterrupt:
             # a worker may be deep in a build or a kernel (it ignores SIGINT: own session):
             # kill them all now; each is started again on the next measure
@@ -356,29 +338,30 @@ class LocalRunner(Runner):
             raise MeasureInterrupted(results) from None
         return results  # type: ignore[return-value]
 
-    def _measure(self, inputs, results, timing, run_timeout) -> None:
+    def _measure(self, inputs, results, config: MeasureConfig) -> None:
+        timing, run_timeout = config.timing, config.run_timeout
         tries = [0] * len(inputs)
         todo = list(range(len(inputs)))
         while todo:
             for k in todo:
                 tries[k] += 1
-            built = self._build_all(inputs, todo, results)
+            built = self._build_all(inputs, todo, results, config)
             todo = []
             for k, worker, gen, job, build_s in built:
                 if worker.generation != gen or not worker.alive:
-                    if tries[k] > self.max_retries:  # lost with a crashing neighbour, again
+                    if tries[k] > config.max_retries:  # lost with a crashing neighbour, again
                         results[k] = MeasureResult(
                             "run_error", error="kernel lost: its worker kept crashing on other candidates"
                         )
                     else:
                         todo.append(k)
                     continue
-                first = self._run(worker, job, build_s, timing, run_timeout, self.check)
+                first = self._run(worker, job, build_s, timing, run_timeout, config.check)
                 results[k] = first  # finished: kept if the re-measurement is interrupted
                 results[k] = remeasure_if_noisy(
                     first,
                     lambda: self._run(worker, job, build_s, timing, run_timeout, False),
-                    self.max_spread,
+                    config.max_spread,
                 )
 
     def _ensure(self, worker: _Worker) -> None:
@@ -386,7 +369,7 @@ class LocalRunner(Runner):
             worker.kill()
             worker.start()
 
-    def _build_all(self, inputs, indices, results) -> list[tuple]:
+    def _build_all(self, inputs, indices, results, config: MeasureConfig) -> list[tuple]:
         """Build the candidates ``indices`` on the workers in parallel; returns
         (index, worker, generation, job id, build seconds) for the ones that built."""
         queue = list(indices)
@@ -397,11 +380,11 @@ class LocalRunner(Runner):
             task = inputs[k].task
             self._ensure(worker)
             assert worker.conn is not None  # a live worker has its socket
-            deadline = time.monotonic() + self.build_timeout
+            deadline = time.monotonic() + config.build_timeout
             if task.key not in worker.tasks:
                 # without a numpy reference the worker also builds and runs the unscheduled
                 # function once: allow it a run's time as well
-                deadline += self.run_timeout
+                deadline += config.run_timeout
                 arrays, outputs, expected = task.data()
                 worker.conn.send(
                     (
@@ -456,7 +439,7 @@ class LocalRunner(Runner):
                     del busy[worker]
                     worker.kill()
                     what = "building" if step == "build" else "preparing the workload"
-                    limit = self.build_timeout + (0 if step == "build" else self.run_timeout)
+                    limit = config.build_timeout + (0 if step == "build" else config.run_timeout)
                     results[k] = MeasureResult("timeout", error=f"{what} took longer than {limit:g} s")
         built.sort(key=lambda b: b[0])
         return built

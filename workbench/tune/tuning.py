@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from dataclasses import replace
 import math
 import os
 import signal
@@ -26,6 +27,7 @@ from ..codegen.target import Target, host_cores
 from ..ir.func import PrimFunc
 from .cost_model import CostModel
 from .database.base import Database, Record, target_str
+from .measure import MeasureConfig
 from .report import BatchEvent, ProgressBar, TaskSummary, TuneSummary, _isatty, dispatch
 from .runner import LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner, Task, machine_busy
 from .scheduler import TaskScheduler, TaskState
@@ -118,6 +120,7 @@ MAX_WARMUP_RECORDS = 256
 
 def tune(
     func_or_list: Union[PrimFunc, str, TuneTask, Sequence[Any]],
+    *,
     target: Any = "llvm",
     trials: int = 64,
     database: Union[str, Database] = "tuning.sqlite",
@@ -130,12 +133,7 @@ def tune(
     task_scheduler: Any = "gradient",
     runner: Optional[Runner] = None,
     workers: Optional[int] = None,
-    build_timeout: float = 30.0,
-    run_timeout: float = 20.0,
-    number: int = 3,
-    repeat: int = 3,
-    min_repeat_ms: float = 25.0,
-    check: bool = True,
+    measure: Optional[MeasureConfig] = None,
     verbose: Optional[bool] = None,
     baseline: bool = True,
 ) -> Database:
@@ -154,8 +152,10 @@ def tune(
     callbacks : functions called with each :class:`BatchEvent`, or objects with ``on_start`` /
         ``on_batch`` / ``on_end`` / ``on_interrupt``.
     task_scheduler : ``"gradient"`` (Ansor's) or ``"round_robin"``.
-    runner : a Runner; None starts a :class:`LocalRunner` with ``workers``, the time limits and
-        the timing settings (``number``, ``repeat``, ``min_repeat_ms``), closed at the end.
+    runner : a Runner; None starts a :class:`LocalRunner` with ``workers`` and ``measure``,
+        closed at the end.
+    measure : the time limits, timing and checks (a :class:`MeasureConfig`) of the runner
+        ``tune`` starts; a runner passed in has its own.
     verbose : print a progress bar and the summary (None: only on a terminal).
     baseline : the summary also times the unscheduled function and the numpy reference.
 
@@ -165,6 +165,8 @@ def tune(
         A KeyboardInterrupt, on Ctrl-C, after committing every finished record and stopping
         the runner's workers.
     """
+    if runner is not None and measure is not None:
+        raise TypeError("tune: measure= sets up the runner tune starts; a runner passed in has its own")
     tasks = as_tasks(func_or_list)
     target = target_str(target)
     if runner is None:
@@ -175,15 +177,7 @@ def tune(
     if verbose or (verbose is None and _isatty(sys.stderr)):
         callbacks.append(ProgressBar())
     own_runner = runner is None
-    runner = runner or LocalRunner(
-        workers=workers,
-        build_timeout=build_timeout,
-        run_timeout=run_timeout,
-        number=number,
-        repeat=repeat,
-        min_repeat_ms=min_repeat_ms,
-        check=check,
-    )
+    runner = runner or LocalRunner(workers, measure=measure or MeasureConfig())
     session = None
     try:
         try:
@@ -444,8 +438,7 @@ class _Session:
         # an unscheduled function at a paper shape can take seconds per run: time it once
         res = self.runner.measure(
             [MeasureInput(mtask, task.func)],
-            timing={"number": 1, "repeat": 1, "min_repeat_ms": 0},
-            run_timeout=120.0,
+            replace(self.runner.config, number=1, repeat=1, min_repeat_ms=0.0, run_timeout=120.0),
         )
         unscheduled = res[0].latency if res[0].status == "ok" else None
         numpy_s = None
