@@ -15,11 +15,12 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+from workbench.codegen.target import Target
 
 from ..display import fmt_seconds
 from .base import WorkbenchWidget
@@ -243,7 +244,7 @@ def _summary_html(summary: Any) -> str:
 
 def tune_with_plot(
     func: Any,
-    target: str = "llvm",
+    target: Union[str, Target] = "llvm",
     trials: int = 16,
     database: Any = None,
     seed: int = 0,
@@ -258,6 +259,7 @@ def tune_with_plot(
     from IPython.display import display
     from workbench.tune import Database, TuneTask, tune
 
+    target = Target.of(target)  # parsed once: the database and tune() take the object
     task = TuneTask.workload(func) if isinstance(func, str) else func
     the_func = task.func if isinstance(task, TuneTask) else task
     db = Database.open(database if database is not None else ":memory:")

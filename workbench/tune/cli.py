@@ -19,14 +19,14 @@ import sys
 from typing import Any
 
 from ..cli_args import UsageError, positive_int, shape_kwargs
+from ..codegen.target import Target
 
 
-def target_arg(text: str) -> str:
-    """argparse type: a target string workbench understands (``llvm -num-cores=4``, ``cuda``)."""
-    from ..codegen.target import Target
-
+def target_arg(text: str) -> Target:
+    """argparse type: a target workbench understands (``llvm -num-cores=4``, ``cuda``), parsed
+    once here; the tuner and the database take the object."""
     try:
-        return str(Target.of(text))
+        return Target(text)
     except (ValueError, TypeError) as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -290,20 +290,20 @@ def _open_db(path: str, must_exist: bool):
 
 
 def _cmd_import_tvm(args) -> int:
-    from ..codegen.target import Target
     from .database import tvm as tvmdb
 
+    target = None
     try:
         tvmdb.find_databases(args.dir)
         if args.target is not None:
-            Target.of(args.target)
+            target = Target(args.target)
     except (tvmdb.TVMImportError, ValueError) as exc:
         return _user_error(exc)
     db, problem = _open_db(args.db, must_exist=False)
     if problem:
         return _user_error(problem)
     with db:
-        report = tvmdb.import_tvm(args.dir, db, target=args.target)
+        report = tvmdb.import_tvm(args.dir, db, target=target)
         total = len(db)
     for error in report.errors:
         print(f"workbench: {error}", file=sys.stderr)

@@ -46,15 +46,14 @@ import uuid
 import weakref
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Optional, Sequence, cast
+from typing import Any, Callable, Optional, Sequence, Union, cast
 
 import numpy as np
 
 from ..codegen.llvm.runtime import bound_spinning
-from ..codegen.target import host_cores
+from ..codegen.target import Target, host_cores
 from ..codegen.timing import spread_of
 from ..ir.func import PrimFunc
-from .database.base import target_str
 from .measure import MeasureConfig
 
 
@@ -62,10 +61,11 @@ from .measure import MeasureConfig
 class Task:
     """A workload to measure candidates of: the unscheduled ``func``, the target and how to
     check results (``reference(*inputs) -> expected output``, numpy; None: the unscheduled
-    function built for the target is the reference). Inputs are random, drawn once (``seed``)."""
+    function built for the target is the reference). Inputs are random, drawn once (``seed``).
+    ``target``: a ``Target`` (a string is parsed)."""
 
     func: PrimFunc
-    target: str = "llvm"
+    target: Union[str, Target] = "llvm"  # a Target once constructed
     reference: Optional[Callable[..., Any]] = None
     seed: int = 0
     rtol: float = 1e-3
@@ -73,9 +73,17 @@ class Task:
     _data: Optional[tuple] = field(default=None, repr=False)
 
     def __post_init__(self):
-        self.target = target_str(self.target)
+        self.target = Target.of(self.target)
         # per task object: two tasks of one function may differ in inputs or reference
         self.key = f"{self.func.name}-{uuid.uuid4().hex[:12]}"
+
+    # Pickled (to a Dask worker) with the target as text: a Target caches what it read of the
+    # host (CPU model, cores), and the machine that measures must read its own.
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "target": str(self.target)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, target=Target(state["target"]))
 
     def data(self) -> tuple[list[np.ndarray], list[int], Optional[list[np.ndarray]]]:
         """(every parameter's array, indices of the outputs, expected outputs or None)."""
@@ -391,7 +399,7 @@ class LocalRunner(Runner):
                         "task",
                         task.key,
                         task.func,
-                        task.target,
+                        str(task.target),  # the worker parses it: its host's CPU, not ours
                         arrays,
                         outputs,
                         expected,

@@ -10,8 +10,9 @@ traces — possibly with pinned decisions — whose decisions the search explore
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union, cast
 
+from ..codegen.target import Target
 from ..ir.func import PrimFunc
 from ..schedule import Schedule, Trace
 
@@ -118,7 +119,7 @@ class TraceSpace(_SpaceBase):
         return out
 
 
-def make_space(space: Any, target: str) -> Any:
+def make_space(space: Any, target: Union[str, Target]) -> Any:
     """An initialized space generator for ``target`` from what a user passed."""
     from ..space import as_space
 

@@ -26,7 +26,7 @@ from typing import Any, Optional, Sequence, Union
 from ..codegen.target import Target, host_cores
 from ..ir.func import PrimFunc
 from .cost_model import CostModel
-from .database.base import Database, Record, target_str
+from .database.base import Database, Record
 from .measure import MeasureConfig
 from .report import BatchEvent, ProgressBar, TaskSummary, TuneSummary, _isatty, dispatch
 from .runner import LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner, Task, machine_busy
@@ -168,7 +168,7 @@ def tune(
     if runner is not None and measure is not None:
         raise TypeError("tune: measure= sets up the runner tune starts; a runner passed in has its own")
     tasks = as_tasks(func_or_list)
-    target = target_str(target)
+    target = Target.of(target)  # the only parse: everything below takes the object
     if runner is None:
         _check_runs_here(target)
     db = Database.open(database)
@@ -210,16 +210,12 @@ def tune(
     return db
 
 
-def _check_runs_here(target: str) -> None:
+def _check_runs_here(target: Target) -> None:
     """The local runner measures on this machine: refuse a CPU target whose code cannot run
     here (another architecture, extensions the host lacks) before any work."""
     from ..errors import BuildError
 
-    try:
-        parsed = Target(target)
-    except ValueError:
-        return  # reported where the target is used
-    if parsed.kind == "cuda":
+    if target.kind == "cuda":
         from ..codegen.cuda.launch import gpu_unavailable
 
         why = gpu_unavailable()
@@ -230,7 +226,7 @@ def _check_runs_here(target: str) -> None:
                 f"correctness only"
             )
         return
-    reason = parsed.cannot_run() if parsed.kind == "llvm" else None
+    reason = target.cannot_run() if target.kind == "llvm" else None
     if reason is not None:
         raise BuildError(
             f"tune: cannot measure on this host: {reason}; pass a runner that measures on such a machine"
@@ -243,7 +239,7 @@ class _Session:
     def __init__(
         self,
         tasks: list[TuneTask],
-        target: str,
+        target: Target,
         db: Database,
         model: CostModel,
         runner: Runner,
@@ -413,7 +409,7 @@ class _Session:
             cores=self.cores,
             busy_records=self.busy_records,
             noisy_records=self.noisy_records,
-            emulated=Target.of(self.target).kind == "cuda-emulate",
+            emulated=self.target.kind == "cuda-emulate",
         )
         for k, task in enumerate(self.tasks):
             best = self.db.best(task.func, self.target)

@@ -88,6 +88,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
+from ...codegen.target import KIND_OPTIONS, Target
 from ...errors import WorkbenchError
 from ...ir.expr import IntImm
 from ...ir.func import PrimFunc
@@ -389,8 +390,6 @@ def convert_trace(trace: Sequence) -> Any:
 def convert_target(target: Any) -> str:
     """TVM's target (a dict such as ``{"kind": "llvm", "mcpu": "znver3", "num-cores": 2}``, or
     its string) as a workbench target string; options workbench does not know are dropped."""
-    from ...codegen.target import KIND_OPTIONS
-
     if isinstance(target, str):
         try:
             target = json.loads(target)
@@ -507,7 +506,7 @@ def import_tvm(
     path: Union[str, os.PathLike],
     database: Any = None,
     *,
-    target: Optional[str] = None,
+    target: Union[str, Target, None] = None,
     candidates: Optional[Mapping[str, PrimFunc]] = None,
 ) -> ImportReport:
     """Import the TVM MetaSchedule database(s) at ``path`` into ``database``.
