@@ -18,8 +18,19 @@ import math
 import sys
 from typing import Any
 
+from .. import workloads
 from ..cli_args import UsageError, positive_int, shape_kwargs
 from ..codegen.target import Target
+from ..errors import DatabaseError
+from .dask_runner import DaskRunner
+from .database import Database
+from .database import tvm as tvmdb
+from .database.base import func_hash
+from .database.repair import check, repair
+from .learned.cli import add_parsers as add_learn_parsers
+from .learned.cli import load_strategy
+from .task import TuneTask
+from .tuning import TuneInterrupted, tune
 
 
 def target_arg(text: str) -> Target:
@@ -71,8 +82,6 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--small", action="store_true")
     p.set_defaults(fn=_cmd_best)
     add_tvm_parsers(sub)
-    from .learned.cli import add_parsers as add_learn_parsers
-
     add_learn_parsers(sub)
 
     p = sub.add_parser("db", help="check a database file, or copy its intact records")
@@ -87,24 +96,17 @@ def add_parsers(sub: Any) -> None:
 
 
 def _cmd_db_check(args) -> int:
-    from .database.repair import check
-
     report = check(args.path)
     print(report)
     return 0 if report.ok else 1
 
 
 def _cmd_db_repair(args) -> int:
-    from .database.repair import repair
-
     print(repair(args.path, args.out))
     return 0
 
 
 def _tasks(args):
-    from .. import workloads
-    from .task import TuneTask
-
     shape = shape_kwargs(args.shape)
     if shape and args.name == "all":
         raise UsageError("--shape applies to one workload; use --small with 'all'")
@@ -123,22 +125,15 @@ def _cmd_tune(args) -> int:
     import signal
     import threading
 
-    from .database import Database
-    from .tuning import TuneInterrupted, tune
-
     tasks = _tasks(args)
     strategy = args.strategy
     if strategy == "learned":
-        from .learned.cli import load_strategy
-
         strategy, problem = load_strategy(args.model)
         if problem:
             return _user_error(problem)
     db = Database.open(args.db)  # a damaged or unwritable file: one line, before any work
     runner = None
     if args.dask:
-        from .dask_runner import DaskRunner
-
         try:
             runner = DaskRunner(args.dask)
         except (ImportError, ConnectionError, TypeError, ValueError) as exc:
@@ -216,8 +211,6 @@ def _same_name_elsewhere(db, func) -> str:
     """A hint when a file holds records of workloads named like ``func`` under other keys:
     another shape or target, or keys of a workbench before 2026-11-25 (names and a reduction's
     reads entered the key then)."""
-    from .database.base import func_hash
-
     key = func_hash(func)
     others = [e for e in db.workloads() if e.name == func.name and e.hash != key]
     if not others:
@@ -277,9 +270,6 @@ def _open_db(path: str, must_exist: bool):
     """The database at ``path``, or the one-line reason it cannot be opened."""
     import os
 
-    from ..errors import DatabaseError
-    from .database import Database
-
     if must_exist and not os.path.exists(path):
         return None, f"{path}: no such database"
     try:
@@ -290,8 +280,6 @@ def _open_db(path: str, must_exist: bool):
 
 
 def _cmd_import_tvm(args) -> int:
-    from .database import tvm as tvmdb
-
     target = None
     try:
         tvmdb.find_databases(args.dir)
@@ -323,9 +311,6 @@ def _cmd_import_tvm(args) -> int:
 
 
 def _cmd_export_tvm(args) -> int:
-    from .. import workloads
-    from .database import tvm as tvmdb
-
     try:
         name = workloads.lookup(args.name).name
         shape = {**(workloads.small(name) if args.small else {}), **shape_kwargs(args.shape)}

@@ -54,6 +54,7 @@ from ..codegen.llvm.runtime import bound_spinning
 from ..codegen.target import Target, host_cores
 from ..codegen.timing import spread_of
 from ..ir.func import PrimFunc
+from ..workloads import output_params
 from .measure import MeasureConfig
 
 
@@ -88,8 +89,6 @@ class Task:
     def data(self) -> tuple[list[np.ndarray], list[int], Optional[list[np.ndarray]]]:
         """(every parameter's array, indices of the outputs, expected outputs or None)."""
         if self._data is None:
-            from ..workloads import output_params
-
             outputs = output_params(self.func)
             rng = np.random.default_rng(self.seed)
             arrays = []

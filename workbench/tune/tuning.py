@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from dataclasses import replace
 import math
 import os
 import signal
 import sys
 import threading
 import time
+from dataclasses import replace
 from typing import Any, Optional, Sequence, Union
 
+from ..codegen.cuda.launch import gpu_unavailable
 from ..codegen.target import Target, host_cores
+from ..errors import BuildError
 from ..ir.func import PrimFunc
 from .cost_model import CostModel
 from .database.base import Database, Record
@@ -33,6 +35,7 @@ from .runner import LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult
 from .scheduler import TaskScheduler, TaskState
 from .search import SearchContext, SearchStrategy
 from .task import TuneTask, as_tasks, make_space
+from .worker import time_entry
 
 
 class TuneInterrupted(KeyboardInterrupt):
@@ -213,11 +216,7 @@ def tune(
 def _check_runs_here(target: Target) -> None:
     """The local runner measures on this machine: refuse a CPU target whose code cannot run
     here (another architecture, extensions the host lacks) before any work."""
-    from ..errors import BuildError
-
     if target.kind == "cuda":
-        from ..codegen.cuda.launch import gpu_unavailable
-
         why = gpu_unavailable()
         if why is not None:
             raise BuildError(
@@ -428,8 +427,6 @@ class _Session:
     def _baselines(self, k: int) -> tuple[Optional[float], Optional[float]]:
         """Seconds of the unscheduled function (measured like a candidate, once) and of the
         numpy reference (in this process), None where unavailable."""
-        from .worker import time_entry
-
         task, mtask = self.tasks[k], self.measure_tasks[k]
         # an unscheduled function at a paper shape can take seconds per run: time it once
         res = self.runner.measure(

@@ -88,11 +88,16 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
+from ... import workloads
 from ...codegen.target import KIND_OPTIONS, Target
-from ...errors import WorkbenchError
+from ...errors import ScheduleError, WorkbenchError
 from ...ir.expr import IntImm
 from ...ir.func import PrimFunc
 from ...ir.stmt import OPAQUE, REDUCE, SPATIAL
+from ...schedule import Schedule, Trace
+from ...schedule.instruction import py_value
+from ...schedule.trace import JSON_FORMAT
+from ...space.postprocs import base as _postprocs  # noqa: F401  (registers enter_postproc, which TVM traces use)
 from .base import Database, Record, target_str
 
 WORKLOAD_FILE = "database_workload.json"
@@ -228,8 +233,6 @@ def module_signature(module: str) -> Signature:
 
 def default_candidates() -> dict[str, PrimFunc]:
     """Every registered workload at its default (paper) shape and at its small test shape."""
-    from ... import workloads
-
     out: dict[str, PrimFunc] = {}
     for name in workloads.names():
         out[name] = workloads.get(name)
@@ -323,9 +326,6 @@ def convert_trace(trace: Sequence) -> Any:
 
     Raises :class:`TVMImportError` naming the instruction that cannot be converted.
     """
-    from ...schedule import Trace
-    from ...space.postprocs import base  # noqa: F401  (registers enter_postproc)
-
     try:
         insts, decisions = trace
         decided = {int(k): d for k, d in decisions}
@@ -379,8 +379,6 @@ def convert_trace(trace: Sequence) -> Any:
             rec["decision"] = decided[k]
         defined.update(outputs)
         out.append(rec)
-    from ...schedule.trace import JSON_FORMAT
-
     try:
         return Trace.from_json({"format": JSON_FORMAT, "insts": out})
     except (KeyError, ValueError, TypeError) as exc:
@@ -486,9 +484,6 @@ def _json_lines(path: str) -> Iterable[tuple[int, Any]]:
 def replay(trace: Any, func: PrimFunc):
     """Replay an imported trace on ``func``; the schedule, or TVMImportError with the reason
     (a primitive refusing, or a decision workbench would change)."""
-    from ...errors import ScheduleError
-    from ...schedule import Schedule
-
     sch = Schedule(func)
     try:
         trace.apply_to_schedule(sch)
@@ -648,9 +643,6 @@ def to_tvm_python(trace: Any) -> str:
     The text expects ``sch`` to be a ``tvm.s_tir.Schedule`` of the same workload. Raises
     ValueError for a primitive TVM does not have.
     """
-    from ...schedule import Trace
-    from ...schedule.instruction import py_value
-
     if isinstance(trace, Record):
         trace = trace.trace
     elif isinstance(trace, (dict, str)):
