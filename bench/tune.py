@@ -32,6 +32,7 @@ import workbench as wb  # noqa: E402
 from workbench.tune import (
     EvolutionarySearch,
     LocalRunner,
+    MeasureConfig,
     MeasureInput,
     ReplayFunc,  # noqa: E402
     Task,
@@ -109,9 +110,9 @@ def retime(name, shape, runs, rounds=5):
     arrays, outputs, _ = task.data()
     np_args = [a for j, a in enumerate(arrays) if j not in outputs]
     samples = {k: [] for k in keys + (["numpy"] if numpy_fn else [])}
-    with LocalRunner(workers=1, run_timeout=120) as runner:
+    with LocalRunner(workers=1, measure=MeasureConfig(run_timeout=120, repeat=5, min_repeat_ms=50)) as runner:
         for _ in range(rounds):
-            for k, res in zip(keys, runner.measure(inputs, timing=dict(repeat=5, min_repeat_ms=50))):
+            for k, res in zip(keys, runner.measure(inputs)):
                 if res.status != "ok":
                     raise RuntimeError(f"{name} {k}: the tuned best failed on re-timing: {res.error}")
                 samples[k] += res.latencies

@@ -23,7 +23,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
         f'kernel_ext needs the jupyter extra ({exc.name} is missing): pip install -e ".[jupyter]"'
     ) from exc
 
-from . import display
+from . import formatters
 from .magics import WorkbenchMagics
 from .widgets import ConvergencePlot, DecisionTree, LoopNestStepper, PinPanel, TraceGraph, tune_with_plot
 
@@ -44,9 +44,9 @@ def load_ipython_extension(ip) -> None:
     # libgomp's waiting is bounded by the LLVM backend itself (workbench.codegen.llvm.runtime:
     # GOMP_SPINCOUNT=300 unless the user chose a policy), in notebooks as in scripts.
     ip.register_magics(WorkbenchMagics)
-    display.register(ip)
+    formatters.register(ip)
 
 
 def unload_ipython_extension(ip) -> None:
     """Called by ``%unload_ext kernel_ext``: the engine objects display as plain text again."""
-    display.unregister(ip)
+    formatters.unregister(ip)

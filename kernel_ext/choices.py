@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import workbench as wb
 from workbench.ir.expr import IntImm
+from workbench.schedule.primitives.compute_location import compute_location_candidates
 from workbench.schedule.state import index
 
 #: at most this many choices are listed (a tiling of a large extent into many parts explodes)
@@ -109,8 +110,6 @@ def _categorical_choices(sch: "wb.Schedule", k: int) -> list[Choice]:
 
 @choice_lister("sample_compute_location")
 def _location_choices(sch: "wb.Schedule", k: int) -> list[Choice]:
-    from workbench.schedule.primitives.compute_location import compute_location_candidates
-
     inst = sch.trace[k]
     func = _before(sch, k)
     realize = index(func).realizes.get(sch.symbols.get(inst.args["block"]))

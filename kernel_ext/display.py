@@ -2,15 +2,16 @@
 
 The engine classes know nothing of notebooks (they render plain text through ``__str__`` /
 ``_repr_pretty_``); this module teaches IPython an HTML form for each of them through
-``formatter.for_type``, so ``%load_ext kernel_ext`` is the only switch and the engine stays
-free of IPython. Each renderer is also a plain function (``func_html(func)`` …) usable anywhere.
+``formatter.for_type`` (:mod:`kernel_ext.formatters`), so ``%load_ext kernel_ext`` is the only
+switch and the engine stays free of IPython. Each renderer is also a plain function
+(``func_html(func)`` …) usable anywhere; the tuning results' are in :mod:`kernel_ext.results`.
 """
 
 from __future__ import annotations
 
 import html
 import math
-from typing import Any, Callable
+from typing import Any
 
 import workbench as wb
 
@@ -96,39 +97,10 @@ def fmt_seconds(s: Any) -> str:
     return f"{s:.3g} s"
 
 
-def renderers() -> list[tuple[type, Callable[[Any], str]]]:
-    """The (class, renderer) pairs :func:`register` installs: the IR and schedule objects, then
-    the tuning results (``Database``, ``Record``, ``TuneSummary``)."""
-    from . import results
-
-    return [
-        (wb.PrimFunc, func_html),
-        (wb.Schedule, schedule_html),
-        (wb.Trace, trace_html),
-        (wb.Kernel, kernel_html),
-    ] + results.renderers()
-
-
-def register(ip: Any) -> None:
-    """Register the HTML renderers with an IPython shell's display formatter."""
-    fmt = ip.display_formatter.formatters["text/html"]
-    for cls, fn in renderers():
-        fmt.for_type(cls, fn)
-
-
-def unregister(ip: Any) -> None:
-    fmt = ip.display_formatter.formatters["text/html"]
-    for cls, _fn in renderers():
-        fmt.type_printers.pop(cls, None)
-
-
 __all__ = [
     "func_html",
     "trace_html",
     "schedule_html",
     "kernel_html",
     "fmt_seconds",
-    "register",
-    "unregister",
-    "renderers",
 ]

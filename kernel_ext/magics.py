@@ -17,7 +17,10 @@ from typing import Any, Callable, Optional
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 import workbench as wb
+from workbench.tune import TuneTask
 
+from .widgets.convergence import tune_with_plot
+from .widgets.pin_panel import PinPanel
 from .widgets.stepper import LoopNestStepper
 
 
@@ -91,8 +94,6 @@ def resolve_func(
 
 def workload_task(name: str, shape: dict[str, Any], small: bool = False) -> Any:
     """A ``TuneTask`` of the workload ``name`` (its numpy reference checks every candidate)."""
-    from workbench.tune import TuneTask
-
     return _from_workload(TuneTask.workload, name, shape, small)
 
 
@@ -187,9 +188,6 @@ class WorkbenchMagics(Magics):
         probabilistic schedule) or a PinPanel (its constrained space). Without ``--database``
         the records are kept in memory.
         """
-        from .widgets.convergence import tune_with_plot
-        from .widgets.pin_panel import PinPanel
-
         try:
             name, opts, shape = parse_line(
                 line,

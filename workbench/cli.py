@@ -15,45 +15,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
+import traceback
 from typing import Sequence
 
+import numpy as np
 
-class UsageError(Exception):
-    """A command line that cannot be carried out as given: one line on stderr, exit status 2."""
+from . import workloads
+from .cli_args import Parser, UsageError, positive_int, shape_kwargs
+from .codegen import build
+from .errors import WorkbenchError
+from .tune.cli import add_parsers
 
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a bad command line is one line (with where to find the usage)."""
-
-    def error(self, message: str):
-        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer above 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def _shape_kwargs(pairs: Sequence[str]) -> dict[str, int]:
-    out = {}
-    for p in pairs or ():
-        key, sep, value = p.partition("=")
-        if not sep or not key or not value.isdigit() or int(value) < 1:
-            raise UsageError(f"--shape expects key=positive-integer pairs such as n=64, got {p!r}")
-        out[key] = int(value)
-    return out
+__all__ = ["main", "UsageError"]
 
 
 def _workload_func(name: str, shape: dict):
     """The workload's function, or a UsageError naming the bad name or shape parameter."""
-    from . import workloads
-
     try:
         return workloads.get(name, **shape)
     except (KeyError, TypeError, ValueError) as exc:
@@ -61,27 +39,18 @@ def _workload_func(name: str, shape: dict):
 
 
 def _cmd_workloads(args: argparse.Namespace) -> int:
-    from . import workloads
-
     for name in workloads.names():
         print(f"{name:5s} {workloads.describe(name)}")
     return 0
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    print(_workload_func(args.name, _shape_kwargs(args.shape)))
+    print(_workload_func(args.name, shape_kwargs(args.shape)))
     return 0
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    import time
-
-    import numpy as np
-
-    from . import workloads
-    from .codegen import build
-
-    kw = _shape_kwargs(args.shape)
+    kw = shape_kwargs(args.shape)
     func = _workload_func(args.name, kw)
     t0 = time.perf_counter()
     kernel = build(func, target=args.target)
@@ -107,8 +76,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; the exit status: 0 done, 1 done but nothing found / some failed, 2 a user
     error (one line on stderr), 130 interrupted (Ctrl-C; SIGTERM too for a tune); an internal
     error prints its traceback."""
-    from .errors import WorkbenchError
-
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = _parser().parse_args(argv)
@@ -125,8 +92,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0
     except Exception:
-        import traceback
-
         traceback.print_exc()
         print(
             "workbench: internal error (a bug in workbench, not in your command): please "
@@ -137,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="workbench",
         description=__doc__.splitlines()[0] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -155,9 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--shape", nargs="*", metavar="KEY=INT")
     p.add_argument("--number", type=positive_int, default=3)
     p.set_defaults(fn=_cmd_run)
-    from .tune.cli import add_parsers
-
-    add_parsers(sub, _shape_kwargs)
+    add_parsers(sub)
     return parser
 
 

@@ -15,13 +15,17 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from workbench.codegen.target import Target
+from workbench.tune import Database, TuneTask, tune
+
 from ..display import fmt_seconds
+from ..results import summary_html
 from .base import WorkbenchWidget
 
 _COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
@@ -236,14 +240,12 @@ def _milestones(best: list[float]) -> list[float]:
 
 
 def _summary_html(summary: Any) -> str:
-    from ..results import summary_html
-
     return summary_html(summary)
 
 
 def tune_with_plot(
     func: Any,
-    target: str = "llvm",
+    target: Union[str, Target] = "llvm",
     trials: int = 16,
     database: Any = None,
     seed: int = 0,
@@ -256,8 +258,8 @@ def tune_with_plot(
     temporary in-memory one); other arguments go to ``wb.tune`` (``space=panel.space()`` …).
     """
     from IPython.display import display
-    from workbench.tune import Database, TuneTask, tune
 
+    target = Target.of(target)  # parsed once: the database and tune() take the object
     task = TuneTask.workload(func) if isinstance(func, str) else func
     the_func = task.func if isinstance(task, TuneTask) else task
     db = Database.open(database if database is not None else ":memory:")

@@ -20,6 +20,7 @@ import graphviz
 
 import workbench as wb
 from workbench.space import without_postproc
+from workbench.tune import Database
 
 from ..choices import decision_text, sampling_name
 from ..display import fmt_seconds
@@ -134,8 +135,6 @@ class DecisionTree:
     @classmethod
     def from_database(cls, db: Any, func: "wb.PrimFunc", target: Any = None) -> "DecisionTree":
         """Every record of ``func`` (on ``target``) in database ``db`` (or a path to one)."""
-        from workbench.tune import Database
-
         db = Database.open(db) if not isinstance(db, Database) else db
         return cls(db.records(func, target), title=f"decisions of {func.name}", func=func)
 

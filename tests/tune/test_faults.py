@@ -9,7 +9,7 @@ import time
 
 import workbench as wb
 from workbench.space import Postproc, ScheduleFn
-from workbench.tune import Database, TuneTask, tune
+from workbench.tune import Database, MeasureConfig, TuneTask, tune
 
 import tunehelpers  # noqa: F401  (registers the inject_fault primitive)
 
@@ -48,7 +48,7 @@ def test_segfault_hang_and_wrong_result_are_recorded_while_tuning_goes_on(db_pat
         num_trials_per_iter=6,
         strategy="replay_trace",
         cost_model="random",
-        run_timeout=1.5,
+        measure=MeasureConfig(run_timeout=1.5),
         baseline=False,
     )
     records = db.records(task.func)

@@ -25,7 +25,7 @@ import os, sys, time
 sys.path.insert(0, {here!r})
 import tunehelpers
 from workbench.space import Postproc, ScheduleFn
-from workbench.tune import LocalRunner, TuneInterrupted, TuneTask, tune
+from workbench.tune import LocalRunner, MeasureConfig, TuneInterrupted, TuneTask, tune
 
 phase, marker, path = sys.argv[1:4]
 batches = []
@@ -57,7 +57,7 @@ space = ScheduleFn(tunehelpers.gmm_space, postprocs=["disallow_dynamic_loop", Ma
 try:
     tune(task, trials=400, database=path, space=space, num_trials_per_iter=4,
          strategy="replay_trace", cost_model="random", callbacks=[batches.append],
-         runner=Runner(workers=2, run_timeout=60), verbose=False, baseline=False)
+         runner=Runner(workers=2, measure=MeasureConfig(run_timeout=60)), verbose=False, baseline=False)
 except TuneInterrupted as stop:
     print(stop)
     sys.exit(130)

@@ -13,6 +13,7 @@ from workbench.codegen.llvm.runtime import SPIN_COUNT, bound_spinning
 from workbench.tune import (
     Database,
     LocalRunner,
+    MeasureConfig,
     MeasureInput,
     MeasureResult,
     ProgressBar,
@@ -69,7 +70,10 @@ class ScriptedRunner(LocalRunner):
     the next scripted list: the worker's re-run protocol is exercised, the numbers are fixed."""
 
     def __init__(self, script, **kw):
-        super().__init__(workers=1, build_timeout=20, run_timeout=10, repeat=3, min_repeat_ms=1, **kw)
+        super().__init__(
+            workers=1,
+            measure=MeasureConfig(build_timeout=20, run_timeout=10, repeat=3, min_repeat_ms=1, **kw),
+        )
         self.script, self.checks = list(script), []
 
     def _run_once(self, worker, job, build_s, timing, run_timeout, check):
@@ -100,7 +104,7 @@ def test_max_spread_below_one_flags_every_real_measurement():
     """max / min >= 1 always: with a limit of 0.5 each candidate is re-run by its worker (a
     second real measurement of the same kernel) and flagged."""
     task = Task(small("GMM"), "llvm", reference=wb.workloads.reference("GMM", **SHAPE))
-    with LocalRunner(workers=1, repeat=2, min_repeat_ms=1, max_spread=0.5) as r:
+    with LocalRunner(workers=1, measure=MeasureConfig(repeat=2, min_repeat_ms=1, max_spread=0.5)) as r:
         results = r.measure([MeasureInput(task, scheduled(s)) for s in range(2)])
     assert [x.status for x in results] == ["ok", "ok"]
     assert all(x.noisy and len(x.latencies) == 2 for x in results)
@@ -135,7 +139,7 @@ def _tune(db_path, **kw):
         baseline=False,
         callbacks=[ProgressBar(stream, lines=True)],
         verbose=False,
-        min_repeat_ms=1,
+        **({} if "runner" in kw else {"measure": MeasureConfig(min_repeat_ms=1)}),
         **kw,
     )
     return task, db, stream.getvalue()
@@ -163,7 +167,7 @@ def test_quiet_tuning_says_nothing(db_path, load):
 
 def test_noisy_records_are_flagged_and_counted(db_path, load):
     load(None)  # an OS without load averages: never "busy"
-    runner = LocalRunner(workers=1, repeat=2, min_repeat_ms=1, max_spread=0.5)
+    runner = LocalRunner(workers=1, measure=MeasureConfig(repeat=2, min_repeat_ms=1, max_spread=0.5))
     try:
         task, db, text = _tune(db_path, runner=runner)
     finally:

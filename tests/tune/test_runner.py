@@ -9,7 +9,7 @@ import pytest
 
 import workbench as wb
 from workbench.ir.expr import IntImm, Var
-from workbench.tune import LocalRunner, MeasureInput, Task
+from workbench.tune import LocalRunner, MeasureConfig, MeasureInput, Task
 from workbench.tune.worker import time_entry
 
 from tunehelpers import crash, gmm_space, hang, small, wrong
@@ -19,7 +19,9 @@ SHAPE = wb.workloads.small("GMM")
 
 @pytest.fixture(scope="module")
 def runner():
-    r = LocalRunner(workers=2, build_timeout=20, run_timeout=2.0, repeat=2, min_repeat_ms=5)
+    r = LocalRunner(
+        workers=2, measure=MeasureConfig(build_timeout=20, run_timeout=2.0, repeat=2, min_repeat_ms=5)
+    )
     yield r
     r.close()
 
@@ -91,3 +93,24 @@ def test_time_entry_grows_number_to_min_repeat():
     calls = []
     lat = time_entry(lambda: calls.append(1), [], number=1, repeat=3, min_repeat_ms=5)
     assert len(lat) == 3 and len(calls) > 30
+
+
+def test_measure_settings_go_to_the_runner_tune_starts_not_to_one_passed_in():
+    assert wb.tune.MeasureConfig is MeasureConfig
+    assert MeasureConfig(repeat=5).timing == {"number": 3, "repeat": 5, "min_repeat_ms": 25.0}
+    with LocalRunner(workers=1) as mine, pytest.raises(TypeError, match="measure="):
+        wb.tune(small("GMM"), trials=1, database=None, runner=mine, measure=MeasureConfig(repeat=5))
+
+
+def test_a_task_holds_a_parsed_target_and_pickles_it_as_text():
+    """A Task sent to a Dask worker must not carry what its Target read of this host (CPU
+    model, cores): the measuring machine parses the text again."""
+    import pickle
+
+    from workbench.codegen.target import Target
+
+    task = Task(small("GMM"), "llvm -num-cores=2")
+    assert isinstance(task.target, Target) and str(task.target) == "llvm -num-cores=2"
+    assert task.target.mcpu  # cached on this host's Target
+    copy = pickle.loads(pickle.dumps(task))
+    assert copy.target == task.target and "mcpu" not in copy.target.__dict__ and copy.key == task.key

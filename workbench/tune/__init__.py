@@ -11,6 +11,7 @@ import types as _types
 from .cost_model import CostModel, FeatureModel, RandomModel, RidgeModel, XGBModel, has_xgboost
 from .database import STATUSES, Database, JSONDatabase, Record, SQLiteDatabase, WorkloadEntry, trace_hash
 from .report import BatchEvent, ProgressBar, TaskSummary, TuneSummary
+from .measure import MeasureConfig
 from .runner import LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner, Task
 from .dask_runner import DaskRunner
 from .scheduler import GradientBased, RoundRobin, TaskScheduler, TaskState
@@ -45,6 +46,7 @@ __all__ = [
     "XGBModel",
     "has_xgboost",
     "features",
+    "MeasureConfig",
     "Runner",
     "LocalRunner",
     "DaskRunner",

@@ -18,21 +18,32 @@ import math
 import sys
 from typing import Any
 
+from .. import workloads
+from ..cli_args import UsageError, positive_int, shape_kwargs
+from ..codegen.target import Target
+from ..errors import DatabaseError
+from .dask_runner import DaskRunner
+from .database import Database
+from .database import tvm as tvmdb
+from .database.base import func_hash
+from .database.repair import check, repair
+from .learned.cli import add_parsers as add_learn_parsers
+from .learned.cli import load_strategy
+from .task import TuneTask
+from .tuning import TuneInterrupted, tune
 
-def target_arg(text: str) -> str:
-    """argparse type: a target string workbench understands (``llvm -num-cores=4``, ``cuda``)."""
-    from ..codegen.target import Target
 
+def target_arg(text: str) -> Target:
+    """argparse type: a target workbench understands (``llvm -num-cores=4``, ``cuda``), parsed
+    once here; the tuner and the database take the object."""
     try:
-        return str(Target.of(text))
+        return Target(text)
     except (ValueError, TypeError) as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_parsers(sub: Any, shape_kwargs) -> None:
-    """Register the subcommands on ``sub`` (``shape_kwargs`` parses ``--shape k=v`` pairs)."""
-    from ..cli import positive_int
-
+def add_parsers(sub: Any) -> None:
+    """Register the subcommands on ``sub``."""
     p = sub.add_parser(
         "tune",
         help="tune a workload (or all) into a database",
@@ -61,7 +72,7 @@ def add_parsers(sub: Any, shape_kwargs) -> None:
         default=None,
         help="measure on the workers of a Dask scheduler (tcp://host:8786); see docs/distributed.md",
     )
-    p.set_defaults(fn=lambda a: _cmd_tune(a, shape_kwargs))
+    p.set_defaults(fn=_cmd_tune)
 
     p = sub.add_parser("best", help="print the best schedule found for a workload")
     p.add_argument("name")
@@ -69,10 +80,8 @@ def add_parsers(sub: Any, shape_kwargs) -> None:
     p.add_argument("--db", default="tuning.sqlite")
     p.add_argument("--shape", nargs="*", metavar="KEY=INT")
     p.add_argument("--small", action="store_true")
-    p.set_defaults(fn=lambda a: _cmd_best(a, shape_kwargs))
-    add_tvm_parsers(sub, shape_kwargs)
-    from .learned.cli import add_parsers as add_learn_parsers
-
+    p.set_defaults(fn=_cmd_best)
+    add_tvm_parsers(sub)
     add_learn_parsers(sub)
 
     p = sub.add_parser("db", help="check a database file, or copy its intact records")
@@ -87,25 +96,17 @@ def add_parsers(sub: Any, shape_kwargs) -> None:
 
 
 def _cmd_db_check(args) -> int:
-    from .database.repair import check
-
     report = check(args.path)
     print(report)
     return 0 if report.ok else 1
 
 
 def _cmd_db_repair(args) -> int:
-    from .database.repair import repair
-
     print(repair(args.path, args.out))
     return 0
 
 
-def _tasks(args, shape_kwargs):
-    from .. import workloads
-    from ..cli import UsageError
-    from .task import TuneTask
-
+def _tasks(args):
     shape = shape_kwargs(args.shape)
     if shape and args.name == "all":
         raise UsageError("--shape applies to one workload; use --small with 'all'")
@@ -118,28 +119,21 @@ def _tasks(args, shape_kwargs):
         raise UsageError(str(exc).strip("'\"")) from None
 
 
-def _cmd_tune(args, shape_kwargs) -> int:
+def _cmd_tune(args) -> int:
     import os
     import shlex
     import signal
     import threading
 
-    from .database import Database
-    from .tuning import TuneInterrupted, tune
-
-    tasks = _tasks(args, shape_kwargs)
+    tasks = _tasks(args)
     strategy = args.strategy
     if strategy == "learned":
-        from .learned.cli import load_strategy
-
         strategy, problem = load_strategy(args.model)
         if problem:
             return _user_error(problem)
     db = Database.open(args.db)  # a damaged or unwritable file: one line, before any work
     runner = None
     if args.dask:
-        from .dask_runner import DaskRunner
-
         try:
             runner = DaskRunner(args.dask)
         except (ImportError, ConnectionError, TypeError, ValueError) as exc:
@@ -186,8 +180,8 @@ def _cmd_tune(args, shape_kwargs) -> int:
     return 0 if ok else 1
 
 
-def _cmd_best(args, shape_kwargs) -> int:
-    task = _tasks(args, shape_kwargs)[0]
+def _cmd_best(args) -> int:
+    task = _tasks(args)[0]
     db, problem = _open_db(args.db, must_exist=True)
     if problem:
         return _user_error(problem)
@@ -217,8 +211,6 @@ def _same_name_elsewhere(db, func) -> str:
     """A hint when a file holds records of workloads named like ``func`` under other keys:
     another shape or target, or keys of a workbench before 2026-11-25 (names and a reduction's
     reads entered the key then)."""
-    from .database.base import func_hash
-
     key = func_hash(func)
     others = [e for e in db.workloads() if e.name == func.name and e.hash != key]
     if not others:
@@ -234,7 +226,7 @@ def _same_name_elsewhere(db, func) -> str:
 # TVM MetaSchedule databases: workbench import-tvm / export-tvm
 
 
-def add_tvm_parsers(sub: Any, shape_kwargs) -> None:
+def add_tvm_parsers(sub: Any) -> None:
     """``import-tvm DIR [--db OUT]`` and ``export-tvm WL [--db PATH] [--all]``."""
     p = sub.add_parser(
         "import-tvm",
@@ -266,7 +258,7 @@ def add_tvm_parsers(sub: Any, shape_kwargs) -> None:
     p.add_argument("--all", action="store_true", help="every successful record, fastest first")
     p.add_argument("--shape", nargs="*", metavar="KEY=INT")
     p.add_argument("--small", action="store_true")
-    p.set_defaults(fn=lambda a: _cmd_export_tvm(a, shape_kwargs))
+    p.set_defaults(fn=_cmd_export_tvm)
 
 
 def _user_error(message: Any) -> int:
@@ -278,9 +270,6 @@ def _open_db(path: str, must_exist: bool):
     """The database at ``path``, or the one-line reason it cannot be opened."""
     import os
 
-    from ..errors import DatabaseError
-    from .database import Database
-
     if must_exist and not os.path.exists(path):
         return None, f"{path}: no such database"
     try:
@@ -291,20 +280,18 @@ def _open_db(path: str, must_exist: bool):
 
 
 def _cmd_import_tvm(args) -> int:
-    from ..codegen.target import Target
-    from .database import tvm as tvmdb
-
+    target = None
     try:
         tvmdb.find_databases(args.dir)
         if args.target is not None:
-            Target.of(args.target)
+            target = Target(args.target)
     except (tvmdb.TVMImportError, ValueError) as exc:
         return _user_error(exc)
     db, problem = _open_db(args.db, must_exist=False)
     if problem:
         return _user_error(problem)
     with db:
-        report = tvmdb.import_tvm(args.dir, db, target=args.target)
+        report = tvmdb.import_tvm(args.dir, db, target=target)
         total = len(db)
     for error in report.errors:
         print(f"workbench: {error}", file=sys.stderr)
@@ -323,10 +310,7 @@ def _cmd_import_tvm(args) -> int:
     return 1 if report.failed or report.errors else 0
 
 
-def _cmd_export_tvm(args, shape_kwargs) -> int:
-    from .. import workloads
-    from .database import tvm as tvmdb
-
+def _cmd_export_tvm(args) -> int:
     try:
         name = workloads.lookup(args.name).name
         shape = {**(workloads.small(name) if args.small else {}), **shape_kwargs(args.shape)}

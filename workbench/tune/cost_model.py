@@ -26,6 +26,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import features as _features
+from .database.base import func_hash
 from .runner import MeasureResult
 
 
@@ -38,8 +39,6 @@ def _group(candidate: Any) -> Any:
     sch = candidate
     hist = getattr(sch, "history", None)
     if hist:
-        from .database.base import func_hash
-
         return func_hash(hist[0][1])
     return getattr(candidate, "workload", None)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Optional, Sequence
 
+from .measure import MeasureConfig
 from .runner import LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner, Task
 
 #: seconds to wait for the scheduler at an address before giving up
@@ -35,21 +36,15 @@ class DaskRunner(Runner):
     """Build and time candidates on the workers of a Dask cluster.
 
     ``client_or_address``: a ``distributed.Client``, or a scheduler address such as
-    ``"tcp://host:8786"`` (this runner then owns its client and closes it). The time limits and
-    timing settings are those of :class:`LocalRunner`, applied on each Dask worker.
+    ``"tcp://host:8786"`` (this runner then owns its client and closes it). ``measure``: the
+    time limits and timing settings, applied by the :class:`LocalRunner` of each Dask worker.
     """
 
     def __init__(
         self,
         client_or_address: Any,
-        build_timeout: float = 30.0,
-        run_timeout: float = 20.0,
-        number: int = 3,
-        repeat: int = 3,
-        min_repeat_ms: float = 25.0,
-        check: bool = True,
-        max_retries: int = 2,
-        max_spread: float = 2.0,
+        *,
+        measure: Optional[MeasureConfig] = None,
         connect_timeout: Optional[float] = None,
     ):
         try:
@@ -78,26 +73,14 @@ class DaskRunner(Runner):
             )
         #: the scheduler's address, for messages
         self.address = str(getattr(self.client.scheduler, "address", client_or_address))
-        self.settings = (
-            ("build_timeout", build_timeout),
-            ("run_timeout", run_timeout),
-            ("number", number),
-            ("repeat", repeat),
-            ("min_repeat_ms", min_repeat_ms),
-            ("check", check),
-            ("max_retries", max_retries),
-            ("max_spread", max_spread),
-        )
+        self.config = measure or MeasureConfig()
         self._tasks: dict[str, Any] = {}  # Task.key -> its future on the cluster
 
     def __repr__(self) -> str:
         return f"DaskRunner({self.address!r})"
 
     def measure(
-        self,
-        inputs: Sequence[MeasureInput],
-        timing: Optional[dict] = None,
-        run_timeout: Optional[float] = None,
+        self, inputs: Sequence[MeasureInput], config: Optional[MeasureConfig] = None
     ) -> list[MeasureResult]:
         if not inputs:
             return []
@@ -114,9 +97,8 @@ class DaskRunner(Runner):
                 _measure_on_worker,
                 self._on_cluster(inp.task),
                 inp.func,
-                self.settings,
-                timing,
-                run_timeout,
+                self.config,
+                config,
                 pure=False,
             )
             for inp in inputs
@@ -171,17 +153,18 @@ def _identity(value: Any) -> Any:
     return value
 
 
-_RUNNERS: dict[tuple, tuple[LocalRunner, threading.Lock]] = {}
+_RUNNERS: dict[MeasureConfig, tuple[LocalRunner, threading.Lock]] = {}
 _RUNNERS_LOCK = threading.Lock()
 
 
 def _measure_on_worker(
-    task: Task, func: Any, settings: tuple, timing: Optional[dict], run_timeout: Optional[float]
+    task: Task, func: Any, settings: MeasureConfig, config: Optional[MeasureConfig]
 ) -> MeasureResult:
-    """Measure one candidate with this process's LocalRunner (started at the first call)."""
+    """Measure one candidate with this process's LocalRunner for the DaskRunner's ``settings``
+    (started at the first call); ``config``: settings for this call only."""
     with _RUNNERS_LOCK:
         if settings not in _RUNNERS:
-            _RUNNERS[settings] = (LocalRunner(workers=1, **dict(settings)), threading.Lock())
+            _RUNNERS[settings] = (LocalRunner(workers=1, measure=settings), threading.Lock())
         runner, lock = _RUNNERS[settings]
     with lock:
-        return runner.measure([MeasureInput(task, func)], timing, run_timeout)[0]
+        return runner.measure([MeasureInput(task, func)], config)[0]

@@ -44,10 +44,11 @@ from typing import Any, Optional, Sequence, cast
 
 import numpy as np
 
+from ..codegen.lower import lower
 from ..ir import expr as E
 from ..ir.func import PrimFunc
-from ..ir.stmt import Allocate, BufferStore, For, ForKind, IfThenElse, SeqStmt
 from ..ir.functor import children
+from ..ir.stmt import Allocate, BufferStore, For, ForKind, IfThenElse, SeqStmt
 
 _ARITH = [
     "f_addsub",
@@ -295,8 +296,6 @@ def _store_features(store: BufferStore, loops: list[_Loop], guards: int, alloc_b
 
 def store_features(func: PrimFunc) -> tuple[np.ndarray, list[float]]:
     """(one raw feature row per store, the global features) of a lowered or scheduled func."""
-    from ..codegen.lower import lower
-
     func = lower(func)
     rows: list[list[float]] = []
     n_loops = n_par_regions = 0

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, TextIO
 
+from .runner import machine_busy
+
 
 @dataclass
 class BatchEvent:
@@ -39,8 +41,6 @@ class BatchEvent:
     @property
     def busy(self) -> bool:
         """Other work competed for our CPUs while this batch was measured."""
-        from .runner import machine_busy
-
         return machine_busy(self.load, self.cores)
 
     @property

@@ -1,6 +1,6 @@
 """Builder and runner: compile and time candidates in isolated worker processes.
 
-    runner = LocalRunner(workers=2, build_timeout=30, run_timeout=20)
+    runner = LocalRunner(workers=2, measure=MeasureConfig(build_timeout=30, run_timeout=20))
     task = Task(func, "llvm", reference=wb.workloads.reference("GMM"))
     results = runner.measure([MeasureInput(task, sch.func) for sch in candidates])
     results[0].status, results[0].latencies, results[0].error
@@ -46,25 +46,27 @@ import uuid
 import weakref
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Optional, Sequence, cast
+from typing import Any, Callable, Optional, Sequence, Union, cast
 
 import numpy as np
 
 from ..codegen.llvm.runtime import bound_spinning
-from ..codegen.target import host_cores
+from ..codegen.target import Target, host_cores
 from ..codegen.timing import spread_of
 from ..ir.func import PrimFunc
-from .database.base import target_str
+from ..workloads import output_params
+from .measure import MeasureConfig
 
 
 @dataclass(eq=False)
 class Task:
     """A workload to measure candidates of: the unscheduled ``func``, the target and how to
     check results (``reference(*inputs) -> expected output``, numpy; None: the unscheduled
-    function built for the target is the reference). Inputs are random, drawn once (``seed``)."""
+    function built for the target is the reference). Inputs are random, drawn once (``seed``).
+    ``target``: a ``Target`` (a string is parsed)."""
 
     func: PrimFunc
-    target: str = "llvm"
+    target: Union[str, Target] = "llvm"  # a Target once constructed
     reference: Optional[Callable[..., Any]] = None
     seed: int = 0
     rtol: float = 1e-3
@@ -72,15 +74,21 @@ class Task:
     _data: Optional[tuple] = field(default=None, repr=False)
 
     def __post_init__(self):
-        self.target = target_str(self.target)
+        self.target = Target.of(self.target)
         # per task object: two tasks of one function may differ in inputs or reference
         self.key = f"{self.func.name}-{uuid.uuid4().hex[:12]}"
+
+    # Pickled (to a Dask worker) with the target as text: a Target caches what it read of the
+    # host (CPU model, cores), and the machine that measures must read its own.
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "target": str(self.target)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, target=Target(state["target"]))
 
     def data(self) -> tuple[list[np.ndarray], list[int], Optional[list[np.ndarray]]]:
         """(every parameter's array, indices of the outputs, expected outputs or None)."""
         if self._data is None:
-            from ..workloads import output_params
-
             outputs = output_params(self.func)
             rng = np.random.default_rng(self.seed)
             arrays = []
@@ -182,20 +190,20 @@ class MeasureInterrupted(KeyboardInterrupt):
 
 class Runner:
     """Base class: ``measure(inputs) -> results`` in the same order. ``close()`` frees it.
+    ``config``: the runner's measurement settings.
 
     On Ctrl-C a runner stops its unfinished work at once and raises
     :class:`MeasureInterrupted` with the results that finished (a plain KeyboardInterrupt
     loses them, nothing more).
     """
 
+    config: MeasureConfig = MeasureConfig()
+
     def measure(
-        self,
-        inputs: Sequence[MeasureInput],
-        timing: Optional[dict] = None,
-        run_timeout: Optional[float] = None,
+        self, inputs: Sequence[MeasureInput], config: Optional[MeasureConfig] = None
     ) -> list[MeasureResult]:
-        """Results in input order. ``timing`` (``number``, ``repeat``, ``min_repeat_ms``) and
-        ``run_timeout`` override the runner's settings for this call."""
+        """Results in input order. ``config`` replaces the runner's settings for this call
+        (``dataclasses.replace(runner.config, number=1)``)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -312,24 +320,9 @@ class _Worker:
 class LocalRunner(Runner):
     """Measure on this machine with ``workers`` processes (see the module docstring)."""
 
-    def __init__(
-        self,
-        workers: Optional[int] = None,
-        build_timeout: float = 30.0,
-        run_timeout: float = 20.0,
-        number: int = 3,
-        repeat: int = 3,
-        min_repeat_ms: float = 25.0,
-        check: bool = True,
-        max_retries: int = 2,
-        max_spread: float = 2.0,
-    ):
+    def __init__(self, workers: Optional[int] = None, *, measure: Optional[MeasureConfig] = None):
         self.workers = [_Worker(k) for k in range(workers or max(1, min(host_cores(), 4)))]
-        self.build_timeout, self.run_timeout = build_timeout, run_timeout
-        self.timing = {"number": number, "repeat": repeat, "min_repeat_ms": min_repeat_ms}
-        self.check = check
-        self.max_retries = max_retries
-        self.max_spread = max_spread
+        self.config = measure or MeasureConfig()
         self._jobs = 0
         self._finalizer = weakref.finalize(self, _shutdown, self.workers)
 
@@ -338,16 +331,12 @@ class LocalRunner(Runner):
 
     # ------------------------------------------------------------------------------------------
     def measure(
-        self,
-        inputs: Sequence[MeasureInput],
-        timing: Optional[dict] = None,
-        run_timeout: Optional[float] = None,
+        self, inputs: Sequence[MeasureInput], config: Optional[MeasureConfig] = None
     ) -> list[MeasureResult]:
-        timing = {**self.timing, **(timing or {})}
-        run_timeout = self.run_timeout if run_timeout is None else run_timeout
+        config = self.config if config is None else config
         results: list[Optional[MeasureResult]] = [None] * len(inputs)
         try:
-            self._measure(inputs, results, timing, run_timeout)
+            self._measure(inputs, results, config)
         except KeyboardInterrupt:
             # a worker may be deep in a build or a kernel (it ignores SIGINT: own session):
             # kill them all now; each is started again on the next measure
@@ -356,29 +345,30 @@ class LocalRunner(Runner):
             raise MeasureInterrupted(results) from None
         return results  # type: ignore[return-value]
 
-    def _measure(self, inputs, results, timing, run_timeout) -> None:
+    def _measure(self, inputs, results, config: MeasureConfig) -> None:
+        timing, run_timeout = config.timing, config.run_timeout
         tries = [0] * len(inputs)
         todo = list(range(len(inputs)))
         while todo:
             for k in todo:
                 tries[k] += 1
-            built = self._build_all(inputs, todo, results)
+            built = self._build_all(inputs, todo, results, config)
             todo = []
             for k, worker, gen, job, build_s in built:
                 if worker.generation != gen or not worker.alive:
-                    if tries[k] > self.max_retries:  # lost with a crashing neighbour, again
+                    if tries[k] > config.max_retries:  # lost with a crashing neighbour, again
                         results[k] = MeasureResult(
                             "run_error", error="kernel lost: its worker kept crashing on other candidates"
                         )
                     else:
                         todo.append(k)
                     continue
-                first = self._run(worker, job, build_s, timing, run_timeout, self.check)
+                first = self._run(worker, job, build_s, timing, run_timeout, config.check)
                 results[k] = first  # finished: kept if the re-measurement is interrupted
                 results[k] = remeasure_if_noisy(
                     first,
                     lambda: self._run(worker, job, build_s, timing, run_timeout, False),
-                    self.max_spread,
+                    config.max_spread,
                 )
 
     def _ensure(self, worker: _Worker) -> None:
@@ -386,7 +376,7 @@ class LocalRunner(Runner):
             worker.kill()
             worker.start()
 
-    def _build_all(self, inputs, indices, results) -> list[tuple]:
+    def _build_all(self, inputs, indices, results, config: MeasureConfig) -> list[tuple]:
         """Build the candidates ``indices`` on the workers in parallel; returns
         (index, worker, generation, job id, build seconds) for the ones that built."""
         queue = list(indices)
@@ -397,18 +387,18 @@ class LocalRunner(Runner):
             task = inputs[k].task
             self._ensure(worker)
             assert worker.conn is not None  # a live worker has its socket
-            deadline = time.monotonic() + self.build_timeout
+            deadline = time.monotonic() + config.build_timeout
             if task.key not in worker.tasks:
                 # without a numpy reference the worker also builds and runs the unscheduled
                 # function once: allow it a run's time as well
-                deadline += self.run_timeout
+                deadline += config.run_timeout
                 arrays, outputs, expected = task.data()
                 worker.conn.send(
                     (
                         "task",
                         task.key,
                         task.func,
-                        task.target,
+                        str(task.target),  # the worker parses it: its host's CPU, not ours
                         arrays,
                         outputs,
                         expected,
@@ -456,7 +446,7 @@ class LocalRunner(Runner):
                     del busy[worker]
                     worker.kill()
                     what = "building" if step == "build" else "preparing the workload"
-                    limit = self.build_timeout + (0 if step == "build" else self.run_timeout)
+                    limit = config.build_timeout + (0 if step == "build" else config.run_timeout)
                     results[k] = MeasureResult("timeout", error=f"{what} took longer than {limit:g} s")
         built.sort(key=lambda b: b[0])
         return built

@@ -30,6 +30,7 @@ from typing import Any, Optional, Protocol, Sequence
 
 import numpy as np
 
+from ..codegen.target import Target
 from ..ir.func import PrimFunc
 from ..schedule import Schedule, Trace
 from .database.base import Database, trace_hash
@@ -81,7 +82,7 @@ class SearchContext:
     CACHE_SIZE = 2048
 
     def __init__(
-        self, func: PrimFunc, target: str, space: Any, database: Database, cost_model: Any, seed: int = 0
+        self, func: PrimFunc, target: Target, space: Any, database: Database, cost_model: Any, seed: int = 0
     ):
         self.func, self.target = func, target
         self.space = space

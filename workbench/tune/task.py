@@ -10,10 +10,13 @@ traces — possibly with pinned decisions — whose decisions the search explore
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, cast
+from typing import Any, Callable, Optional, Sequence, Union, cast
 
+from .. import workloads
+from ..codegen.target import Target
 from ..ir.func import PrimFunc
 from ..schedule import Schedule, Trace
+from ..space import SpaceGenerator, as_space, without_postproc
 
 
 @dataclass(eq=False)
@@ -38,8 +41,6 @@ class TuneTask:
     @classmethod
     def workload(cls, name: str, **shape: Any) -> "TuneTask":
         """A registered workload at its paper shape, or with ``shape`` overrides."""
-        from .. import workloads
-
         wl = workloads.lookup(name)
         try:
             flops = workloads.flops(wl.name, **shape)
@@ -83,21 +84,7 @@ def _trace_of(x: Any) -> Optional[Trace]:
     return None
 
 
-def _space_base():
-    from ..space import SpaceGenerator
-
-    return SpaceGenerator
-
-
-if TYPE_CHECKING:  # the checker sees the class; at run time it is imported late (a cycle)
-    from ..space import SpaceGenerator
-
-    _SpaceBase = SpaceGenerator
-else:
-    _SpaceBase = _space_base()
-
-
-class TraceSpace(_SpaceBase):
+class TraceSpace(SpaceGenerator):
     """A design space given as traces (pinned decisions included): each sample replays one of
     them with fresh unpinned decisions."""
 
@@ -108,8 +95,6 @@ class TraceSpace(_SpaceBase):
             raise ValueError("TraceSpace needs at least one trace")
 
     def _generate(self, func: PrimFunc, seed: Optional[int]) -> list[Schedule]:
-        from ..space import without_postproc
-
         out = []
         for k, trace in enumerate(self.traces):
             sch = Schedule(func, seed=None if seed is None else seed + k)
@@ -118,10 +103,8 @@ class TraceSpace(_SpaceBase):
         return out
 
 
-def make_space(space: Any, target: str) -> Any:
+def make_space(space: Any, target: Union[str, Target]) -> Any:
     """An initialized space generator for ``target`` from what a user passed."""
-    from ..space import as_space
-
     items = space if isinstance(space, (list, tuple)) else [space]
     traces = [_trace_of(x) for x in items]
     if space is not None and items and all(t is not None for t in traces):

@@ -20,17 +20,22 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import replace
 from typing import Any, Optional, Sequence, Union
 
+from ..codegen.cuda.launch import gpu_unavailable
 from ..codegen.target import Target, host_cores
+from ..errors import BuildError
 from ..ir.func import PrimFunc
 from .cost_model import CostModel
-from .database.base import Database, Record, target_str
+from .database.base import Database, Record
+from .measure import MeasureConfig
 from .report import BatchEvent, ProgressBar, TaskSummary, TuneSummary, _isatty, dispatch
 from .runner import LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner, Task, machine_busy
 from .scheduler import TaskScheduler, TaskState
 from .search import SearchContext, SearchStrategy
 from .task import TuneTask, as_tasks, make_space
+from .worker import time_entry
 
 
 class TuneInterrupted(KeyboardInterrupt):
@@ -118,6 +123,7 @@ MAX_WARMUP_RECORDS = 256
 
 def tune(
     func_or_list: Union[PrimFunc, str, TuneTask, Sequence[Any]],
+    *,
     target: Any = "llvm",
     trials: int = 64,
     database: Union[str, Database] = "tuning.sqlite",
@@ -130,12 +136,7 @@ def tune(
     task_scheduler: Any = "gradient",
     runner: Optional[Runner] = None,
     workers: Optional[int] = None,
-    build_timeout: float = 30.0,
-    run_timeout: float = 20.0,
-    number: int = 3,
-    repeat: int = 3,
-    min_repeat_ms: float = 25.0,
-    check: bool = True,
+    measure: Optional[MeasureConfig] = None,
     verbose: Optional[bool] = None,
     baseline: bool = True,
 ) -> Database:
@@ -154,8 +155,10 @@ def tune(
     callbacks : functions called with each :class:`BatchEvent`, or objects with ``on_start`` /
         ``on_batch`` / ``on_end`` / ``on_interrupt``.
     task_scheduler : ``"gradient"`` (Ansor's) or ``"round_robin"``.
-    runner : a Runner; None starts a :class:`LocalRunner` with ``workers``, the time limits and
-        the timing settings (``number``, ``repeat``, ``min_repeat_ms``), closed at the end.
+    runner : a Runner; None starts a :class:`LocalRunner` with ``workers`` and ``measure``,
+        closed at the end.
+    measure : the time limits, timing and checks (a :class:`MeasureConfig`) of the runner
+        ``tune`` starts; a runner passed in has its own.
     verbose : print a progress bar and the summary (None: only on a terminal).
     baseline : the summary also times the unscheduled function and the numpy reference.
 
@@ -165,8 +168,10 @@ def tune(
         A KeyboardInterrupt, on Ctrl-C, after committing every finished record and stopping
         the runner's workers.
     """
+    if runner is not None and measure is not None:
+        raise TypeError("tune: measure= sets up the runner tune starts; a runner passed in has its own")
     tasks = as_tasks(func_or_list)
-    target = target_str(target)
+    target = Target.of(target)  # the only parse: everything below takes the object
     if runner is None:
         _check_runs_here(target)
     db = Database.open(database)
@@ -175,15 +180,7 @@ def tune(
     if verbose or (verbose is None and _isatty(sys.stderr)):
         callbacks.append(ProgressBar())
     own_runner = runner is None
-    runner = runner or LocalRunner(
-        workers=workers,
-        build_timeout=build_timeout,
-        run_timeout=run_timeout,
-        number=number,
-        repeat=repeat,
-        min_repeat_ms=min_repeat_ms,
-        check=check,
-    )
+    runner = runner or LocalRunner(workers, measure=measure or MeasureConfig())
     session = None
     try:
         try:
@@ -216,18 +213,10 @@ def tune(
     return db
 
 
-def _check_runs_here(target: str) -> None:
+def _check_runs_here(target: Target) -> None:
     """The local runner measures on this machine: refuse a CPU target whose code cannot run
     here (another architecture, extensions the host lacks) before any work."""
-    from ..errors import BuildError
-
-    try:
-        parsed = Target(target)
-    except ValueError:
-        return  # reported where the target is used
-    if parsed.kind == "cuda":
-        from ..codegen.cuda.launch import gpu_unavailable
-
+    if target.kind == "cuda":
         why = gpu_unavailable()
         if why is not None:
             raise BuildError(
@@ -236,7 +225,7 @@ def _check_runs_here(target: str) -> None:
                 f"correctness only"
             )
         return
-    reason = parsed.cannot_run() if parsed.kind == "llvm" else None
+    reason = target.cannot_run() if target.kind == "llvm" else None
     if reason is not None:
         raise BuildError(
             f"tune: cannot measure on this host: {reason}; pass a runner that measures on such a machine"
@@ -249,7 +238,7 @@ class _Session:
     def __init__(
         self,
         tasks: list[TuneTask],
-        target: str,
+        target: Target,
         db: Database,
         model: CostModel,
         runner: Runner,
@@ -419,7 +408,7 @@ class _Session:
             cores=self.cores,
             busy_records=self.busy_records,
             noisy_records=self.noisy_records,
-            emulated=Target.of(self.target).kind == "cuda-emulate",
+            emulated=self.target.kind == "cuda-emulate",
         )
         for k, task in enumerate(self.tasks):
             best = self.db.best(task.func, self.target)
@@ -438,14 +427,11 @@ class _Session:
     def _baselines(self, k: int) -> tuple[Optional[float], Optional[float]]:
         """Seconds of the unscheduled function (measured like a candidate, once) and of the
         numpy reference (in this process), None where unavailable."""
-        from .worker import time_entry
-
         task, mtask = self.tasks[k], self.measure_tasks[k]
         # an unscheduled function at a paper shape can take seconds per run: time it once
         res = self.runner.measure(
             [MeasureInput(mtask, task.func)],
-            timing={"number": 1, "repeat": 1, "min_repeat_ms": 0},
-            run_timeout=120.0,
+            replace(self.runner.config, number=1, repeat=1, min_repeat_ms=0.0, run_timeout=120.0),
         )
         unscheduled = res[0].latency if res[0].status == "ok" else None
         numpy_s = None

@@ -33,7 +33,10 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..codegen import build
 from ..codegen.arrays import aligned
+from ..codegen.llvm.runtime import set_max_threads
+from ..codegen.target import host_cores
 from ..codegen.timing import time_runs
 
 
@@ -119,8 +122,6 @@ class Worker:
     def on_task(self, task_id, func, target, inputs, outputs, expected, tolerance):
         task = _Task(func, target, inputs, outputs, expected, tolerance)
         if task.expected is None:
-            from ..codegen import build
-
             # an unscheduled function has no thread bindings: a GPU cannot run it, the CPU can
             kind = str(getattr(target, "kind", target)).split()[0]
             kernel = build(func, "llvm" if kind.startswith("cuda") else target)
@@ -131,8 +132,6 @@ class Worker:
         return ("task_ok", task_id, task.expected)
 
     def on_build(self, job_id, task_id, func):
-        from ..codegen import build
-
         t0 = time.perf_counter()
         try:
             kernel = build(func, self.tasks[task_id].target)
@@ -174,9 +173,6 @@ def _die_with_parent() -> None:
 
 def main(argv: list[str]) -> None:
     _die_with_parent()
-    from ..codegen.llvm.runtime import set_max_threads
-    from ..codegen.target import host_cores
-
     set_max_threads(host_cores())  # a "-num-cores=8" kernel on 2 CPUs: 2 threads, no more
     faulthandler.enable()  # a segfault prints the Python stack to the log the parent reads
     sock = socket.socket(fileno=int(argv[0]))

@@ -22,12 +22,17 @@ import json
 import os
 import statistics
 import time
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Sequence, Union
 
+from ...codegen.target import Target
+from ...errors import DatabaseWarning
 from ...ir.func import PrimFunc
 from ...ir.structural import structural_hash
+from ...schedule import Schedule, Trace
+from ...schedule.trace import JSON_FORMAT
 
 #: the statuses a record can have; only "ok" records have meaningful latencies
 STATUSES = ("ok", "build_error", "run_error", "timeout", "wrong_result")
@@ -58,8 +63,6 @@ def workload_entry(func: PrimFunc, target: Any) -> "WorkloadEntry":
 
 def target_str(target: Any) -> str:
     """The canonical text of a target (option order and spacing do not matter)."""
-    from ...codegen.target import Target
-
     try:
         return str(Target.of(target))
     except (ValueError, TypeError):
@@ -178,8 +181,6 @@ class Record:
         an earlier ``rec.trace``."""
         trace = self.__dict__.get("_trace")
         if trace is None:
-            from ...schedule import Trace
-
             trace = self.__dict__["_trace"] = Trace.from_json(self.trace_json)
         trace.base_func = self.func  # the database sets ``func`` when a query names it
         return trace
@@ -190,8 +191,6 @@ class Record:
 
     def schedule(self, func: Optional[PrimFunc] = None, seed: Optional[int] = None):
         """A fresh ``Schedule`` of the workload with this record's trace replayed on it."""
-        from ...schedule import Schedule
-
         func = func if func is not None else self.func
         if func is None:
             raise ValueError("this record was not read through a function; pass it: rec.schedule(func)")
@@ -220,10 +219,6 @@ class Database:
     def _skipped(self, count: int, reason: str) -> None:
         """Note ``count`` damaged records found by a read (warned once per new total)."""
         if count > self.damaged:
-            import warnings
-
-            from ...errors import DatabaseWarning
-
             self.damaged = count
             warnings.warn(
                 f"{self.path}: {count} damaged record(s) skipped (first: {reason}); "
@@ -233,6 +228,19 @@ class Database:
                 stacklevel=3,
             )
 
+    #: the backends ``open`` chooses from: file-name ending -> class, and the default class.
+    #: Filled by the backends' class statements (``class JSONDatabase(Database, suffixes=...)``),
+    #: so this module imports none of them; the package imports every backend.
+    _backends: dict[str, type["Database"]] = {}
+    _default_backend: Optional[type["Database"]] = None
+
+    def __init_subclass__(cls, suffixes: Sequence[str] = (), default: bool = False, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        for suffix in suffixes:
+            Database._backends[suffix] = cls
+        if default:
+            Database._default_backend = cls
+
     @staticmethod
     def open(path: Union[str, os.PathLike, "Database", None] = "tuning.sqlite") -> "Database":
         """Open (creating if needed) a database by file name.
@@ -241,19 +249,16 @@ class Database:
         in-memory SQLite database; anything else (``.sqlite``, ``.db``, …): SQLite.
         A ``Database`` is returned unchanged.
         """
-        from .jsonl import JSONDatabase
-        from .sqlite import SQLiteDatabase
-
         if isinstance(path, Database):
             return path
-        if path is None:
-            return SQLiteDatabase(":memory:")
-        text = os.fspath(path)
-        if text in (":memory:", "memory"):
-            return SQLiteDatabase(":memory:")
-        if text.endswith((".jsonl", ".json")):
-            return JSONDatabase(text)
-        return SQLiteDatabase(text)
+        text = ":memory:" if path is None else os.fspath(path)
+        if text == "memory":
+            text = ":memory:"
+        for suffix, backend in Database._backends.items():
+            if text.endswith(suffix):
+                return backend(text)  # type: ignore[call-arg]
+        assert Database._default_backend is not None, "workbench.tune.database imports its backends"
+        return Database._default_backend(text)  # type: ignore[call-arg]
 
     # queries ---------------------------------------------------------------------------------
     def add(self, records: Iterable[Record]) -> None:
@@ -379,8 +384,6 @@ def checked_record(
     """A :class:`Record` from stored fields, checked for shape (never evaluated): ValueError
     naming the damaged field, so the record is skipped rather than guessed at. The trace must
     be trace JSON data; its instructions are checked when it is replayed."""
-    from ...schedule.trace import JSON_FORMAT
-
     if not (
         isinstance(trace, dict)
         and trace.get("format") == JSON_FORMAT

@@ -32,7 +32,7 @@ def _lock_file(fd: int) -> None:
     fcntl.flock(fd, fcntl.LOCK_EX)
 
 
-class JSONDatabase(Database):
+class JSONDatabase(Database, suffixes=(".jsonl", ".json")):
     """Records in a JSON-lines file, all held in memory once loaded."""
 
     path: str

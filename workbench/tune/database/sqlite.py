@@ -137,7 +137,7 @@ def busy(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and any(w in str(exc) for w in ("locked", "busy"))
 
 
-class SQLiteDatabase(Database):
+class SQLiteDatabase(Database, default=True):
     """Records in one SQLite file (``":memory:"`` for a throw-away database); ``readonly``:
     never write (inspection of a file that must not change)."""
 

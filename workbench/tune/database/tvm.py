@@ -88,10 +88,16 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from ...errors import WorkbenchError
+from ... import workloads
+from ...codegen.target import KIND_OPTIONS, Target
+from ...errors import ScheduleError, WorkbenchError
 from ...ir.expr import IntImm
 from ...ir.func import PrimFunc
 from ...ir.stmt import OPAQUE, REDUCE, SPATIAL
+from ...schedule import Schedule, Trace
+from ...schedule.instruction import py_value
+from ...schedule.trace import JSON_FORMAT
+from ...space.postprocs import base as _postprocs  # noqa: F401  (registers enter_postproc, which TVM traces use)
 from .base import Database, Record, target_str
 
 WORKLOAD_FILE = "database_workload.json"
@@ -227,8 +233,6 @@ def module_signature(module: str) -> Signature:
 
 def default_candidates() -> dict[str, PrimFunc]:
     """Every registered workload at its default (paper) shape and at its small test shape."""
-    from ... import workloads
-
     out: dict[str, PrimFunc] = {}
     for name in workloads.names():
         out[name] = workloads.get(name)
@@ -322,9 +326,6 @@ def convert_trace(trace: Sequence) -> Any:
 
     Raises :class:`TVMImportError` naming the instruction that cannot be converted.
     """
-    from ...schedule import Trace
-    from ...space.postprocs import base  # noqa: F401  (registers enter_postproc)
-
     try:
         insts, decisions = trace
         decided = {int(k): d for k, d in decisions}
@@ -378,8 +379,6 @@ def convert_trace(trace: Sequence) -> Any:
             rec["decision"] = decided[k]
         defined.update(outputs)
         out.append(rec)
-    from ...schedule.trace import JSON_FORMAT
-
     try:
         return Trace.from_json({"format": JSON_FORMAT, "insts": out})
     except (KeyError, ValueError, TypeError) as exc:
@@ -389,8 +388,6 @@ def convert_trace(trace: Sequence) -> Any:
 def convert_target(target: Any) -> str:
     """TVM's target (a dict such as ``{"kind": "llvm", "mcpu": "znver3", "num-cores": 2}``, or
     its string) as a workbench target string; options workbench does not know are dropped."""
-    from ...codegen.target import KIND_OPTIONS
-
     if isinstance(target, str):
         try:
             target = json.loads(target)
@@ -487,9 +484,6 @@ def _json_lines(path: str) -> Iterable[tuple[int, Any]]:
 def replay(trace: Any, func: PrimFunc):
     """Replay an imported trace on ``func``; the schedule, or TVMImportError with the reason
     (a primitive refusing, or a decision workbench would change)."""
-    from ...errors import ScheduleError
-    from ...schedule import Schedule
-
     sch = Schedule(func)
     try:
         trace.apply_to_schedule(sch)
@@ -507,7 +501,7 @@ def import_tvm(
     path: Union[str, os.PathLike],
     database: Any = None,
     *,
-    target: Optional[str] = None,
+    target: Union[str, Target, None] = None,
     candidates: Optional[Mapping[str, PrimFunc]] = None,
 ) -> ImportReport:
     """Import the TVM MetaSchedule database(s) at ``path`` into ``database``.
@@ -649,9 +643,6 @@ def to_tvm_python(trace: Any) -> str:
     The text expects ``sch`` to be a ``tvm.s_tir.Schedule`` of the same workload. Raises
     ValueError for a primitive TVM does not have.
     """
-    from ...schedule import Trace
-    from ...schedule.instruction import py_value
-
     if isinstance(trace, Record):
         trace = trace.trace
     elif isinstance(trace, (dict, str)):

@@ -12,6 +12,10 @@ import sys
 import time
 from typing import Any
 
+from .cost import DecisionAwareModel
+from .model import DecisionModel, tasks_of
+from .strategy import RANKER_FILE, LearnedSampling
+
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser(
@@ -38,8 +42,6 @@ def add_parsers(sub: Any) -> None:
 
 
 def _cmd_learn(args) -> int:
-    from .model import DecisionModel, tasks_of
-
     for path in args.db:
         if not os.path.exists(path):
             return _error(f"{path}: no such database")
@@ -60,9 +62,6 @@ def _cmd_learn(args) -> int:
         f"-> {args.out}"
     )
     if not args.no_ranker:
-        from .cost import DecisionAwareModel
-        from .strategy import RANKER_FILE
-
         t0 = time.monotonic()
         ranker = DecisionAwareModel.pretrained(args.db)
         ranker.save(os.path.join(args.out, RANKER_FILE))
@@ -76,8 +75,6 @@ def _cmd_learn(args) -> int:
 def load_strategy(model_dir: Any):
     """The ``LearnedSampling`` strategy for ``tune --strategy learned --model DIR``, or the
     one-line reason it cannot be made."""
-    from .strategy import LearnedSampling
-
     if not model_dir:
         return None, "--strategy learned needs --model DIR (train one with `workbench learn`)"
     try:

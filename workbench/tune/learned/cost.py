@@ -12,7 +12,10 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ...ir.parser import parse
 from ..cost_model import XGBModel
+from ..database.base import Database
+from ..runner import MeasureResult
 from .model import decision_features
 from .sentence import sentence_of
 
@@ -116,10 +119,6 @@ class DecisionAwareModel(XGBModel):
         """A model trained on the records of ``databases`` (paths or ``Database`` objects):
         each workload's function is parsed back from its stored IR text, the records replayed
         on it. Workloads whose text does not parse are skipped."""
-        from ...ir.parser import parse
-        from ..database.base import Database
-        from ..runner import MeasureResult
-
         model = cls(**kwargs)
         cands, results = [], []
         for db in databases:

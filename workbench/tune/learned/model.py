@@ -28,6 +28,9 @@ from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
+from ...schedule.primitives.compute_location import compute_location_candidates
+from ...schedule.state import index
+from ..database.base import Database
 from .sentence import (
     KINDS,
     TensorSentence,
@@ -410,9 +413,6 @@ def _live_context(
     """The words decided so far (from the instructions already applied), the word of ``inst``
     (its context, the live loop extent) and its valid candidates, given the function before it
     and the schedule's symbol table (``args`` are live random variables)."""
-    from ...schedule.primitives.compute_location import compute_location_candidates
-    from ...schedule.state import index
-
     axes = block_axes(ir)
     where: dict = {}
     words: list[Word] = []
@@ -516,8 +516,6 @@ def tasks_of(
     databases: Iterable[Any], target: Optional[str] = None
 ) -> dict[tuple, list[tuple[TensorSentence, float]]]:
     """``(workload hash, target) -> [(sentence, latency), ...]`` of every record."""
-    from ..database.base import Database
-
     out: dict[tuple, list] = {}
     for db in databases:
         own = not hasattr(db, "workloads")

@@ -22,6 +22,9 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
+from ...codegen.target import Target
+from ...space import without_postproc
+
 #: short names of the sampling kinds in sentences
 KINDS = {"sample_perfect_tile": "tile", "sample_categorical": "cat", "sample_compute_location": "loc"}
 KIND_NAMES = {short: name for name, short in KINDS.items()}
@@ -238,8 +241,6 @@ def workload_features(ir: str) -> tuple:
 
 def target_features(target: Any) -> tuple:
     """:data:`TARGET_FEATURES` of a target (a string or ``Target``)."""
-    from ...codegen.target import Target
-
     t = Target.of(target)
     if t.kind == "llvm":
         return (float(t.vector_lanes("float32")), float(t.num_cores), 0.0)
@@ -251,8 +252,6 @@ def target_features(target: Any) -> tuple:
 
 def sampling_words(trace: Any, ir: str) -> list[Word]:
     """The words of the trace's sampling instructions (design-space part only), in order."""
-    from ...space import without_postproc
-
     axes = block_axes(ir)
     where: dict[Any, tuple] = {}  # RV -> ("block", name) | ("loop", block, position)
     words = []

@@ -1,0 +1,40 @@
+"""``MeasureConfig``: how candidates are built and timed, said once for every runner.
+
+config = MeasureConfig(run_timeout=60, repeat=5)
+wb.tune(func, trials=64, measure=config)                       # the LocalRunner tune starts
+LocalRunner(workers=2, measure=config)
+wb.tune.DaskRunner("tcp://host:8786", measure=config)          # applied on each Dask worker
+runner.measure(inputs, replace(runner.config, number=1))       # settings for one call
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MeasureConfig:
+    """Time limits, timing and checks of a measurement (see :mod:`workbench.tune.runner`).
+
+    ``build_timeout`` / ``run_timeout``: seconds a candidate may take to compile / to run
+    (its check and every repeat); past them it is recorded as ``timeout``. Timing as TVM's:
+    ``number`` runs per repeat to start with, grown until a repeat lasts ``min_repeat_ms``;
+    ``repeat`` values. ``check``: compare the outputs with the expected ones before timing.
+    ``max_retries``: how often a candidate whose kernel was lost with a crashing neighbour is
+    built again. ``max_spread``: repeats further apart than this (max / min) are measured
+    once more, and flagged ``noisy`` if they still are.
+    """
+
+    build_timeout: float = 30.0
+    run_timeout: float = 20.0
+    number: int = 3
+    repeat: int = 3
+    min_repeat_ms: float = 25.0
+    check: bool = True
+    max_retries: int = 2
+    max_spread: float = 2.0
+
+    @property
+    def timing(self) -> dict:
+        """``number``, ``repeat`` and ``min_repeat_ms``, as the measurement worker takes them."""
+        return {"number": self.number, "repeat": self.repeat, "min_repeat_ms": self.min_repeat_ms}
