@@ -1,10 +1,19 @@
 """annotate / unannotate / add_unit_loop: effects, numeric equality, round-trip, rules."""
 
+import numpy as np
 import pytest
+
+import workbench as wb
 
 from workbench.errors import ScheduleError
 from workbench.schedule import Schedule
-from workbench.testing import check_elementwise, check_small, elementwise_func, small_schedule
+from workbench.testing import (
+    check_elementwise,
+    check_small,
+    check_trace_roundtrip,
+    elementwise_func,
+    small_schedule,
+)
 
 WORKLOADS = ["GMM", "C2D", "SFM"]
 
@@ -70,11 +79,18 @@ def test_unannotate_missing_key_names_loop():
         sch.unannotate(sch.get_loops("B")[1], "x")
 
 
-@pytest.mark.parametrize("bad", [{"a": 1}, object(), [1, [2]]])
-def test_annotate_bad_value(bad):
+def test_annotate_bad_value():
     sch = Schedule(elementwise_func())
     with pytest.raises(ScheduleError, match=r"annotate \(argument 'ann_val'\): annotation values are"):
-        sch.annotate("B", "k", bad)
+        sch.annotate("B", "k", object())
+
+
+def test_annotate_nested_list():
+    # (dicts and nested lists were refused before; TVM takes them)
+    sch = Schedule(elementwise_func())
+    sch.annotate("B", "k", [1, [2]])
+    assert sch.get(sch.get_block("B")).annotations["k"] == (1, (2,))
+    check_trace_roundtrip(sch)
 
 
 def test_annotate_bad_key():
@@ -97,3 +113,109 @@ def test_annotate_unknown_block_name():
         r"elementwise; blocks: root, B, C",
     ):
         sch.annotate("D", "k", 1)
+
+
+# -- TVM's test_annotate_unannotate_loop / _block (test_tir_schedule_utilities.py), 16 wide ----
+
+MATMUL_RELU = """
+@T.prim_func
+def matmul_relu(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+                D: T.Buffer((16, 16), "float32")):
+    C = T.alloc_buffer((16, 16))
+    for i, j, k in T.grid(16, 16, 16):
+        with T.block("matmul"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+    for i, j in T.grid(16, 16):
+        with T.block("relu"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            D[vi, vj] = T.max(C[vi, vj], T.float32(0))
+"""
+
+LOOPS_ANNOTATED = """
+@T.prim_func
+def matmul_relu(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+                D: T.Buffer((16, 16), "float32")):
+    C = T.alloc_buffer((16, 16))
+    for i in T.serial(16, annotations={"test1": "aaa", "test4": {"arr": [0, 0], "key": 3}}):
+        for j in T.serial(16, annotations={"test2": 612, "test3": ["aa", 1]}):
+            for k in range(16):
+                with T.block("matmul"):
+                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                    with T.init():
+                        C[vi, vj] = T.float32(0)
+                    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+    for i, j in T.grid(16, 16):
+        with T.block("relu"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            D[vi, vj] = T.max(C[vi, vj], T.float32(0))
+"""
+
+BLOCKS_ANNOTATED = """
+@T.prim_func
+def matmul_relu(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+                D: T.Buffer((16, 16), "float32")):
+    C = T.alloc_buffer((16, 16))
+    for i, j, k in T.grid(16, 16, 16):
+        with T.block("matmul"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            T.block_attr({"test1": "aaa", "test4": {"arr": [0, 0], "key": 3}})
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+    for i, j in T.grid(16, 16):
+        with T.block("relu"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.block_attr({"test2": 0.22, "test3": ["aa", 1]})
+            D[vi, vj] = T.max(C[vi, vj], T.float32(0))
+"""
+
+
+def _check_matmul_relu(sch):
+    rng = np.random.default_rng(0)
+    a, b = (rng.uniform(-1, 1, (16, 16)).astype("float32") for _ in range(2))
+    d = np.zeros((16, 16), "float32")
+    wb.build(sch.func, target="llvm")(a, b, d)
+    np.testing.assert_allclose(d, np.maximum(a @ b, 0), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("on", ["loops", "blocks"])
+def test_tvm_annotate_dict_and_list_values(on):
+    sch = wb.Schedule(wb.parse(MATMUL_RELU))
+    if on == "loops":
+        i, j, _ = sch.get_loops("matmul")
+        targets, expected = [i, j, j, i], LOOPS_ANNOTATED
+        values = ["aaa", 612, ["aa", 1], {"arr": [0, 0], "key": 3}]
+    else:
+        m, r = sch.get_block("matmul"), sch.get_block("relu")
+        targets, expected = [m, r, r, m], BLOCKS_ANNOTATED
+        values = ["aaa", 0.22, ["aa", 1], {"arr": [0, 0], "key": 3}]
+    for k, (node, value) in enumerate(zip(targets, values)):
+        sch.annotate(node, f"test{k + 1}", value)
+    wb.assert_structural_equal(sch.func, wb.parse(expected))
+    assert 'ann_val={"arr": [0, 0], "key": 3}' in sch.trace.as_python()
+    check_trace_roundtrip(sch)  # JSON, Python and the printed TVMScript
+    _check_matmul_relu(sch)
+    for k, node in enumerate(targets):
+        sch.unannotate(node, f"test{k + 1}")
+    wb.assert_structural_equal(sch.func, wb.parse(MATMUL_RELU))
+    check_trace_roundtrip(sch)
+
+
+def test_annotate_value_is_kept_from_later_changes_of_the_argument():
+    sch = wb.Schedule(wb.parse(MATMUL_RELU))
+    value = {"arr": [0, 0]}
+    sch.annotate("relu", "k", value)
+    value["arr"].append(1)
+    assert sch.get(sch.get_block("relu")).annotations["k"] == {"arr": (0, 0)}
+
+
+@pytest.mark.parametrize("value", [{1: "a"}, {"a": {2}}, [0, object()], {"a": [None]}])
+def test_annotate_refuses_other_values(value):
+    sch = wb.Schedule(wb.parse(MATMUL_RELU))
+    before = sch.func
+    with pytest.raises(ScheduleError, match=r"annotate \(argument 'ann_val'\): annotation values are"):
+        sch.annotate("relu", "k", value)
+    assert sch.func is before

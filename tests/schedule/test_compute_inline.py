@@ -1,7 +1,10 @@
 """compute_inline and reverse_compute_inline: numeric equality (python and llvm), trace
 round-trip, the IR they leave, and every rule they enforce."""
 
+import numpy as np
 import pytest
+
+import workbench as wb
 
 from workbench import workloads
 from workbench.errors import ScheduleError
@@ -272,25 +275,102 @@ def test_reverse_inline_refuses_diagonal_read():
     B = dsl.compute((4, 4), lambda i, j: A[i, j] * 2.0, name="B")
     C = dsl.compute((4,), lambda i: B[i, i], name="C")
     sch = Schedule(dsl.create_func([A, C], name="diagonal"))
-    with pytest.raises(
-        ScheduleError,
-        match=r"reads B at index 1 = vi; each index must be a "
-        r"distinct iterator",
-    ):
+    before = sch.func
+    with pytest.raises(ScheduleError, match=r"reads B\[vi, vi\]: the indices are not a one-to-one affine"):
         sch.reverse_compute_inline(sch.get_block("C"))
+    assert sch.func is before
 
 
-def test_reverse_inline_refuses_partial_read():
+def _slice_schedule(rows=2):
     A = dsl.placeholder((4, 8), name="A")
     B = dsl.compute((4, 8), lambda i, j: A[i, j] * 2.0, name="B")
-    C = dsl.compute((2, 8), lambda i, j: B[i, j], name="C")
-    sch = Schedule(dsl.create_func([A, C], name="slice"))
-    with pytest.raises(
-        ScheduleError,
-        match=r"iterator 'vi' of block 'C' ranges over Range\(0, 2\), "
-        r"not the whole extent 4 of B in dimension 0",
-    ):
+    C = dsl.compute((rows, 8), lambda i, j: B[i, j], name="C")
+    return Schedule(dsl.create_func([A, C], name="slice"))
+
+
+def test_reverse_inline_partial_read_guards_the_producer():
+    # the consumer reads rows 0..1 of the 4 the producer computes: the producer keeps its loops
+    # and computes C only where C had an instance (TVM's reverse_compute_inline does the same)
+    sch = _slice_schedule()
+    sch.reverse_compute_inline(sch.get_block("C"))
+    realize = index(sch.func).realizes["B"]
+    assert str(realize.predicate) == "i < 2"
+    assert [w.buffer.name for w in realize.block.writes] == ["C"]
+    check_trace_roundtrip(sch)
+    a = np.random.default_rng(0).uniform(-1, 1, (4, 8)).astype("float32")
+    for target in ("python", "llvm"):
+        c = np.zeros((2, 8), "float32")
+        wb.build(sch.func, target=target)(a, c)
+        np.testing.assert_allclose(c, a[:2] * 2.0)
+
+
+def test_reverse_inline_refuses_consumer_with_predicate():
+    sch = _slice_schedule(rows=4)
+    i, _ = sch.get_loops(sch.get_block("C"))
+    sch.split(i, factors=[None, 3])
+    before = sch.func
+    with pytest.raises(ScheduleError, match=r"block 'C' has a predicate \(T.where\)"):
         sch.reverse_compute_inline(sch.get_block("C"))
+    assert sch.func is before
+
+
+def test_reverse_inline_refuses_strided_read():
+    A = dsl.placeholder((8,), name="A")
+    B = dsl.compute((8,), lambda i: A[i] * 2.0, name="B")
+    C = dsl.compute((4,), lambda i: B[i * 2], name="C")
+    sch = Schedule(dsl.create_func([A, C], name="strided"))
+    before = sch.func
+    # the inverse i = x // 2 would also compute C[1] from B[3]
+    with pytest.raises(ScheduleError, match=r"reads B\[vi \* 2\]: the indices are not a one-to-one"):
+        sch.reverse_compute_inline(sch.get_block("C"))
+    assert sch.func is before
+
+
+def test_reverse_inline_refuses_producer_not_covering():
+    # B is 8 long, but its producer stores only its first 4 elements, and C reads all 8
+    sch = Schedule(wb.parse(_SHORT))
+    before = sch.func
+    with pytest.raises(ScheduleError, match=r"producer 'B' stores B only at \[0, 3\] in dimension 0"):
+        sch.reverse_compute_inline(sch.get_block("C"))
+    assert sch.func is before
+
+
+_SHORT = """
+@T.prim_func
+def short(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8,))
+    for i in range(4):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = B[vi]
+"""
+
+
+def test_reverse_inline_refuses_producer_computing_an_instance_twice():
+    sch = Schedule(wb.parse(_TWICE))
+    before = sch.func
+    with pytest.raises(ScheduleError, match=r"computes 3 distinct of the block's 3 instances \(6 times\)"):
+        sch.reverse_compute_inline(sch.get_block("C"))
+    assert sch.func is before
+
+
+_TWICE = """
+@T.prim_func
+def twice(A: T.Buffer((8,), "float32"), C: T.Buffer((3,), "float32")):
+    B = T.alloc_buffer((4,))
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi // 2] = A[vi] * T.float32(2)
+    for i in range(3):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = B[vi]
+"""
 
 
 def test_reverse_inline_refuses_two_reads_at_different_indices():

@@ -20,7 +20,7 @@ FAILING_CALLS = {
     "vectorize": lambda sch, l: sch.vectorize(l[3]),
     "bind": lambda sch, l: sch.bind(l[3], "blockIdx.x"),
     "unroll": lambda sch, l: (sch.unroll(l[0]), sch.unroll(l[0])),
-    "annotate": lambda sch, l: sch.annotate(l[0], "k", {"no": "dicts"}),
+    "annotate": lambda sch, l: sch.annotate(l[0], "k", {"no": {"sets"}}),
     "unannotate": lambda sch, l: sch.unannotate("Z", "missing"),  # also rolls back get_block
     "add_unit_loop": lambda sch, l: sch.add_unit_loop("root"),
     "get_block": lambda sch, l: sch.get_block("nope"),

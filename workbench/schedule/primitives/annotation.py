@@ -22,27 +22,48 @@ def _check_key(primitive: str, key: Any) -> None:
         raise ScheduleError(primitive, f"the key must be a non-empty string, got {key!r}", argument="ann_key")
 
 
-def _value(sch, value: Any) -> Any:
-    """The stored annotation value: an ExprRV's current int, plain values, tuples of them."""
-    if isinstance(value, ExprRV):
-        return sch.get(value)
+def _plain(value: Any) -> Any:
+    """``value`` as an immutable annotation value (lists become tuples, dicts are copied), or
+    ``_BAD`` when it holds anything but ints, floats, strings, bools, lists and string-keyed
+    dicts of them (what TVM accepts, and what trace JSON and TVMScript can both write)."""
     if isinstance(value, _PLAIN):
         return value
-    if isinstance(value, (list, tuple)) and all(isinstance(v, _PLAIN) for v in value):
-        return tuple(value)
-    raise ScheduleError(
-        "annotate",
-        f"annotation values are ints, floats, strings, bools, lists of them or ExprRVs; got {value!r}",
-        argument="ann_val",
-    )
+    if isinstance(value, (list, tuple)):
+        items = [_plain(v) for v in value]
+        return _BAD if any(v is _BAD for v in items) else tuple(items)
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        items = {k: _plain(v) for k, v in value.items()}
+        return _BAD if any(v is _BAD for v in items.values()) else items
+    return _BAD
+
+
+_BAD = object()
+
+
+def _value(sch, value: Any) -> Any:
+    """The stored annotation value: an ExprRV's current int, or a plain value (``_plain``)."""
+    if isinstance(value, ExprRV):
+        return sch.get(value)
+    plain = _plain(value)
+    if plain is _BAD:
+        raise ScheduleError(
+            "annotate",
+            "annotation values are ints, floats, strings, bools, lists and string-keyed dicts of "
+            f"them, or ExprRVs; got {value!r}",
+            argument="ann_val",
+        )
+    return plain
 
 
 @schedule_primitive("annotate")
 def annotate(
-    sch, block_or_loop: BlockRV | LoopRV, ann_key: str, ann_val: ExprRV | int | float | str | bool | list
+    sch,
+    block_or_loop: BlockRV | LoopRV,
+    ann_key: str,
+    ann_val: ExprRV | int | float | str | bool | list | dict,
 ) -> None:
     """Set annotation ``ann_key`` of a block or loop to ``ann_val`` (an ExprRV is stored as
-    its sampled value).
+    its sampled value; a list or a dict, nested too, as TVM allows: ``{"arr": [0, 0], "key": 3}``).
 
     Before / after ``annotate(i, "pragma_unroll", 1)``::
 
