@@ -39,8 +39,9 @@ def replay_with_pins(
     ones as recorded (or all redrawn with ``resample_all``).
 
     A free decision that no longer fits (a tiling of a loop whose extent an earlier pin
-    changed) is redrawn and the replay retried; a failure a redraw cannot fix — the pins
-    themselves conflict — raises the ``ScheduleError``.
+    changed, or one that removes the loop a pinned compute location names) is redrawn and the
+    replay retried; a pinned decision is never moved to fit. A failure a redraw cannot fix —
+    the pins themselves conflict — raises the ``ScheduleError``.
     """
     position = {id(inst): k for k, inst in enumerate(trace)}
     redraw: set[int] = set()
@@ -81,7 +82,10 @@ class PinPanel(WorkbenchWidget):
     func : the function the trace applies to; by default the schedule's, the record's, or the
         one the trace knows (``trace.base_func``: a schedule's trace knows it, a trace read from
         JSON does not).
-    target, database, trials, seed : what the Tune button passes to ``wb.tune``.
+    target, database, trials, seed, tune_args : what the Tune button passes to ``wb.tune``
+        (``tune_args``: any other keyword, ``strategy=...``, ``num_trials_per_iter=...``).
+        Every record it stores keeps every pin; pins that cannot be kept on ``func`` are
+        refused with the reason, shown in the panel.
     model : a ``workbench.tune.learned.DecisionModel`` (or the folder it was saved in): show
         its distribution of each decision beside the uniform one.
     """
@@ -95,6 +99,7 @@ class PinPanel(WorkbenchWidget):
         trials: int = 16,
         seed: int = 0,
         model: Any = None,
+        **tune_args: Any,
     ):
         if isinstance(model, str):
             from workbench.tune.learned import DecisionModel
@@ -131,6 +136,7 @@ class PinPanel(WorkbenchWidget):
             )
         self.func = func
         self.target, self.database, self.trials, self.seed = target, database, trials, seed
+        self.tune_args = tune_args
         self.sch = replay_with_pins(trace.copy(), func, seed=seed)
         self.sampling = [k for k, inst in enumerate(self.sch.trace) if inst.kind.is_sampling]
         self.choices: dict[int, list[Choice]] = {}
@@ -300,15 +306,21 @@ class PinPanel(WorkbenchWidget):
         from .convergence import tune_with_plot
 
         self.output.clear_output()
+        self.message.value = ""
+        self.result = None
         with self.output:
-            self.result = tune_with_plot(
-                self.func,
-                target=self.target,
-                trials=self.trials,
-                database=self.database,
-                seed=self.seed,
-                space=self.space(),
-            )
+            try:
+                self.result = tune_with_plot(
+                    self.func,
+                    target=self.target,
+                    trials=self.trials,
+                    database=self.database,
+                    seed=self.seed,
+                    space=self.space(),
+                    **self.tune_args,
+                )
+            except ValueError as err:  # the pins do not fit the function: say which and why
+                self.message.value = error_html("Tune refused these pins", str(err))
 
     def _refresh(self, changed: list[int]) -> None:
         """Re-read every control's options and value from the current schedule."""

@@ -130,3 +130,59 @@ def test_a_database_record_brings_its_function(space, gmm):
     with pytest.raises(TypeError, match=r"PinPanel\(record, func=func\)"):
         PinPanel(bare)
     assert PinPanel(bare, func=gmm).sampling == panel.sampling
+
+
+# pins and the Tune button --------------------------------------------------------------------
+
+
+@pytest.fixture
+def conv_panel():
+    """The pin panel on the first design space of a small convolution, the padding's compute
+    location pinned to the outer reduction loop rc_0 (position 10): free tilings that make
+    rc_0 a unit loop leave no such location."""
+    func = wb.workloads.get("C2D", **wb.workloads.small("C2D"))
+    design = wb.generate_design_space(func, target="llvm", seed=0)[0]
+    panel = PinPanel(
+        design,
+        trials=4,
+        strategy=wb.tune.EvolutionarySearch(population_size=8, num_iters=1),
+        num_trials_per_iter=4,
+        cost_model="random",
+        baseline=False,
+    )
+    step = panel.steps("sample_compute_location")[0]
+    assert [c.label for c in panel.choices[step]][-1] == "at loop rc_0"
+    panel.controls[step].value = len(panel.choices[step]) - 1  # picked in the dropdown
+    assert panel.pinned == {step: 10}
+    return panel, step
+
+
+def test_tune_keeps_a_pinned_compute_location_in_every_record(conv_panel):
+    panel, step = conv_panel
+    panel.tune_button.click()
+    records = panel.result.records(panel.func, "llvm")
+    assert len(records) == 4 and all(r.ok for r in records)
+    assert all(r.trace[step].decision == 10 and r.trace[step].pinned for r in records)
+
+
+def test_a_tiling_that_removes_the_pinned_location_is_refused(conv_panel):
+    panel, step = conv_panel
+    rc = panel.tile_of("rc")
+    before = (str(panel.sch.func), panel.pinned)
+    with pytest.raises(wb.ScheduleError, match=r"pinned decision 10 cannot be replayed"):
+        panel.pin(rc, [1, 3])  # rc_0 becomes a unit loop: no compute location there
+    assert (str(panel.sch.func), panel.pinned) == before
+    labels = [label for label, _v in panel.controls[rc].options]
+    panel.controls[rc].value = labels.index("[1, 3]") - 1  # the same through the dropdown
+    assert "These pins do not fit together" in panel.message.value
+    assert (str(panel.sch.func), panel.pinned) == before
+
+
+def test_tune_refuses_pins_that_do_not_fit_the_function_and_says_why(space):
+    panel = PinPanel(space, trials=2, baseline=False)
+    panel.pin(_tile_steps(panel)[0], [2, 8])
+    panel.func = wb.workloads.get("GMM", n=8, m=16, k=16)  # the pins were set on n=16
+    panel.tune_button.click()
+    assert panel.result is None
+    assert "Tune refused these pins" in panel.message.value
+    assert "pinned to [2, 8]" in panel.message.value and "not the extent 8" in panel.message.value

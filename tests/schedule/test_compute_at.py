@@ -536,6 +536,33 @@ def test_stale_decision_falls_back_to_earlier_candidate():
     assert sch.trace[-1].decision == -1  # a reduction cannot be inlined: root
 
 
+def test_a_pinned_decision_that_is_no_candidate_is_refused_not_moved():
+    """A replay falls back to a near location for a free decision (as TVM does) but refuses a
+    pinned one: the tuner used to record the moved location still flagged pinned."""
+    sch = small_schedule("C2D")
+    func = sch.func
+    pad = sch.get_block("PadInput")
+    sch.compute_at(pad, sch.sample_compute_location(pad, decision=3))
+    step = next(k for k, inst in enumerate(sch.trace) if inst.kind.name == "sample_compute_location")
+    stale = sch.trace.with_decision(step, 6)  # the reduce loop rc: no candidate
+    moved = Schedule(func)
+    stale.apply_to_schedule(moved)
+    assert moved.trace[step].decision == 3 and not moved.trace[step].pinned
+    refused = Schedule(func)
+    with pytest.raises(
+        ScheduleError,
+        match=r"sample_compute_location \(argument 'decision'\): the pinned decision 6 cannot be "
+        r"replayed.*would take 3 instead.*never replaced",
+    ) as err:
+        sch.trace.with_decision(step, 6, pinned=True).apply_to_schedule(refused)
+    assert err.value.step == step
+    assert (refused.func, len(refused.trace), len(refused.history)) == (func, 0, 1)
+    kept = Schedule(func)
+    sch.trace.with_decision(step, 3, pinned=True).apply_to_schedule(kept)
+    assert kept.trace[step].decision == 3 and kept.trace[step].pinned
+    check(kept, "C2D")
+
+
 @pytest.mark.parametrize("bad", [-3, 1.5, "root", True])
 def test_sample_compute_location_bad_decision(bad):
     sch = small_schedule("C2D")

@@ -160,3 +160,99 @@ def test_an_emulated_tune_reports_correct_candidates_not_timings():
     assert "best ms" in timed and "GFLOP/s" in timed
     assert "best ms" not in emulated and "GFLOP/s" not in emulated
     assert "correctness only" in emulated and emulated.splitlines()[2].split()[-1] == "7"
+
+
+# pinned decisions: kept in every record, or refused with the reason ------------------------
+
+
+def _small(name):
+    return wb.workloads.get(name, **SMALL[name])
+
+
+def _step(trace, kind):
+    return next(k for k, inst in enumerate(trace) if inst.kind.name == kind)
+
+
+def _tune_small(func, space, database=":memory:", trials=4):
+    return tune(
+        func,
+        trials=trials,
+        database=database,
+        space=space,
+        num_trials_per_iter=4,
+        strategy=EvolutionarySearch(population_size=8, num_iters=1),
+        cost_model="random",
+        baseline=False,
+    )
+
+
+def _assert_pins_kept(records, pins):
+    assert records
+    for rec in records:
+        for step, value in pins.items():
+            inst = rec.trace[step]
+            assert inst.pinned and inst.decision == value, (step, inst.decision, value)
+
+
+def test_a_pinned_compute_location_is_in_every_record_and_a_space_that_cannot_keep_it_is_dropped():
+    """The padding's compute location pinned to the innermost loop it may take: free tilings
+    that make that loop a unit loop (or remove it) used to move the pin to a loop further
+    out, silently, with the record still flagged pinned."""
+    from workbench.schedule.primitives.compute_location import compute_location_candidates
+
+    func = _small("C2D")
+    design = wb.generate_design_space(func, target="llvm", seed=0)[0]
+    step = _step(design.trace, "sample_compute_location")
+    sch = wb.Schedule(func)
+    rvs = wb.Trace(design.trace.insts[:step]).apply_to_schedule(sch)
+    locations, _ = compute_location_candidates(sch.func, sch.get(rvs[design.trace[step].args["block"]]))
+    pinned = design.trace.with_decision(step, max(locations), pinned=True)
+    nowhere = design.trace.with_decision(step, max(locations) + 40, pinned=True)
+    with pytest.warns(UserWarning, match=r"(?s)1 of 2 design spaces dropped.*design space 1: step \d+, "):
+        db = _tune_small(func, [pinned, nowhere])
+    records = db.records(func, "llvm")
+    assert len(records) == 4 and all(r.ok for r in records)
+    _assert_pins_kept(records, {step: max(locations)})
+    free = {str([i.decision for i in r.trace if i.kind.is_sampling and not i.pinned]) for r in records}
+    assert len(free) == 4  # the free decisions do vary
+
+
+def test_pinned_tiles_and_categorical_are_in_every_record_despite_unpinned_records_stored():
+    """The database's best traces of an earlier search without the pins seed nothing."""
+    func = _small("GMM")
+    design = wb.generate_design_space(func, target="llvm", seed=0)[0]
+    tiles = [k for k, inst in enumerate(design.trace) if inst.kind.name == "sample_perfect_tile"]
+    cat = _step(design.trace, "sample_categorical")
+    pins = {tiles[1]: [2, 2, 2, 2], tiles[3]: [8, 2], cat: 2}
+    pinned = design.trace.copy()
+    for step, value in pins.items():
+        pinned.pin(step, value)
+    db = Database.open(":memory:")
+    stored = [wb.Schedule(func, seed=s) for s in range(3)]
+    for s in stored:  # unpinned points of the same space, recorded as very fast
+        design.trace.apply_to_schedule(s, decision_provider=wb.Trace.resample)
+    db.add([wb.tune.Record.of(func, "llvm", s.trace, [1e-9]) for s in stored])
+    _tune_small(func, pinned, database=db, trials=3 + 4)
+    new = [r for r in db.records(func, "llvm") if r.latency > 1e-9]
+    assert len(new) == 4 and all(r.ok for r in new)
+    _assert_pins_kept(new, pins)
+
+
+@pytest.mark.parametrize(
+    "kind, value, why",
+    [
+        ("sample_perfect_tile", [3, 5], r"multiplies to 15, not the extent"),
+        ("sample_categorical", 7, r"not an index into the 4 candidates"),
+    ],
+)
+def test_a_pin_that_cannot_be_kept_is_refused_with_the_reason(kind, value, why):
+    func = _small("GMM")
+    design = wb.generate_design_space(func, target="llvm", seed=0)[0]
+    step = max(k for k, inst in enumerate(design.trace) if inst.kind.name == kind)
+    db = Database.open(":memory:")
+    refused = rf"(?s)pinned decisions cannot be kept.*step {step}, {kind}\(.*pinned to "
+    with pytest.raises(ValueError, match=refused):
+        _tune_small(func, design.trace.with_decision(step, value, pinned=True), database=db)
+    with pytest.raises(ValueError, match=why):
+        _tune_small(func, design.trace.with_decision(step, value, pinned=True), database=db)
+    assert len(db) == 0

@@ -162,7 +162,18 @@ class Schedule:
             finally:
                 self._running.pop()
             if kind.is_sampling:
+                given = decision
                 result, decision = result
+                if pinned and given is not None and _as_list(decision) != _as_list(given):
+                    # a sampler may replace a replayed decision that no longer fits by a near
+                    # one (sample_compute_location does, as TVM's); a pinned one must not move
+                    raise ScheduleError(
+                        kind.name,
+                        f"the pinned decision {given!r} cannot be replayed: it is not a valid "
+                        f"choice in this program (the sampler would take {decision!r} instead); "
+                        f"a pinned decision is kept or refused, never replaced",
+                        argument="decision",
+                    )
         except BaseException:
             self._restore(saved)
             raise
@@ -218,3 +229,8 @@ class Schedule:
     def show(self) -> None:
         """Print the current function."""
         print(self.func)
+
+
+def _as_list(decision: Any) -> Any:
+    """A tiling as a list (a pin set by hand may be a tuple; the sampler records a list)."""
+    return list(decision) if isinstance(decision, tuple) else decision

@@ -4,7 +4,8 @@ A trace is data (DESIGN decision 4). It renders as runnable Python (``str(trace)
 through plain JSON without evaluating any code, and replays onto a fresh schedule of the same
 function — with the recorded decisions, with decisions chosen by a ``decision_provider`` (how
 the search mutates a trace), or resampled. A *pinned* decision is one the search must keep:
-``apply_to_schedule`` never asks the provider about it.
+``apply_to_schedule`` never asks the provider about it, and replays it exactly or raises
+(a sampler never swaps a pinned decision for a near valid one).
 """
 
 from __future__ import annotations

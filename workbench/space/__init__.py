@@ -9,7 +9,7 @@ b0 = sch.get_block(name="C")
 """
 
 from . import analysis, mutators
-from .candidate import replay, sample
+from .candidate import replay, resample_around_pins, sample
 from .generator import (
     PostOrderApply,
     ScheduleFn,
@@ -75,6 +75,7 @@ __all__ = [
     "as_space",
     "post_order_blocks",
     "replay",
+    "resample_around_pins",
     "sample",
     "ScheduleRule",
     "fork",

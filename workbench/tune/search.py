@@ -17,7 +17,10 @@ in this session nor in the database::
   parent by annealed Metropolis-Hastings on the cost model's predicted score; the best
   predicted unmeasured candidates are measured, with an epsilon-greedy share of random ones.
 
-Pinned decisions never change: replaying with new decisions and every mutator leave them be.
+Pinned decisions never change: replaying with new decisions and every mutator leave them be,
+a replay refuses a pin that no longer fits (a mutant whose new tiling removes the loop a pinned
+compute location names is dropped), and no candidate that lacks a pin is proposed (the
+database's best traces of an earlier, unpinned search seed nothing).
 """
 
 from __future__ import annotations
@@ -115,6 +118,8 @@ class SearchContext:
         else:
             self.stats.proposed += 1
             sch, why = replay(self.func, trace, self.space.postprocs, seed=self.seed(), resample=resample)
+            if sch is not None and not self.admits(sch.trace):
+                sch, why = None, "does not keep the space's pinned decisions"
             self.stats.valid += sch is not None
             if key is not None:
                 if len(self._finished) >= self.CACHE_SIZE:  # forget the oldest replay
@@ -160,13 +165,19 @@ class SearchContext:
         """One of the design-space traces replayed with fresh decisions (None if invalid)."""
         return self.finish(self.rng.choice(self.design_spaces).trace, resample=True)
 
+    def admits(self, trace: Trace) -> bool:
+        """Whether a candidate's trace keeps the space's pinned decisions (a database record
+        of an earlier search without those pins does not; spaces without pins admit all)."""
+        admits = getattr(self.space, "admits", None)
+        return admits is None or admits(trace)
+
     def take_new(self, candidates: Sequence[Candidate], n: int) -> list[Candidate]:
-        """The first ``n`` candidates not seen before (marking them seen)."""
+        """The first ``n`` candidates not seen before that keep the pins (marking them seen)."""
         out: list[Candidate] = []
         for c in candidates:
             if len(out) >= n:
                 break
-            if c.hash not in self.seen:
+            if c.hash not in self.seen and self.admits(c.trace):
                 self.seen.add(c.hash)
                 out.append(c)
         return out

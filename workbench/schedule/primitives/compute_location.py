@@ -639,7 +639,8 @@ def sample_compute_location(sch, block: BlockRV, decision: Optional[int] = None)
 
     The decision is TVM's: -2, -1, or the position of the chosen loop among the first
     consumer's loops. A replayed decision that is no longer a candidate falls back to the
-    nearest candidate before it::
+    nearest candidate before it (as in TVM) — unless it is pinned: the replay then refuses it
+    (``Schedule._apply``), since a pinned location that moved would be a lie::
 
         l3 = sch.sample_compute_location(block=b0, decision=1)
         sch.compute_at(block=b0, loop=l3, preserve_unit_loops=True, index=-1)
