@@ -6,6 +6,7 @@ from workbench.errors import ScheduleError
 from workbench.ir.stmt import REDUCE, ForKind
 from workbench.schedule import Schedule
 from workbench.testing import (
+    check_trace_roundtrip,
     check_elementwise,
     check_small,
     elementwise_func,
@@ -173,3 +174,182 @@ def test_non_constant_extent(primitive):
     j = sch.get_loops("B")[1]
     with pytest.raises(ScheduleError, match=rf"{primitive}.*loop 'j' has extent i \+ 1, not a constant"):
         getattr(sch, primitive)(j)
+
+
+# -- compact dataflow (TVM's CheckSubtreeCompactDataflow) ------------------------------------
+
+PREFIX_SUM = """
+@T.prim_func
+def prefix_sum(A: T.Buffer((16,), "float32")):
+    for i in range(15):
+        with T.block("opaque"):
+            A[i + 1] = A[i + 1] + A[i]
+"""
+
+OPAQUE_INDEPENDENT = """
+@T.prim_func
+def add_one(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    for i in range(16):
+        with T.block("opaque"):
+            B[i] = A[i] + T.float32(1)
+"""
+
+ROWSUM_BINDING = """
+@T.prim_func
+def rowsum(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128,), "float32")):
+    for i, k in T.grid(16, 16):
+        with T.block("B"):
+            vi = T.axis.spatial(128, {vi})
+            vk = T.axis.reduce(128, {vk})
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+"""
+
+ROWSUM_REDUCE_INDEXES_OUTPUT = """
+@T.prim_func
+def rowsum(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128,), "float32")):
+    for i, k in T.grid(128, 16):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vk] = T.float32(0)
+            B[vk] = B[vk] + A[vi, vk]
+"""
+
+IN_PLACE = """
+@T.prim_func
+def scale(A: T.Buffer((16,), "float32")):
+    for i in range(16):
+        with T.block("B"):
+            vi = T.axis.spatial(16, i)
+            A[vi] = A[vi] * T.float32(2)
+"""
+
+
+def _run_llvm(sch_or_func, *arrays):
+    import workbench as wb
+
+    out = [a.copy() for a in arrays]
+    wb.build(sch_or_func, target="llvm")(*out)
+    return out
+
+
+def _refused(sch, primitive, loop, match, *args):
+    before, n = sch.func, len(sch.trace)
+    with pytest.raises(ScheduleError, match=match):
+        getattr(sch, primitive)(loop, *args)
+    assert sch.func is before and len(sch.trace) == n
+
+
+@pytest.mark.parametrize(
+    "primitive, args",
+    [("parallel", ()), ("vectorize", ()), ("bind", ("threadIdx.x",)), ("bind", ("blockIdx.x",))],
+)
+def test_carried_dependence_through_opaque_block_refused(primitive, args):
+    """Vectorized, this prefix sum gave 1, 2, 2, 2, … on llvm (every lane read the old A[i])."""
+    import workbench as wb
+
+    sch = Schedule(wb.parse(PREFIX_SUM))
+    _refused(
+        sch,
+        primitive,
+        sch.get_loops("opaque")[0],
+        rf"{primitive} \(argument 'loop'\): loop 'i' does not have compact dataflow: block 'opaque' "
+        rf"under it is neither a complete nor a reduction block \(it reads \['A'\], which it writes",
+        *args,
+    )
+
+
+def test_carried_dependence_unroll_keeps_order():
+    import numpy as np
+
+    import workbench as wb
+
+    sch = Schedule(wb.parse(PREFIX_SUM))
+    sch.unroll(sch.get_loops("opaque")[0])
+    (a,) = _run_llvm(sch, np.ones(16, "float32"))
+    np.testing.assert_array_equal(a, np.arange(1, 17, dtype="float32"))
+    check_trace_roundtrip(sch)
+
+
+def test_opaque_block_without_carried_dependence_parallel():
+    """As in TVM, an opaque block reading none of what it writes is a complete block."""
+    import numpy as np
+
+    import workbench as wb
+
+    sch = Schedule(wb.parse(OPAQUE_INDEPENDENT))
+    sch.parallel(sch.get_loops("opaque")[0])
+    a = np.random.default_rng(0).random(16, dtype="float32")
+    _, b = _run_llvm(sch, a, np.zeros(16, "float32"))
+    np.testing.assert_allclose(b, a + 1)
+    check_trace_roundtrip(sch)
+
+
+def test_in_place_spatial_block_refused():
+    """TVM refuses it too (a complete block reads nothing it writes)."""
+    import workbench as wb
+
+    sch = Schedule(wb.parse(IN_PLACE))
+    _refused(sch, "parallel", sch.get_loops("B")[0], r"block 'B' under it is neither a complete")
+
+
+@pytest.mark.parametrize(
+    "vi, vk, why",
+    [
+        ("i", "k * k // 2", r"vk uses k \* k"),
+        ("i * 2", "k", r"vi = i \* 2 is not a mixed-radix"),
+        ("i * 8 + k // 2", "k", r"loop 'k' feeds \['vi', 'vk'\] through overlapping slices"),
+    ],
+)
+def test_reduction_block_not_quasi_affine_refused(vi, vk, why):
+    import workbench as wb
+
+    sch = Schedule(wb.parse(ROWSUM_BINDING.format(vi=vi, vk=vk)))
+    i = sch.get_loops("B")[0]
+    _refused(sch, "parallel", i, rf"parallel.*loop 'i' does not have compact dataflow.*quasi-affine: {why}")
+    sch.unroll(i)  # unroll keeps the order: no rule
+    check_trace_roundtrip(sch)
+
+
+@pytest.mark.parametrize("vi, vk", [("i", "k // 2"), ("i + 1", "k % 4"), ("i // 2", "k % 4 * 4 + k // 4")])
+def test_reduction_block_quasi_affine_parallel(vi, vk):
+    """Quasi-affine bindings TVM accepts (parts of a loop may go unused)."""
+    import numpy as np
+
+    import workbench as wb
+
+    func = wb.parse(ROWSUM_BINDING.format(vi=vi, vk=vk))
+    sch = Schedule(func)
+    sch.parallel(sch.get_loops("B")[0])
+    a = np.random.default_rng(0).random((128, 128), dtype="float32")
+    b0 = np.random.default_rng(1).random(128, dtype="float32")
+    np.testing.assert_allclose(_run_llvm(sch, a, b0)[1], _run_llvm(func, a, b0)[1], rtol=1e-5)
+    check_trace_roundtrip(sch)
+
+
+def test_reduce_iterator_indexing_output_refused():
+    import workbench as wb
+
+    sch = Schedule(wb.parse(ROWSUM_REDUCE_INDEXES_OUTPUT))
+    _refused(
+        sch,
+        "parallel",
+        sch.get_loops("B")[0],
+        r"as a reduction block it indexes its output B with reduce iterators \['vk'\]",
+    )
+
+
+def test_parallel_after_decompose_reduction_refused():
+    """The update block left by decompose_reduction has reduce iterators and no init: TVM
+    refuses to parallelize a loop above it too (parallelize first, then decompose)."""
+    sch = small_schedule("GMM")
+    i = sch.get_loops("Z")[1]
+    sch.decompose_reduction("Z", i)
+    _refused(sch, "parallel", i, r"block 'Z' under it is neither.*reduce iterators but no init")
+    sch = small_schedule("GMM")
+    i = sch.get_loops("Z")[1]
+    sch.parallel(i)
+    sch.decompose_reduction("Z", i)
+    check_small(sch, "GMM")

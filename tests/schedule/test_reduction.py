@@ -1,8 +1,10 @@
 """rfactor and decompose_reduction: numeric equality (python and llvm), trace round-trip, the IR
 they produce, and every rule they enforce."""
 
+import numpy as np
 import pytest
 
+import workbench as wb
 from workbench import workloads
 from workbench.errors import ScheduleError
 from workbench.ir import dsl
@@ -11,7 +13,14 @@ from workbench.ir.stmt import make_for
 from workbench.ir.verify import verify
 from workbench.schedule import Schedule
 from workbench.schedule.state import index, replace
-from workbench.testing import check_numeric, check_small, elementwise_func, shared_loop_func, small_schedule
+from workbench.testing import (
+    check_numeric,
+    check_small,
+    check_trace_roundtrip,
+    elementwise_func,
+    shared_loop_func,
+    small_schedule,
+)
 
 
 def check(sch, name):
@@ -142,10 +151,16 @@ def test_rfactor_spatial_loop():
 
 
 def test_rfactor_unbound_loop():
-    sch = small_schedule("NRM")
-    u = sch.add_unit_loop("C")
-    with pytest.raises(ScheduleError, match="loop 'u' is not bound to any reduce iterator"):
-        sch.rfactor(u, 0)
+    """A loop feeding no iterator repeats the whole reduction: one partial result per iteration
+    would count every term once per iteration (a unit loop is fine, see test_rfactor_unit_loop)."""
+    func = workloads.get("NRM", **workloads.small("NRM"))
+    top = index(func).loops_above(index(func).realizes["C"])[0]
+    sch = Schedule(replace(func, top, make_for(Var("x"), 2, top)))
+    x = sch.get_loops("C")[0]
+    before, n = sch.func, len(sch.trace)
+    with pytest.raises(ScheduleError, match=r"loop 'x' is not bound to any reduce iterator.*extent 1"):
+        sch.rfactor(x, 0)
+    assert sch.func is before and len(sch.trace) == n
 
 
 def test_rfactor_loop_feeding_both_kinds():
@@ -267,3 +282,190 @@ def test_decompose_twice():
     assert "Z_init" in block_names(sch)
     with pytest.raises(ScheduleError, match="block 'Z' is not a reduction block: it has no init"):
         sch.decompose_reduction("Z", sch.get_loops("Z")[0])
+
+
+# -- bindings, stage pipeline, identities, unit loops (TVM's rfactor rules) --------------------
+
+ROWSUM_BINDING = """
+@T.prim_func
+def rowsum(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128,), "float32")):
+    for i, k in T.grid(16, 16):
+        with T.block("B"):
+            vi = T.axis.spatial(128, {vi})
+            vk = T.axis.reduce(128, {vk})
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+"""
+
+ROW_REDUCE = """
+@T.prim_func
+def row_reduce(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16,), "float32")):
+    for i, k in T.grid(16, 16):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32({init})
+            B[vi] = {op}(B[vi], A[vi, vk])
+"""
+
+WAR_SCOPE = """
+@T.prim_func
+def war(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16,), "float32"), C: T.Buffer((16, 16), "float32")):
+    for i, k in T.grid(16, 16):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+    for i, j in T.grid(16, 16):
+        with T.block("W"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            A[vi, vj] = C[vi, vj]
+"""
+
+
+def _same_on_llvm(sch, func, *arrays):
+    import numpy as np
+
+    import workbench as wb
+
+    want = [a.copy() for a in arrays]
+    got = [a.copy() for a in arrays]
+    wb.build(func, target="llvm")(*want)
+    wb.build(sch, target="llvm")(*got)
+    np.testing.assert_allclose(got[-1], want[-1], rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "vi, vk, why",
+    [
+        # k = 0 and k = 1 both restart the reduction (vk == 0): rfactor changed every output
+        ("i", "k * k // 2", r"vk uses k \* k, not a slice"),
+        # TVM accepts this one and changes the result the same way
+        ("i", "k // 2", r"vk = k // 2 reaches 8 of the 128 values of its domain"),
+        ("i", "k + 3", r"vk = k \+ 3 does not start at its domain's minimum 0"),
+        ("i * 2", "k", r"vi = i \* 2 is not a mixed-radix"),
+    ],
+)
+def test_rfactor_binding_refused(vi, vk, why):
+    sch = Schedule(wb.parse(ROWSUM_BINDING.format(vi=vi, vk=vk)))
+    k = sch.get_loops("B")[1]
+    before, n = sch.func, len(sch.trace)
+    with pytest.raises(
+        ScheduleError, match=rf"rfactor \(argument 'loop'\): block 'B': its reduce loops.*{why}"
+    ):
+        sch.rfactor(k, 0)
+    assert sch.func is before and len(sch.trace) == n
+
+
+def test_rfactor_scope_not_stage_pipeline():
+    sch = Schedule(wb.parse(WAR_SCOPE))
+    k = sch.get_loops("B")[1]
+    before, n = sch.func, len(sch.trace)
+    with pytest.raises(
+        ScheduleError,
+        match=r"not a stage pipeline: block 'W' writes \['A'\], which the earlier block 'B' reads",
+    ):
+        sch.rfactor(k, 0)
+    assert sch.func is before and len(sch.trace) == n
+
+
+@pytest.mark.parametrize(
+    "op, init",
+    [
+        ("T.max", "-3.4028234663852886e+38"),  # what TVM's softmax writes
+        ("T.max", '"-inf"'),
+        ("T.min", "3.4028234663852886e+38"),
+    ],
+)
+def test_rfactor_max_min_finite_identity(op, init):
+    func = wb.parse(ROW_REDUCE.format(op=op, init=init))
+    sch = Schedule(func)
+    rf = sch.rfactor(sch.get_loops("B")[1], 0)
+    assert sch.get(rf).name == "B_rf"
+    a = np.random.default_rng(0).standard_normal((16, 16)).astype("float32")
+    _same_on_llvm(sch, func, a, np.zeros(16, "float32"))
+    check_trace_roundtrip(sch)
+
+
+def test_rfactor_max_not_lowest_refused():
+    sch = Schedule(wb.parse(ROW_REDUCE.format(op="T.max", init="-3.4e+38")))
+    with pytest.raises(ScheduleError, match="is not the identity of the max reduction"):
+        sch.rfactor(sch.get_loops("B")[1], 0)
+
+
+def test_rfactor_unit_loop():
+    """A unit loop that feeds nothing (TVM accepts it): one partial result per row."""
+    func = wb.parse(
+        """
+@T.prim_func
+def rowsum(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16,), "float32")):
+    for i, k in T.grid(16, 16):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+"""
+    )
+    sch = Schedule(func)
+    u = sch.add_unit_loop("B")
+    sch.rfactor(u, 0)
+    wb.assert_structural_equal(
+        sch.func,
+        wb.parse(
+            """
+@T.prim_func
+def rowsum(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16,), "float32")):
+    B_rf = T.alloc_buffer((1, 16), "float32")
+    for i, k, u in T.grid(16, 16, 1):
+        with T.block("B_rf"):
+            vu, vi, vk = T.axis.remap("SSR", [u, i, k])
+            with T.init():
+                B_rf[vu, vi] = T.float32(0)
+            B_rf[vu, vi] = B_rf[vu, vi] + A[vi, vk]
+    for i, u in T.grid(16, 1):
+        with T.block("B"):
+            vu, vi = T.axis.remap("RS", [u, i])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + B_rf[vu, vi]
+"""
+        ),
+    )
+    _same_on_llvm(
+        sch, func, np.random.default_rng(0).random((16, 16), dtype="float32"), np.zeros(16, "float32")
+    )
+    check_trace_roundtrip(sch)
+
+
+def test_rfactor_only_reduce_loop_stores_terms():
+    """Factoring the only reduce loop leaves the rfactor block one term per element: like TVM,
+    it stores the term, with no init."""
+    func = wb.parse(ROW_REDUCE.format(op="T.max", init="-3.4028234663852886e+38"))
+    sch = Schedule(func)
+    sch.rfactor(sch.get_loops("B")[1], 1)
+    wb.assert_structural_equal(
+        sch.func,
+        wb.parse(
+            """
+@T.prim_func
+def row_reduce(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16,), "float32")):
+    B_rf = T.alloc_buffer((16, 16), "float32")
+    for i, k in T.grid(16, 16):
+        with T.block("B_rf"):
+            vk, vi = T.axis.remap("SS", [k, i])
+            B_rf[vi, vk] = A[vi, vk]
+    for i, k in T.grid(16, 16):
+        with T.block("B"):
+            vk, vi = T.axis.remap("RS", [k, i])
+            with T.init():
+                B[vi] = T.float32(-3.4028234663852886e+38)
+            B[vi] = T.max(B[vi], B_rf[vi, vk])
+"""
+        ),
+    )
+    a = np.random.default_rng(0).standard_normal((16, 16)).astype("float32")
+    _same_on_llvm(sch, func, a, np.zeros(16, "float32"))
+    check_trace_roundtrip(sch)

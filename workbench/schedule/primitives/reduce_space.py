@@ -52,8 +52,9 @@ class _NotExact(Exception):
 class _ReduceSpace:
     """The slices the reduce bindings of one block take of its loops and fused sums."""
 
-    def __init__(self, realize: BlockRealize, loops: Sequence[For]):
+    def __init__(self, realize: BlockRealize, loops: Sequence[For], spatial_too: bool = False):
         block = realize.block
+        self.loop_vars = {l.loop_var for l in loops}
         # only loops from 0 with constant extents can be sliced
         # keyed by loop variables; typed by Expr since it is looked up with any expression
         self.extents: dict[Expr, int] = {
@@ -62,11 +63,22 @@ class _ReduceSpace:
         self.sim = Simplifier(
             cast("dict[Var, Range]", {v: Range.from_extent(e) for v, e in self.extents.items()})
         )
-        self.spatial_loops = set().union(
-            *(free_vars(v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == SPATIAL)
+        # with spatial_too every binding is sliced, so a shared loop shows as overlapping slices
+        self.spatial_loops = (
+            set()
+            if spatial_too
+            else set().union(
+                *(
+                    free_vars(v)
+                    for iv, v in zip(block.iter_vars, realize.iter_values)
+                    if iv.iter_type == SPATIAL
+                ),
+            )
         )
+        self.spatial_too = spatial_too
         self.conds = split_conjuncts(realize.predicate)
         self.slices_of: dict[Expr, list[tuple[_Slice, str]]] = {}
+        self.expanding: set[Expr] = set()
 
     def radix(self, e: Expr, user: str) -> tuple[list[_Slice], int, int]:
         """``e`` as ``const + sum(coeff * slice)`` with mixed-radix coefficients: (slices, the
@@ -101,6 +113,9 @@ class _ReduceSpace:
                 if isinstance(e, FloorDiv):
                     return _Slice(inner.source, inner.lower * c, inner.extent // c)
                 return _Slice(inner.source, inner.lower, c)
+        elif isinstance(e, Var) and self.spatial_too and e not in self.loop_vars:
+            # an iterator of an enclosing block or a size variable: a constant for these loops
+            return _Slice(e, 1, 1)
         elif isinstance(e, Var) and e in self.extents:
             if e in self.spatial_loops:
                 raise _NotExact(f"loop {e.name!r} feeds spatial iterators and reduce iterator {user!r}")
@@ -112,6 +127,9 @@ class _ReduceSpace:
     def fused_extent(self, e: Expr, user: str) -> int:
         """The extent of fused sum ``e`` (registering its own slices once)."""
         if e not in self.extents:
+            if e in self.expanding:  # a product of loops (``k * k``): its form is itself
+                raise _NotExact(f"{user} uses {e}, not a slice of one of the block's loops")
+            self.expanding.add(e)
             _, span, const = self.radix(e, user)
             if const:
                 raise _NotExact(f"{user} uses {e}, a fused sum not starting at 0")
@@ -128,6 +146,17 @@ class _ReduceSpace:
                     self.conds.remove(cond)
                     return -diff.value
         return None
+
+    def check_disjoint(self) -> None:
+        """No two slices of one loop or fused sum overlap (parts may be left out)."""
+        for source, pieces in self.slices_of.items():
+            end = 1
+            for piece, _ in sorted(pieces, key=lambda p: p[0].lower):
+                if piece.lower < end:
+                    what = f"loop {source.name!r}" if isinstance(source, Var) else f"the sum {source}"
+                    users = sorted({user for _, user in pieces})
+                    raise _NotExact(f"{what} feeds {users} through overlapping slices")
+                end = piece.lower * piece.extent
 
     def check_tiling(self) -> None:
         """Each loop and fused sum is cut into slices exactly once: none overlaps another (a
@@ -170,6 +199,24 @@ def reduce_space_problem(realize: BlockRealize, loops: Sequence[For]) -> Optiona
         for cond in space.conds:
             if free_vars(cond) & reduce_loops:
                 raise _NotExact(f"the predicate {cond} restricts the reduce loops")
+    except _NotExact as exc:
+        return str(exc)
+    return None
+
+
+def affine_binding_problem(realize: BlockRealize, loops: Sequence[For]) -> Optional[str]:
+    """Why the bindings of ``realize`` are not quasi-affine in ``loops`` (None when they are).
+
+    TVM's ``affine_binding`` (``DetectIterMap``, surjective level): each binding, spatial or
+    reduce, is ``const + sum(coeff * slice)`` with mixed-radix coefficients from 1 (``2 * i``
+    and ``k * k // 2`` are not), and no two slices of one loop overlap (``vi = i`` beside
+    ``vk = i + k`` shares ``i``); unlike :func:`reduce_space_problem` a binding may leave part
+    of a loop out (``k // 2``) and need not cover its domain."""
+    space = _ReduceSpace(realize, loops, spatial_too=True)
+    try:
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+            space.radix(value, iv.var.name)
+        space.check_disjoint()
     except _NotExact as exc:
         return str(exc)
     return None

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional, cast
 
+import numpy as np
+
 from ...errors import ScheduleError
 from ...ir.arith.evaluate import int_range
 from ...ir.buffer import Buffer
@@ -40,7 +42,7 @@ from ...ir.stmt import (
 from ...ir.structural import structural_equal
 from ..instruction import schedule_primitive
 from ..rv import BlockRV, LoopRV
-from .block_scope import buffer_names, fresh_name, reduction_problem
+from .block_scope import buffer_names, buffers, fresh_name, reduction_problem, scope_blocks
 from .loops import const_extent, loop_name
 
 # ------------------------------------------------------------------------------------------
@@ -95,10 +97,23 @@ class Reducer:
             return v == 0
         if self.name == "product":
             return v == 1
-        # max(x, e) == x for every x: e is at or below the lowest value of the type
+        # max(x, e) == x for every x: e is at or below the lowest value of the type. For floats
+        # that is -inf, or the lowest finite value, TVM's identity (what its softmax writes):
+        # rfactor only adds more copies of the init to a max, which changes nothing
         if self.name == "max":
-            return v == float("-inf") if is_float(dtype) else v <= int_range(dtype)[0]
-        return v == float("inf") if is_float(dtype) else v >= int_range(dtype)[1]
+            return (
+                v in (float("-inf"), -_largest_finite(dtype)) if is_float(dtype) else v <= int_range(dtype)[0]
+            )
+        return v in (float("inf"), _largest_finite(dtype)) if is_float(dtype) else v >= int_range(dtype)[1]
+
+
+def _largest_finite(dtype: str) -> float:
+    if dtype == "bfloat16":
+        return 3.3895313892515355e38
+    try:
+        return float(np.finfo(np.dtype(dtype)).max)
+    except TypeError:
+        return float("inf")
 
 
 REDUCERS = (Reducer("sum", Add), Reducer("product", Mul), Reducer("max", Max), Reducer("min", Min))
@@ -238,10 +253,12 @@ def rfactor(sch, loop: LoopRV, factor_axis: int) -> BlockRV:
             argument="loop",
             nodes=[rf_loop],
         )
+    _check_stage_pipeline("rfactor", idx, block)
     reducer, update, rhs = match_reduction("rfactor", block, "loop")
     loops = idx.loops_above(block)
     spatial, reduce = _loops_fed(block, realize, loops)
     _check_loops("rfactor", idx, rf_loop, realize, loops, spatial, reduce)
+    _check_bindings("rfactor", realize, loops)
     out = update.buffer
     ndim = out.ndim
     if (
@@ -289,6 +306,49 @@ def rfactor(sch, loop: LoopRV, factor_axis: int) -> BlockRV:
     return sch.new_rv(BlockRV, rf_realize.block.name)
 
 
+def _check_stage_pipeline(primitive: str, idx, block: Block) -> None:
+    """TVM's stage-pipeline scope, in part: no block of the scope writes a buffer that an
+    earlier block reads (a write-after-read dependency). TVM also requires each read region
+    to be covered by what the producers write; that part is not checked here."""
+    blocks = scope_blocks(idx, block)
+    for pos, later in enumerate(blocks):
+        for earlier in blocks[:pos]:
+            war = buffers(earlier.reads) & buffers(later.writes)
+            if war:
+                scope = idx.scope(block)
+                raise ScheduleError(
+                    primitive,
+                    f"the scope of block {block.name!r} is not a stage pipeline: block "
+                    f"{later.name!r} writes {sorted(b.name for b in war)}, which the earlier block "
+                    f"{earlier.name!r} reads (a write-after-read dependency)",
+                    argument="loop",
+                    nodes=[n for n in (scope, earlier, later) if n is not None],
+                )
+
+
+def _check_bindings(primitive: str, realize: BlockRealize, loops: list[For]) -> None:
+    """The block's bindings are quasi-affine (TVM's reduction-block rule) and its reduce loops
+    visit each point of the reduce domains exactly once. The init runs where the reduce
+    iterators are at their minimum: with ``vk = k * k // 2`` (or ``k // 2``) that is at
+    ``k = 0`` and again at ``k = 1``, a restart rfactor cannot reproduce — TVM refuses the
+    first, accepts the second and changes the result; both are refused here."""
+    # imported here: reduce_space imports this module's split_conjuncts
+    from .reduce_space import affine_binding_problem, reduce_space_problem
+
+    block = realize.block
+    problem = affine_binding_problem(realize, loops)
+    if problem is None:
+        problem = reduce_space_problem(realize, loops)
+    if problem:
+        raise ScheduleError(
+            primitive,
+            f"block {block.name!r}: its reduce loops must visit each point of its reduce "
+            f"iterators' domains once, with quasi-affine bindings, but {problem}",
+            argument="loop",
+            nodes=[block],
+        )
+
+
 def _loops_fed(block: Block, realize: BlockRealize, loops: list[For]) -> tuple[set, set]:
     """(loop vars feeding spatial iterators, loop vars feeding reduce iterators)."""
     loop_vars = {l.loop_var for l in loops}
@@ -314,10 +374,12 @@ def _check_loops(
             argument="loop",
             nodes=[rf_loop],
         )
-    if var not in reduce:
+    if var not in reduce and not (isinstance(rf_loop.extent, IntImm) and rf_loop.extent.value == 1):
+        # a unit loop that feeds nothing is fine (TVM too): one partial result, the whole sum
         raise ScheduleError(
             primitive,
-            f"{loop_name(rf_loop)} is not bound to any reduce iterator of block {name!r}",
+            f"{loop_name(rf_loop)} is not bound to any reduce iterator of block {name!r} "
+            f"(only a loop of extent 1 may be)",
             argument="loop",
             nodes=[rf_loop],
         )
@@ -408,8 +470,13 @@ def _rf_block(block, realize, rf_loop, loops, reducer, update, rhs, rf_buf, axis
     index_list = list(update.indices)
     index_list.insert(axis, v_rf)
     indices = tuple(index_list)
-    body = substitute(BufferStore(rf_buf, reducer.combine(BufferLoad(rf_buf, indices), rhs), indices), vmap)
-    init = substitute(BufferStore(rf_buf, block.init.value, indices), vmap)
+    if any(iv.iter_type == REDUCE for iv in iters):
+        body = substitute(
+            BufferStore(rf_buf, reducer.combine(BufferLoad(rf_buf, indices), rhs), indices), vmap
+        )
+        init: Optional[Stmt] = substitute(BufferStore(rf_buf, block.init.value, indices), vmap)
+    else:  # one term per partial result: store it (as TVM does)
+        body, init = substitute(BufferStore(rf_buf, rhs, indices), vmap), None
     reads, writes = block_regions(body, init, iters)
     rf = Block(name, tuple(iters), reads, writes, body, init, annotations=block.annotations)
     return BlockRealize(tuple(values), realize.predicate, rf), indices
