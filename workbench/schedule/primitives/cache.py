@@ -19,7 +19,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 from ...errors import ScheduleError
 from ...ir.buffer import SCOPES, Buffer
-from ...ir.expr import BufferLoad, Expr, IntImm, Var
+from ...ir.expr import BufferLoad, Expr, IntImm, Select, Var, const, is_const
 from ...ir.functor import free_vars, pre_order, replace_buffers, substitute, transform
 from ...ir.region import block_access_regions
 from ...ir.stmt import (
@@ -30,6 +30,7 @@ from ...ir.stmt import (
     BufferRegion,
     BufferStore,
     For,
+    IfThenElse,
     IterVar,
     Range,
     SeqStmt,
@@ -39,7 +40,7 @@ from ...ir.stmt import (
 )
 from ...ir.structural import structural_equal
 from ..instruction import Instruction, py_value, schedule_primitive
-from ..rewrite import simplify
+from ..rewrite import conjoin, simplify
 from ..rv import RV, BlockRV
 from ..state import FuncIndex
 from .block_scope import buffer_names, buffers, fresh_name
@@ -444,6 +445,54 @@ def _single_access(block: Block, buf: Buffer) -> tuple[Expr, ...]:
     return found[0]
 
 
+def _access_guard(block: Block, buf: Buffer, covered: set[Var]) -> Expr:
+    """The condition under which ``block`` accesses ``buf`` (TRUE when some access is
+    unconditional): the copy block must access the original buffer only there, or a read under a
+    padding guard would become an out-of-bounds read of the whole extent."""
+    from .compute_location import guarded_accesses  # (compute_location imports this module's users)
+
+    guards = [
+        conds
+        for part in (block.init, block.body)
+        if part is not None
+        for n, conds in guarded_accesses(part)
+        if n.buffer is buf
+    ]
+    if any(not conds for conds in guards):
+        return TRUE
+    first = guards[0]
+    if any(
+        len(g) != len(first) or not all(structural_equal(a, b, map_free_vars=False) for a, b in zip(g, first))
+        for g in guards[1:]
+    ):
+        raise ScheduleError(
+            "reindex",
+            f"block {block.name!r} accesses {buf.name} under different conditions; reindex "
+            f"needs one condition to keep in the copy block",
+            argument="buffer",
+            nodes=[block],
+        )
+    guard: Expr = TRUE
+    for c in first:
+        guard = conjoin(guard, c)
+    loads = [n for n in pre_order(guard) if isinstance(n, BufferLoad)]
+    outside = free_vars(guard) - covered
+    if loads or outside:
+        why = (
+            f"it reads {loads[0].buffer.name}"
+            if loads
+            else f"it depends on {sorted(v.name for v in outside)}, which do not index {buf.name}"
+        )
+        raise ScheduleError(
+            "reindex",
+            f"block {block.name!r} accesses {buf.name} only where {guard}, and the copy block "
+            f"cannot test that condition: {why}",
+            argument="buffer",
+            nodes=[block],
+        )
+    return guard
+
+
 def _chain_top(idx: FuncIndex, block: Block) -> Stmt:
     """The outermost statement of the loop chain right above ``block`` (each loop holding only
     the next one), which must reach up to the block's scope."""
@@ -469,8 +518,16 @@ def reindex(sch, block: BlockRV, buffer: Any) -> BlockRV:
     after them for a write). ``buffer`` is ``("read" | "write", index)`` or a buffer name.
 
     The new buffer has one axis per iterator used in the original indices (in iterator order,
-    of the iterator's extent). Rules: every access of the buffer in the block uses the same
-    indices; the block is alone under its loops; those iterators start at 0.
+    of the iterator's extent). Rules: the block is a leaf (it holds no other block, as in TVM);
+    every access of the buffer in the block uses the same indices; the block is alone under its
+    loops; those iterators start at 0.
+
+    An access under a condition (a padding stage's ``if_then_else``) keeps that condition in the
+    copy block: a read copy reads the original only where the condition holds (and stores 0
+    elsewhere, which the block never reads back), a write copy copies back only there. TVM
+    copies the whole extent, reading out of bounds or overwriting what the block left alone.
+    A condition the copy block cannot test (on iterators that do not index the buffer, or on
+    loaded data), or different conditions on different accesses, is refused.
 
     Before / after ``reindex(C, ("read", 0))`` where C reads ``A[vj, vi]``::
 
@@ -481,6 +538,15 @@ def reindex(sch, block: BlockRV, buffer: Any) -> BlockRV:
     node = sch.get(block)
     buf, kind = buffer_of("reindex", node, buffer)
     idx = sch.index
+    inner = [n.block.name for n in pre_order(node.body) if isinstance(n, BlockRealize)]
+    if inner:
+        raise ScheduleError(
+            "reindex",
+            f"block {node.name!r} is not a leaf block: it contains block(s) {inner}; reindex "
+            f"the inner block instead",
+            argument="block",
+            nodes=[node],
+        )
     indices = _single_access(node, buf)
     used = set().union(*(free_vars(i) for i in indices))
     covered = [iv for iv in node.iter_vars if iv.var in used]
@@ -512,10 +578,16 @@ def reindex(sch, block: BlockRV, buffer: Any) -> BlockRV:
     src, dst = (buf, theirs), (new_buf, mine)
     if kind == "write":
         src, dst = dst, src
+    guard = substitute(_access_guard(node, buf, set(own)), vmap)
+    value: Expr = BufferLoad(*src)
+    if kind == "read" and not is_const(guard, 1):
+        # (what the block reads outside the guard: it never reads it back)
+        value = Select(guard, value, const(0, value.dtype))
+    copy_body: Stmt = BufferStore(dst[0], value, dst[1])
+    if kind == "write" and not is_const(guard, 1):  # elsewhere the block left buf as it was
+        copy_body = IfThenElse(guard, copy_body)
     name = fresh_name(f"{buf.name}_reindex", set(idx.realizes))
-    copy = Block(
-        name, ivs, (point_region(*src),), (point_region(*dst),), BufferStore(dst[0], BufferLoad(*src), dst[1])
-    )
+    copy = Block(name, ivs, (point_region(*src),), (point_region(*dst),), copy_body)
     loops = [Var(f"ax{k}") for k in range(len(ivs))]
     stage: Stmt = BlockRealize(tuple(loops), TRUE, copy)
     for v, iv in reversed(list(zip(loops, ivs))):

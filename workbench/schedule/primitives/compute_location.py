@@ -34,9 +34,9 @@ from typing import Callable, Optional
 from ...errors import ScheduleError
 from ...ir.arith import Analyzer
 from ...ir.buffer import Buffer
-from ...ir.expr import Add, Expr, IntImm, Sub, Var, as_int, is_const
+from ...ir.expr import Add, BufferLoad, Expr, IntImm, Not, Select, Sub, Var, as_int, is_const
 from ...ir.func import PrimFunc
-from ...ir.functor import free_vars
+from ...ir.functor import children, free_vars
 from ...ir.region import block_access_regions
 from ...ir.stmt import (
     REDUCE,
@@ -45,8 +45,10 @@ from ...ir.stmt import (
     Block,
     BlockRealize,
     BufferRegion,
+    BufferStore,
     For,
     ForKind,
+    IfThenElse,
     IterVar,
     Range,
     SeqStmt,
@@ -282,6 +284,107 @@ def _iter_requirements(
     return out
 
 
+def guarded_accesses(node) -> list[tuple[BufferLoad | BufferStore, tuple[Expr, ...]]]:
+    """Every BufferLoad and BufferStore under ``node`` with the conditions that guard it: the
+    branches of ``Select`` (``if_then_else``) and ``IfThenElse`` it sits in, and the predicates
+    of nested block realizes. An access with no condition runs for every instance."""
+    out: list[tuple[BufferLoad | BufferStore, tuple[Expr, ...]]] = []
+
+    def walk(n, conds: tuple[Expr, ...]) -> None:
+        if isinstance(n, Select):
+            walk(n.condition, conds)
+            walk(n.true_value, conds + (n.condition,))
+            walk(n.false_value, conds + (Not(n.condition),))
+            return
+        if isinstance(n, IfThenElse):
+            walk(n.condition, conds)
+            walk(n.then_case, conds + (n.condition,))
+            if n.else_case is not None:
+                walk(n.else_case, conds + (Not(n.condition),))
+            return
+        if isinstance(n, BlockRealize) and not is_const(n.predicate, 1):
+            conds = conds + (n.predicate,)
+        if isinstance(n, (BufferLoad, BufferStore)):
+            out.append((n, conds))
+        for c in children(n):
+            walk(c, conds)
+
+    walk(node, ())
+    return out
+
+
+def _check_covered(
+    primitive: str,
+    idx: FuncIndex,
+    block: Block,
+    loop: For,
+    prods: list[Block],
+    needs: dict[Var, Range],
+    ana: Analyzer,
+) -> None:
+    """reverse_compute_at places each instance of ``block`` by what the producers under ``loop``
+    write per iteration, so an instance runs only if what it reads is written in some
+    iteration. Refuse unless that holds for every instance: some read the block performs
+    unconditionally must fix every iterator whose range is not always whole, and must stay
+    inside what the producers write. A padding stage fails this (its border instances read
+    nothing, the read being under ``if_then_else``): TVM accepts it and never writes the
+    border."""
+    ivars = {iv.var for iv in block.iter_vars}
+    doms = {iv.var: iv.dom for iv in block.iter_vars}
+    partial = {
+        v
+        for v, need in needs.items()
+        if not (
+            ana.can_prove(need.min <= doms[v].min)
+            and ana.can_prove(need.min + need.extent >= doms[v].min + doms[v].extent)
+        )
+    }
+    if not partial:
+        return
+    written: dict[Buffer, Region] = {}
+    for prod in prods:
+        realize = idx.realizes[prod.name]
+        dom = {l.loop_var: Range(l.min, l.extent) for l in idx.loops_above(realize)}
+        for region in block_access_regions(realize, dom, idx.var_ranges(realize))[1]:
+            old = written.get(region.buffer)
+            written[region.buffer] = region.region if old is None else ana.union_regions(old, region.region)
+    reasons = []
+    for access, conds in guarded_accesses(block.body):
+        if not isinstance(access, BufferLoad) or access.buffer not in written:
+            continue
+        if conds:
+            reasons.append(f"it reads {access.buffer.name} only where {' and '.join(map(str, conds))}")
+            continue
+        fixed, read = set(), []
+        for e in access.indices:
+            at = ana.simplify(e)
+            if not free_vars(at) & ivars:
+                read.append(Range(at, IntImm(1)))
+                continue
+            solved = _solve_index(at, ivars)
+            if solved is None:
+                break
+            fixed.add(solved[0])
+            read.append(Range(ana.simplify(doms[solved[0]].min + solved[1]), doms[solved[0]].extent))
+        else:
+            if not partial <= fixed:
+                names = sorted(v.name for v in partial - fixed)
+                reasons.append(f"its read of {access.buffer.name} does not fix {names}")
+            elif not ana.region_covers(written[access.buffer], tuple(read)):
+                reasons.append(f"it reads {access.buffer.name} outside what the producers write")
+            else:
+                return
+    raise ScheduleError(
+        primitive,
+        f"block {block.name!r} would not cover its whole iteration domain under "
+        f"{loop_name(loop)}: each iteration runs only the instances whose reads that iteration "
+        f"produces, and {'; '.join(reasons) or 'none of its reads fixes its iterators'}, so the "
+        f"instances that read nothing produced there (a padding border) would never run",
+        argument="loop",
+        nodes=[loop, block],
+    )
+
+
 def _loop_plan(
     primitive: str, block: Block, iv: IterVar, need: Optional[Range], ana: Analyzer, forward: bool
 ) -> tuple[Expr, int, list]:
@@ -436,6 +539,8 @@ def relocate(
         provided = block.reads
         required = _required_regions(idx, loop, prods, buffers(block.reads), False, ana)
     needs = _iter_requirements(primitive, block, provided, required, ana)
+    if not forward:
+        _check_covered(primitive, idx, block, loop, prods, needs, ana)
     nest = _build_nest(primitive, block, needs, outer, preserve_unit_loops, forward)
     subtrees = _subtrees(loop)
     body = seq(*subtrees[:position], nest, *subtrees[position:])
@@ -535,6 +640,16 @@ def reverse_compute_at(
     every consumer of it there; a reduction block's reduce iterators must not be split across
     iterations. ``index`` and ``preserve_unit_loops`` as in ``compute_at``; the location
     "inline" means ``reverse_compute_inline``.
+
+    Each iteration runs the instances of ``block`` whose reads the producers have just written,
+    so the moved block must still run every one of its instances over the whole loop: one of
+    its reads, performed by every instance (not under ``if_then_else``), must fix each iterator
+    the producers constrain and stay inside what they write. Otherwise the primitive is refused
+    (decision 9, no silent wrong code), where TVM accepts it: a padding stage
+    ``P[v] = if_then_else(1 <= v < 7, T[v - 1], 0)`` moved under a loop of ``T`` would only
+    run for ``v`` in ``[1, 7)`` and never write its border; so would a block whose iterators are
+    fixed by reads of different producers (``S[x, y] = B1[x] + B2[y]`` runs only ``x == y``).
+    Inline a padding stage into its consumer or ``compute_at`` it instead.
 
     Before / after ``reverse_compute_at(C, i)`` (``i`` is B's loop)::
 

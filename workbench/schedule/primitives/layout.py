@@ -558,6 +558,10 @@ def decompose_padding(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
     constant ``pad`` and ``cond`` a conjunction of bounds on single iterators that is not
     always true.
 
+    The loops holding nothing but the block shrink to the in-bound region; a loop that also
+    holds another block (put there by ``compute_at`` or ``reverse_compute_at``) keeps its
+    range, and the block is bound under it with the in-bound condition as predicate.
+
     Before / after ``decompose_padding(P, i)``::
 
         for i in range(10):                for i in range(10):
@@ -589,19 +593,23 @@ def decompose_padding(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
         if not (isinstance(iv.dom.min, IntImm) and isinstance(iv.dom.extent, IntImm)):
             raise _pattern_error(node, f"iterator {iv.var.name!r} has a non-constant domain")
     box = _in_bound_box(node, sel.condition)
+    realize = idx.realizes[node.name]
     if all(
         box[iv.var] == (iv.dom.min.value, iv.dom.min.value + iv.dom.extent.value) for iv in node.iter_vars
     ):
         raise _pattern_error(node, f"the condition {sel.condition} always holds")
     if any(lo >= hi for lo, hi in box.values()):
         raise _pattern_error(node, f"the condition {sel.condition} never holds")
-    realize = idx.realizes[node.name]
-    # the in-bound nest is rebuilt up to the highest loop that holds only the next one
+    # the in-bound nest is rebuilt up to the highest loop that holds only the next one; a loop
+    # that also holds other statements (a producer put there by compute_at) runs them for its
+    # whole range, so it is not shrunk: the block is then bound in place under a predicate
     first = loops.index(target)
-    top = len(loops) - 1
-    while top > first and loops[top - 1].body is loops[top]:
-        top -= 1
-    chain = loops[top:]
+    chain: list[For] = []
+    if loops[-1].body is realize:
+        top = len(loops) - 1
+        while top > first and loops[top - 1].body is loops[top]:
+            top -= 1
+        chain = loops[top:]
     new_ranges = {l.loop_var: Range(l.min, l.extent) for l in chain}
     loop_shift: dict[Var, Expr] = {}
     ivs: list[IterVar] = []
@@ -618,7 +626,7 @@ def decompose_padding(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
             shifted.append(None)  # bound to the shrunk loop as it is
         else:
             shifted.append(value - lo)
-    outer = idx.var_ranges(chain[0])
+    outer = idx.var_ranges(chain[0] if chain else realize)
     scope_ranges = {**outer, **new_ranges}
     values = [
         value if v is None else simplify(substitute(v, loop_shift), scope_ranges)
@@ -639,7 +647,7 @@ def decompose_padding(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
         nest = l.with_(min=rng.min, extent=rng.extent, body=nest)
     name = fresh_name(f"{node.name}_pad_const", set(idx.realizes))
     fill = _const_fill(name, realize, loops[first:], sel.false_value)
-    sch.replace(chain[0], nest)
+    sch.replace(chain[0] if chain else realize, nest)
     moved = sch.index.loops[target.loop_var]
     sch.replace(moved, seq(fill, moved))
     return sch.new_rv(BlockRV, name)
