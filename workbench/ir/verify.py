@@ -419,11 +419,13 @@ class _BoundsChecker:
         values = r.iter_values
         for v in values:
             self.expr(v)
-        spans = []
+        spans: list[Optional[Range]] = []
         for v in values:
             lo, hi = self.span(v)
-            ok = lo is not None and hi is not None and is_int(v.dtype)
-            spans.append(Range(IntImm(lo, v.dtype), IntImm(hi - lo + 1, v.dtype)) if ok else None)
+            if lo is None or hi is None or not is_int(v.dtype):
+                spans.append(None)
+            else:
+                spans.append(Range(IntImm(lo, v.dtype), IntImm(hi - lo + 1, v.dtype)))
         olds = [self.bind(it.var, rng) for it, rng in zip(b.iter_vars, spans)]
         saved = dict(self.vmap)
         self.vmap.update((it.var, v) for it, v in zip(b.iter_vars, values))
@@ -450,7 +452,7 @@ class _BoundsChecker:
     def span(self, e: Expr) -> tuple[Optional[int], Optional[int]]:
         """Inclusive constant bounds of ``e`` over the ranges in scope (None: unbounded)."""
         if type(e) is IntImm:
-            return e.value, e.value  # type: ignore[attr-defined]
+            return e.value, e.value
         return ivl.to_public(self.sim.bound(self.sim.visit(e)))
 
     # expressions ------------------------------------------------------------------------
@@ -604,7 +606,7 @@ class _BoundsChecker:
             while stack:
                 c = stack.pop()
                 if type(c) is And:
-                    stack.extend((c.a, c.b))  # type: ignore[attr-defined]
+                    stack.extend((c.a, c.b))
                 elif type(c) in _CMP and is_int(c.a.dtype):  # type: ignore[attr-defined]
                     conjuncts.append(c)
         for c in conjuncts:
