@@ -6,10 +6,12 @@ The public API (``DESIGN.md``) is re-exported here; see the README for a tour.
 from importlib import metadata as _metadata
 
 from .errors import (
+    BufferIndexError,
     BuildError,
     DatabaseError,
     InternalError,
     IRVerifyError,
+    OutOfBoundsError,
     ScheduleError,
     TraceFormatError,
     TVMScriptError,

@@ -73,6 +73,33 @@ class IRVerifyError(WorkbenchError):
         super().__init__(f"function {func_name!r} is not valid IR:\n{lines}")
 
 
+class OutOfBoundsError(IRVerifyError, ValueError):
+    """A function with a buffer access that is provably out of the buffer's shape (at a point
+    the function provably reaches): ``wb.create_func`` and ``wb.parse`` raise it. Also a
+    ``ValueError``; ``problems`` name block, buffer, index and extent."""
+
+    def __init__(self, func_name: str, problems: Sequence[str]):
+        super().__init__(func_name, problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        self.args = (f"function {func_name!r} accesses a buffer out of bounds:\n{lines}",)
+
+    def __reduce__(self):  # picklable (worker processes send errors back)
+        return type(self), (self.func_name, self.problems)
+
+
+class BufferIndexError(WorkbenchError, IndexError):
+    """A kernel accessed a buffer outside its shape at run time (the python target, or an llvm
+    kernel built with ``check_bounds=True``). Also an ``IndexError``; the message names the
+    buffer, the index and the shape. ``buffer``, ``index`` and ``shape`` hold them."""
+
+    def __init__(self, message: str, buffer: str = "", index: tuple = (), shape: tuple = ()):
+        self.buffer, self.index, self.shape = buffer, tuple(index), tuple(shape)
+        super().__init__(message)
+
+    def __reduce__(self):
+        return type(self), (self.args[0], self.buffer, self.index, self.shape)
+
+
 class DatabaseError(WorkbenchError):
     """A tuning database that cannot be used as it is: not a database, damaged, written by a
     newer workbench, or a file that cannot be opened. The message says what is wrong and what

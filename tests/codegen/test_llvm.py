@@ -341,3 +341,82 @@ def test_emit_llvm_gives_unoptimized_text():
     i = Var("i")
     text = emit_llvm(lowered([A], make_for(i, 4, BufferStore(A, E.FloatImm(1.0), (i,))), "fill"))
     assert 'define i32 @"fill"(ptr noalias %"A")' in text and "fill_packed" in text
+
+
+# ------------------------------------------------------------------------------------------
+# check_bounds: the debug build
+
+
+def test_check_bounds_catches_what_only_a_run_time_check_can():
+    import workbench as wb
+
+    A = wb.placeholder((8,), "float32", name="A")
+    idx = wb.placeholder((2, 2), "int32", name="I")
+    C = wb.compute((2, 2), lambda i, j: A[idx[i, j]] + 1.0, name="C")
+    func = wb.create_func([A, idx, C], name="gather")  # data-dependent: passes the static check
+    a, out = np.arange(8, dtype="float32"), np.zeros((2, 2), "float32")
+    kernel = build(func, "llvm", check_bounds=True)
+    for bad in (8, -3):
+        with pytest.raises(
+            wb.BufferIndexError, match=rf"reads A\[{bad}\].*dimension 0 is not in \[0, 8\)"
+        ) as err:
+            kernel(a, np.array([[0, 1], [bad, 2]], "int32"), out)
+        assert isinstance(err.value, IndexError) and err.value.index == (bad,)
+    kernel(a, np.array([[0, 1], [7, 2]], "int32"), out)  # the record was reset: runs again
+    np.testing.assert_array_equal(out, [[1, 2], [8, 3]])
+    assert "_oob" not in build(func, "llvm").source("llvm-raw")  # the default build is unchanged
+
+
+def test_check_bounds_reports_a_store_with_all_its_indices():
+    A, B = Buffer("A", (4, 3)), Buffer("B", (4, 3))
+    i, j = Var("i"), Var("j")
+    body = make_for(i, 4, make_for(j, 3, BufferStore(B, A[i, j], (i, j + 1))))
+    kernel = build_llvm(lowered([A, B], body), check_bounds=True)
+    from workbench.errors import BufferIndexError
+
+    with pytest.raises(
+        BufferIndexError, match=r"writes B\[0, 3\].*index 3 of dimension 1 is not in \[0, 3\)"
+    ):
+        kernel(np.ones((4, 3), "float32"), np.zeros((4, 3), "float32"))
+
+
+def test_check_bounds_keeps_guarded_padding_reads_and_scheduled_loops_correct():
+    import workbench as wb
+
+    kw = wb.workloads.small("C2D")
+    func = wb.workloads.get("C2D", **kw)
+    args = wb.workloads.random_args("C2D", seed=0, **kw)
+    expected = wb.workloads.reference("C2D", **kw)(*args[:-1])
+    sch = wb.Schedule(func)
+    loops = sch.get_loops(sch.get_block("conv2d_nhwc"))
+    sch.parallel(loops[1])
+    sch.vectorize(loops[3])  # the debug build runs them as scalar serial loops
+    kernel = build(sch, "llvm", check_bounds=True)
+    kernel(*args)
+    np.testing.assert_allclose(args[-1], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_check_bounds_poisons_intermediates_and_is_llvm_or_python_only():
+    import workbench as wb
+
+    text = """
+from tvm.script import tir as T
+
+@T.prim_func
+def half(A: T.Buffer((4,), "float32"), C: T.Buffer((4,), "float32")):
+    Tmp = T.alloc_buffer((4,), "float32")
+    for i in range(2):
+        with T.block("T"):
+            vi = T.axis.spatial(2, i)
+            Tmp[vi] = A[vi]
+    for i in range(4):
+        with T.block("C"):
+            vi = T.axis.spatial(4, i)
+            C[vi] = Tmp[vi]
+"""
+    func = wb.parse(text)
+    out = np.zeros(4, "float32")
+    build(func, "llvm", check_bounds=True)(np.ones(4, "float32"), out)
+    np.testing.assert_array_equal(out, [1, 1, np.nan, np.nan])
+    with pytest.raises(BuildError, match="check_bounds is supported by the python and llvm targets"):
+        build(func, "cuda", check_bounds=True)

@@ -277,3 +277,62 @@ def test_deep_loop_nest_builds_and_matches():
         sch.split(loop, factors=[None, 1, extent])
     assert len(sch.get_loops(block)) == 21
     check_numeric(sch, "C2D", **shape)
+
+
+# ------------------------------------------------------------------------------------------
+# bounds checks and poisoned intermediates
+
+
+def gather():
+    A = wb.placeholder((8,), "float32", name="A")
+    idx = wb.placeholder((4,), "int32", name="I")
+    C = wb.compute((4,), lambda i: A[idx[i]] * 2.0, name="C")
+    return wb.create_func([A, idx, C], name="gather")
+
+
+@pytest.mark.parametrize(
+    "bad, shown", [(9, r"A\[9\].*index 9 of dimension 0 is not in \[0, 8\)"), (-1, r"A\[-1\]")]
+)
+def test_an_out_of_bounds_index_is_a_clear_error_not_a_bare_index_error(bad, shown):
+    # a data-dependent index: no static check can see it; a negative one would wrap silently
+    kernel = build(gather(), "python")
+    a = np.arange(8, dtype="float32")
+    out = np.zeros(4, "float32")
+    with pytest.raises(wb.BufferIndexError, match=shown) as err:
+        kernel(a, np.array([1, 2, bad, 3], "int32"), out)
+    assert isinstance(err.value, IndexError)
+    assert (err.value.buffer, err.value.index, err.value.shape) == ("A", (bad,), (8,))
+    kernel(a, np.array([1, 2, 7, 0], "int32"), out)
+    np.testing.assert_array_equal(out, [2, 4, 14, 0])
+
+
+def test_only_accesses_the_loops_cannot_prove_in_bounds_are_checked():
+    src = build(gather(), "python").source()
+    assert "A[_at(A_dims, I[i])]" in src and "A_dims = ('A', (8,), (1,))" in src
+    assert "I[i]" in src and "C[i] =" in src  # proved by the loop range: plain indexing
+
+
+NEVER_WRITTEN = """
+from tvm.script import tir as T
+
+@T.prim_func
+def half(A: T.Buffer((4,), "DT"), C: T.Buffer((4,), "DT")):
+    Tmp = T.alloc_buffer((4,), "DT")
+    for i in range(2):
+        with T.block("T"):
+            vi = T.axis.spatial(2, i)
+            Tmp[vi] = A[vi]
+    for i in range(4):
+        with T.block("C"):
+            vi = T.axis.spatial(4, i)
+            C[vi] = Tmp[vi]
+"""
+
+
+@pytest.mark.parametrize("dtype, poison", [("float32", np.nan), ("int32", np.iinfo("int32").min)])
+def test_intermediate_buffers_start_poisoned_not_zeroed(dtype, poison):
+    # Tmp[2:] is never written: zero-filling made C[2:] look computed
+    func = wb.parse(NEVER_WRITTEN.replace("DT", dtype))
+    a, out = np.arange(1, 5).astype(dtype), np.zeros(4, dtype)
+    build(func, "python")(a, out)
+    np.testing.assert_array_equal(out, np.array([1, 2, poison, poison], dtype))

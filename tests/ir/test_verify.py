@@ -6,6 +6,7 @@ import workbench as wb
 import workbench.workloads as wb_workloads
 from workbench.errors import IRVerifyError, WorkbenchError
 from workbench.ir import (
+    BufferLoad,
     Allocate,
     Block,
     BlockRealize,
@@ -24,7 +25,8 @@ from workbench.ir import (
 )
 from workbench.ir.functor import substitute, transform
 from workbench.ir.stmt import TRUE, make_for
-from workbench.ir.verify import verify
+from workbench.ir.verify import bounds_problems, verify
+from workbench.schedule import BlockRV
 
 
 def matmul(n=16):
@@ -282,3 +284,142 @@ def test_every_problem_is_reported_once():
 @pytest.mark.parametrize("name", wb_workloads.PAPER_ORDER)
 def test_paper_workloads_pass(name):
     verify(wb_workloads.get(name, **wb_workloads.small(name)))
+
+
+# ------------------------------------------------------------------------------------------
+# bounds: an access provably outside its buffer is refused where the function is made
+
+
+def test_lesson_one_wrong_answer_is_refused_at_create_func():
+    # the classic slip: C has 32 rows, B only 16 (before, this built and read out of bounds)
+    B = wb.placeholder((16, 16), name="B")
+    C = wb.compute((32, 16), lambda i, j: B[i, j] * 2.0, name="C")
+    with pytest.raises(wb.OutOfBoundsError) as err:
+        wb.create_func([B, C], name="lesson1")
+    assert isinstance(err.value, ValueError) and isinstance(err.value, IRVerifyError)
+    (problem,) = err.value.problems
+    for part in ("block 'C'", "reads B[", "dimension 0", "reaches 31", "extent 16", "i=31"):
+        assert part in problem, (part, problem)
+
+
+def test_a_negative_index_is_refused():
+    A = wb.placeholder((16,), name="A")
+    C = wb.compute((16,), lambda i: A[i] - A[i - 1], name="C")
+    with pytest.raises(wb.OutOfBoundsError, match=r"reaches -1.*-1 < 0"):
+        wb.create_func([A, C])
+
+
+def padding(lo, hi, shift=2):
+    A = wb.placeholder((16,), name="A")
+    P = wb.compute((20,), lambda i: wb.if_then_else(wb.all_of(i >= lo, i < hi), A[i - shift], 0.0), name="P")
+    return wb.create_func([A, P], name="pad")
+
+
+def test_guarded_padding_reads_are_not_flagged():
+    assert bounds_problems(padding(2, 18)) == []
+    assert bounds_problems(padded()) == []
+
+
+@pytest.mark.parametrize("lo, hi, value", [(2, 19, 16), (1, 18, -1)])
+def test_a_guard_that_lets_an_out_of_bounds_read_through_is_flagged(lo, hi, value):
+    with pytest.raises(wb.OutOfBoundsError, match=f"block 'P': reads A.*reaches {value}"):
+        padding(lo, hi)
+
+
+def test_a_data_dependent_index_is_left_to_the_run_time_checks():
+    A = wb.placeholder((8,), name="A")
+    idx = wb.placeholder((4,), "int32", name="I")
+    C = wb.compute((4,), lambda i: A[idx[i]], name="C")
+    assert bounds_problems(wb.create_func([A, idx, C])) == []
+
+
+@pytest.mark.parametrize("name", wb_workloads.PAPER_ORDER)
+def test_paper_workloads_at_paper_shapes_have_no_bounds_problem(name):
+    assert bounds_problems(wb_workloads.get(name)) == []
+
+
+PARSED = """
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((10,), "float32"), B: T.Buffer((12,), "float32")):
+    for io, ii in T.grid(3, 4):
+        with T.block("B"):
+            vi = T.axis.spatial(12, io * 4 + ii)
+            T.where(io * 4 + ii < LIMIT)
+            B[vi] = A[vi]
+"""
+
+
+def test_parse_respects_the_block_predicate_and_refuses_a_read_past_it():
+    # T.where(... < 10): the split tail never reads A[10], A[11]
+    assert bounds_problems(wb.parse(PARSED.replace("LIMIT", "10"))) == []
+    with pytest.raises(wb.OutOfBoundsError, match=r"reads A\[vi\].*reaches 10.*extent 10"):
+        wb.parse(PARSED.replace("LIMIT", "11"))
+
+
+IF_GUARDED = """
+from tvm.script import tir as T
+
+@T.prim_func
+def f(A: T.Buffer((8,), "float32"), B: T.Buffer((10,), "float32")):
+    for i in range(10):
+        with T.block("B"):
+            vi = T.axis.spatial(10, i)
+            if vi >= SHIFT:
+                B[vi] = A[vi - SHIFT]
+            else:
+                B[vi] = T.float32(0)
+"""
+
+
+def test_an_if_statement_guards_the_reads_under_it():
+    assert bounds_problems(wb.parse(IF_GUARDED.replace("SHIFT", "2"))) == []
+    with pytest.raises(wb.OutOfBoundsError, match=r"reads A\[vi - 1\].*reaches 8"):
+        wb.parse(IF_GUARDED.replace("SHIFT", "1"))
+
+
+def test_a_reduction_init_is_checked_only_on_its_first_iteration():
+    func = matmul(8)
+    assert bounds_problems(func) == []
+    verify(func)
+
+
+def test_a_primitive_whose_result_reads_out_of_bounds_is_refused():
+    from workbench.schedule.instruction import schedule_primitive, unregister
+
+    @schedule_primitive("shift_reads_for_test")
+    def shift_reads_for_test(sch, block: BlockRV) -> None:
+        """A broken rewrite: every read of A moves one row down."""
+        A = sch.func.params[0]
+
+        def post(n):
+            if isinstance(n, BufferLoad) and n.buffer is A:
+                return BufferLoad(A, (n.indices[0] + 1,) + n.indices[1:])
+            return n
+
+        sch.func = sch.func.with_body(transform(sch.func.body, post))
+
+    try:
+        sch = wb.Schedule(matmul(8))
+        before = sch.func
+        with pytest.raises(
+            wb.ScheduleError,
+            match=r"(?s)shift_reads_for_test.*out of bounds.*reads A\[vi \+ 1, vk\].*reaches 8",
+        ):
+            sch.shift_reads_for_test(sch.get_block("C"))
+        assert sch.func is before and len(sch.trace.insts) == 1  # only get_block was recorded
+    finally:
+        unregister("shift_reads_for_test")
+
+
+def test_a_problem_the_function_already_had_is_not_blamed_on_a_primitive():
+    A, C = Buffer("A", (8,)), Buffer("C", (8,))
+    i = Var("i")
+    vi = IterVar(Var("vi"), Range.from_extent(8), "S")
+    blk = Block("C", (vi,), (), (), BufferStore(C, A[vi.var + 1], (vi.var,)))
+    body = make_for(i, 8, BlockRealize((i,), TRUE, blk))
+    func = root_func(body, (A, C))
+    assert [p.value for p in bounds_problems(func)] == [8]
+    sch = wb.Schedule(func)
+    sch.split(sch.get_loops(sch.get_block("C"))[0], factors=[2, 4])  # not refused

@@ -27,11 +27,22 @@ def target_kind(target: Any) -> str:
     return kind.split()[0]
 
 
-def build(sch_or_func: Any, target: Any = "python") -> Kernel:
+#: targets that take ``check_bounds`` (the python target always checks)
+CHECKED_TARGETS = ("python", "llvm")
+
+
+def build(sch_or_func: Any, target: Any = "python", *, check_bounds: bool = False) -> Kernel:
     """Compile a ``PrimFunc`` (or a ``Schedule``: its current ``.func``) for ``target``.
 
     >>> kernel = build(sch, target="llvm")
     >>> kernel(a, b, c)          # numpy arrays in parameter order; outputs written in place
+
+    ``check_bounds=True`` (llvm): a debug build that checks every buffer access at run time
+    and raises :class:`~workbench.errors.BufferIndexError` (an ``IndexError``) naming the
+    buffer, the index and the shape instead of reading or writing out of bounds; its
+    intermediate buffers start poisoned (NaN / the integer dtype's minimum) as the python
+    target's do, so reading what was never written shows. It runs serially and without SIMD
+    code: for finding a bug, not for timing. The python target always checks.
     """
     func = getattr(sch_or_func, "func", sch_or_func)
     if not isinstance(func, PrimFunc):
@@ -39,9 +50,14 @@ def build(sch_or_func: Any, target: Any = "python") -> Kernel:
     kind = target_kind(target)
     if kind not in TARGETS:
         raise BuildError(f"unknown target {kind!r}; known targets: {', '.join(TARGETS)}")
+    if check_bounds and kind not in CHECKED_TARGETS:
+        supported = " and ".join(CHECKED_TARGETS)
+        raise BuildError(f"check_bounds is supported by the {supported} targets, not {kind}")
     module_name, fn_name = TARGETS[kind]
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise BuildError(f"target {kind} is not available: {exc}") from exc
-    return getattr(module, fn_name)(func, target)
+    if not check_bounds or kind == "python":  # the python target always checks
+        return getattr(module, fn_name)(func, target)
+    return getattr(module, fn_name)(func, target, check_bounds=True)

@@ -26,7 +26,15 @@ Semantics and their limits (documented choices, not accidents):
   Float ``/``, ``exp``, ``log`` ... follow IEEE (inf / nan) where CPython would raise.
 * ``round`` rounds half away from zero (C's rule, not numpy's half to even).
 * Loop kinds and thread bindings are ignored: every loop runs serially.
-* Indices are not bounds-checked (a negative flat index would wrap around, as lists do).
+* Every access is bounds-checked, dimension by dimension: where the loop ranges do not prove
+  an index in bounds, the flat index comes from ``_at(A_dims, i - 1, j)``, which raises
+  :class:`~workbench.errors.BufferIndexError` naming the buffer, the index and the shape
+  instead of a bare ``IndexError`` (or, for a negative index, instead of silently wrapping
+  around as a list does). A check under an ``if`` or an ``if_then_else`` runs only where the
+  guard holds, so padding reads are checked only where they happen.
+* Intermediate buffers start *poisoned*, not zeroed: NaN for floats, the dtype's minimum for
+  signed integers (maximum for unsigned), so a read of what was never written shows in the
+  output instead of passing for a zero (DESIGN decision 9).
 """
 
 from __future__ import annotations
@@ -39,8 +47,8 @@ from typing import Any, Callable, cast
 
 import numpy as np
 
-from ..errors import BuildError
-from ..ir.arith import simplify
+from ..errors import BufferIndexError, BuildError
+from ..ir.arith import const_int_bound, int_range, simplify
 from ..ir import expr as E
 from ..ir.buffer import Buffer
 from ..ir.func import PrimFunc
@@ -106,6 +114,33 @@ def _truncdiv(a: int, b: int) -> int:
     return q if (a < 0) == (b < 0) else -q
 
 
+def _at(dims: tuple, *index: int) -> int:
+    """The flat index of ``index`` in the buffer ``dims = (name, shape, strides)``, checked."""
+    name, shape, strides = dims
+    flat = 0
+    for d, (x, n, stride) in enumerate(zip(index, shape, strides)):
+        if not 0 <= x < n:
+            raise BufferIndexError(
+                f"{name}{list(index)} is out of bounds: index {x} of dimension {d} is not in "
+                f"[0, {n}) (the shape of {name} is {tuple(shape)})",
+                name,
+                index,
+                shape,
+            )
+        flat += x * stride
+    return flat
+
+
+def poison(dtype: str) -> Any:
+    """What an intermediate buffer of ``dtype`` holds before it is written."""
+    if dtype == "bool":
+        return False
+    if E.is_int(dtype):
+        lo, hi = int_range(dtype)
+        return hi if dtype.startswith("u") else lo
+    return math.nan
+
+
 def _store(arr: np.ndarray, flat: list) -> None:
     # via an array so out-of-range integers wrap (numpy casts arrays unsafely) instead of raising
     arr.reshape(-1)[:] = np.asarray(flat)
@@ -130,6 +165,7 @@ RUNTIME: dict[str, Any] = {
     "_div": _div,
     "_truncdiv": _truncdiv,
     "_store": _store,
+    "_at": _at,
     "_product": itertools.product,
 }
 assert set(E.INTRINSICS) <= set(RUNTIME) | {"abs"}, "an intrinsic has no python implementation"
@@ -181,6 +217,7 @@ class PythonCodegen:
         self.bufs: dict[Buffer, str] = {}
         self.strides: dict[Buffer, tuple[int, ...]] = {}
         self.ranges: dict[E.Var, Range] = {}  # of the enclosing loops
+        self.dims: dict[Buffer, str] = {}  # buffers with checked accesses -> their dims local
 
     def fresh(self, name: str) -> str:
         base = _identifier(name)
@@ -218,7 +255,11 @@ class PythonCodegen:
         self.emit(0, f"def {fname}({', '.join(args)}):")
         for b, a in zip(f.params, args):
             self.emit(1, f"{self.bufs[b]} = {a}.ravel().tolist()")
+        header = len(self.lines)
         self.stmt(f.body, 1)
+        self.lines[header:header] = [
+            f"    {name} = ({b.name!r}, {tuple(b.shape)}, {self.strides[b]})" for b, name in self.dims.items()
+        ]
         written = {n.buffer for n in pre_order(f.body) if isinstance(n, BufferStore)}
         for b, a in zip(f.params, args):
             if b in written:
@@ -253,9 +294,10 @@ class PythonCodegen:
                 self.stmt(s.else_case, d + 1)
         elif isinstance(s, Allocate):
             b = s.buffer
-            zero = "False" if b.dtype == "bool" else "0" if E.is_int(b.dtype) else "0.0"
+            fill = poison(b.dtype)
+            text = "math.nan" if isinstance(fill, float) else repr(fill)
             self.emit(
-                d, f"{self.bufs[b]} = [{zero}] * {b.alloc_size()}  # {b.dtype}{list(b.shape)}, {b.scope}"
+                d, f"{self.bufs[b]} = [{text}] * {b.alloc_size()}  # {b.dtype}{list(b.shape)}, {b.scope}"
             )
             self.stmt(s.body, d)
         elif isinstance(s, Evaluate):
@@ -310,11 +352,29 @@ class PythonCodegen:
         """``name[flat index]``, row-major with the buffer's strides, simplified."""
         if buf not in self.bufs:
             raise BuildError(f"python target: buffer {buf.name} is neither a parameter nor allocated")
+        if not all(self.in_bounds(idx, n) for idx, n in zip(indices, buf.shape)):
+            args = ", ".join(self.expr(simplify(i, self.ranges))[0] for i in indices)
+            return f"{self.bufs[buf]}[_at({self.dims_of(buf)}, {args})]"
         flat: E.Expr = E.IntImm(0)
         for idx, stride in zip(indices, self.strides[buf]):
             flat = flat + idx * stride
         # under the loop ranges, split / fuse patterns fold: fused // 4 * 4 + fused % 4 -> fused
         return f"{self.bufs[buf]}[{self.expr(simplify(flat, self.ranges))[0]}]"
+
+    def in_bounds(self, idx: E.Expr, extent: int) -> bool:
+        """Whether the enclosing loops' ranges prove ``0 <= idx < extent``."""
+        if isinstance(idx, E.IntImm):
+            return 0 <= idx.value < extent
+        lo, hi = const_int_bound(idx, self.ranges)
+        return lo is not None and hi is not None and lo >= 0 and hi < extent
+
+    def dims_of(self, buf: Buffer) -> str:
+        """The local naming ``(name, shape, strides)`` of ``buf`` for ``_at`` (defined at the
+        top of the function the first time a checked access needs it)."""
+        name = self.dims.get(buf)
+        if name is None:
+            name = self.dims[buf] = self.fresh(self.bufs[buf] + "_dims")
+        return name
 
     def paren(self, e: E.Expr, prec: int) -> str:
         """``e`` as an operand that needs at least precedence ``prec``."""

@@ -36,6 +36,7 @@ from .expr import (
 from .func import PrimFunc
 from .functor import pre_order, substitute
 from .stmt import REDUCE, SPATIAL, Block, BlockRealize, BufferStore, IterVar, Range, Stmt, TRUE, make_for, seq
+from .verify import verify_bounds
 
 __all__ = [
     "Tensor",
@@ -314,6 +315,8 @@ def create_func(tensors: Sequence[Tensor], name: str = "main") -> PrimFunc:
 
     Every compute stage reachable from the parameters becomes one block, producers first;
     stages that are not parameters become intermediate buffers allocated by the root block.
+    Raises :class:`~workbench.errors.OutOfBoundsError` (a ``ValueError``) when a stage provably
+    indexes a tensor outside its shape.
     """
     params = tuple(t.buffer for t in tensors)
     stages: list[Tensor] = []
@@ -346,4 +349,8 @@ def create_func(tensors: Sequence[Tensor], name: str = "main") -> PrimFunc:
     intermediates = tuple(all_buffers[len(params) :])
     body = seq(*[_stage_block(t) for t in stages])
     root = Block("root", (), (), (), body, alloc_buffers=intermediates)
-    return PrimFunc(name, params, BlockRealize((), TRUE, root))
+    func = PrimFunc(name, params, BlockRealize((), TRUE, root))
+    # a stage indexing past a tensor (B[i, j] for i < 32 when B has 16 rows) is refused here,
+    # naming the block, rather than built into a kernel that reads out of bounds
+    verify_bounds(func)
+    return func

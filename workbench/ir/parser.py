@@ -84,6 +84,7 @@ from .stmt import (
     seq,
 )
 from .structural import structural_equal
+from .verify import verify_bounds
 
 __all__ = ["parse", "from_tvmscript"]
 
@@ -142,19 +143,22 @@ _MODULES = ("tvm.script", "tvm.script.tir", "tvm.script.tirx", "tvm.script.ir", 
 
 def parse(text: str) -> PrimFunc:
     """The function a TVMScript text defines (one ``@T.prim_func``, or an ``@I.ir_module``
-    holding one). Raises :class:`~workbench.errors.TVMScriptError` naming line and column."""
+    holding one). Raises :class:`~workbench.errors.TVMScriptError` naming line and column, and
+    :class:`~workbench.errors.OutOfBoundsError` for an access provably outside its buffer."""
     if not isinstance(text, str):
         raise TypeError(f"parse expects TVMScript text (a str), got {type(text).__name__}")
     try:
         tree = ast.parse(text)
         _reject_dunders(tree, text)
-        return _Parser(text).module(tree)
+        func = _Parser(text).module(tree)
     except SyntaxError as exc:
         raise TVMScriptError(
             f"not valid Python syntax: {exc.msg}", exc.lineno or 1, exc.offset or 1, text
         ) from None
     except (RecursionError, MemoryError):
         raise TVMScriptError("the text nests too deeply to be read", 1, 1, text) from None
+    verify_bounds(func)  # OutOfBoundsError: an access provably outside its buffer
+    return func
 
 
 from_tvmscript = parse

@@ -11,21 +11,61 @@
   ``Allocate``), and allocated once; loads, stores and regions index every dimension; a
   stored value has the buffer's dtype;
 * loops: a constant extent is positive; a ``thread_binding`` loop names a known thread tag;
-  an ``if`` condition is a bool.
+  an ``if`` condition is a bool;
+* bounds (:func:`bounds_problems`): no load or store is *provably* outside its buffer's shape.
+
+The bounds rule is conservative on purpose: an access is reported only with a witness, a point
+of the loop nest that is provably reached (every loop range holds it, every enclosing ``if``,
+block predicate (``T.where``), ``if_then_else`` condition and reduction-init condition is true
+there) at which an index is provably outside ``[0, extent)``. Interval bounds over the loop
+ranges say where to look (an access they prove in bounds costs nothing more); the witness is the
+corner of the loop ranges (narrowed by simple guards such as ``3 <= j``) that pushes the index
+furthest out, evaluated exactly. So a padding stage whose reads are guarded is never reported,
+and an access that cannot be decided (a data-dependent index, a guard not met at the corner) is
+left to the run-time checks of the python target and of ``wb.build(..., check_bounds=True)``.
+``create_func`` and ``parse`` raise :class:`~workbench.errors.OutOfBoundsError` for it, and the
+schedule refuses a primitive whose result has a new one.
 
 Primitives may call it in tests (and in debug runs) to catch a rewrite that broke the IR.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional
 
-from ..errors import IRVerifyError
+from ..errors import IRVerifyError, OutOfBoundsError
 from .buffer import Buffer
-from .expr import BufferLoad, Expr, IntImm, Var
+from .expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    Add,
+    And,
+    BufferLoad,
+    Div,
+    Expr,
+    FloorDiv,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    Not,
+    Or,
+    Select,
+    Sub,
+    Var,
+    is_int,
+)
+from .arith import evaluate
+from .arith import interval as ivl
+from .arith.simplifier import Simplifier
 from .func import PrimFunc
-from .functor import pre_order
+from .functor import children, free_vars, pre_order, substitute
 from .stmt import (
+    REDUCE,
     THREAD_TAGS,
     Allocate,
     Block,
@@ -37,17 +77,27 @@ from .stmt import (
     ForKind,
     IfThenElse,
     SeqStmt,
+    Range,
     Stmt,
 )
 
-__all__ = ["verify"]
+__all__ = ["verify", "verify_bounds", "bounds_problems", "BoundsProblem"]
 
 
 def verify(func: PrimFunc) -> None:
     """Raise ``IRVerifyError`` if ``func`` breaks an IR rule (see the module docstring)."""
     problems = _Verifier(func).run()
+    problems += [str(p) for p in bounds_problems(func)]
     if problems:
         raise IRVerifyError(func.name, problems)
+
+
+def verify_bounds(func: PrimFunc) -> None:
+    """Raise :class:`~workbench.errors.OutOfBoundsError` (a ``ValueError``) if an access of
+    ``func`` is provably out of its buffer's bounds (see the module docstring)."""
+    problems = bounds_problems(func)
+    if problems:
+        raise OutOfBoundsError(func.name, [str(p) for p in problems])
 
 
 class _Verifier:
@@ -218,3 +268,397 @@ class _Verifier:
                 self.bound.pop(v, None)
             else:
                 self.bound[v] = old
+
+
+# ------------------------------------------------------------------------------------------
+# bounds
+
+
+@dataclass(frozen=True)
+class BoundsProblem:
+    """An access provably out of bounds: ``index`` (as written in the block) of dimension
+    ``dim`` of ``buffer`` takes ``value`` at ``point`` (loop variable -> value), which is reached,
+    while the buffer's extent there is ``extent``."""
+
+    block: Optional[str]
+    verb: str  # "reads" | "writes"
+    buffer: str
+    access: str  # the access as written, e.g. "B[i, j]"
+    dim: int
+    index: str
+    value: int
+    extent: int
+    point: tuple[tuple[str, int], ...]
+
+    @property
+    def key(self) -> tuple:
+        """What stays the same when a primitive renames loops or rewrites the index."""
+        return (self.block, self.verb, self.buffer, self.dim)
+
+    def __str__(self) -> str:
+        where = f"block {self.block!r}: " if self.block else ""
+        at = ", ".join(f"{n}={v}" for n, v in self.point)
+        side = f"{self.value} < 0" if self.value < 0 else f"{self.value} >= {self.extent}"
+        return (
+            f"{where}{self.verb} {self.access} out of bounds: index {self.index} of dimension "
+            f"{self.dim} reaches {self.value}, but {self.buffer} has extent {self.extent} there "
+            f"(valid 0..{self.extent - 1}; {side})" + (f", e.g. at {at}" if at else "")
+        )
+
+
+def bounds_problems(func: PrimFunc) -> list[BoundsProblem]:
+    """Every access of ``func`` that is provably out of bounds at a reached point (see the
+    module docstring: conservative, an undecided access is not listed)."""
+    return _BoundsChecker().run(func.body)
+
+
+_CMP = (LT, LE, GT, GE, EQ)
+
+
+class _BoundsChecker:
+    """One walk with the loops, block bindings and guards in scope.
+
+    The fast path bounds an index over ``ranges``: the loops' ranges, and for each block
+    iterator the interval its binding spans (sound, if loose: iterators bound to one loop lose
+    their correlation). Only an index it cannot prove in bounds takes the slow path, which
+    substitutes the bindings (into loop variables only) and looks for a witness.
+    """
+
+    def __init__(self) -> None:
+        self.loops: list[tuple[Var, Range]] = []
+        self.ranges: dict[Var, Range] = {}
+        self.vmap: dict[Var, Expr] = {}  # block iterator -> its binding, as written
+        self.guards: list[Expr] = []  # as written (in iterators and loop variables)
+        self.blocks: list[str] = []
+        self.found: dict[tuple, BoundsProblem] = {}
+        # one simplification session over the live ranges (its memo serves every access);
+        # a fresh one where a variable is bound a second time (its old facts are stale)
+        self.sim = Simplifier(self.ranges)
+        self.bound_vars: set[Var] = set()
+
+    def run(self, body: Stmt) -> list[BoundsProblem]:
+        self.stmt(body)
+        return list(self.found.values())
+
+    def resolve(self, e: Expr) -> Expr:
+        """``e`` in loop variables only (block iterators replaced by their bindings)."""
+        for _ in range(len(self.blocks) + 1):
+            if type(e) is IntImm or not (free_vars(e) & self.vmap.keys()):
+                break
+            e = substitute(e, self.vmap)
+        return e
+
+    def bind(self, v: Var, rng: Optional[Range]) -> Optional[Range]:
+        """Give ``v`` range ``rng`` (None: unknown); returns the range it had."""
+        old = self.ranges.get(v)
+        if v in self.bound_vars:
+            self.sim = Simplifier(self.ranges)
+        self.bound_vars.add(v)
+        if rng is None:
+            self.ranges.pop(v, None)
+        else:
+            self.ranges[v] = rng
+        return old
+
+    def unbind(self, v: Var, old: Optional[Range]) -> None:
+        if old is None:
+            self.ranges.pop(v, None)
+        else:
+            self.ranges[v] = old
+
+    def guarded(self, cond: Expr, visit: Callable[[], None]) -> None:
+        if type(cond) is IntImm and cond.value:
+            visit()
+            return
+        self.guards.append(cond)
+        try:
+            visit()
+        finally:
+            self.guards.pop()
+
+    # statements -------------------------------------------------------------------------
+    def stmt(self, s: Stmt) -> None:
+        t = type(s)
+        if t is SeqStmt:
+            for x in s.seq:  # type: ignore[attr-defined]
+                self.stmt(x)
+        elif t is For:
+            self.loop(s)  # type: ignore[arg-type]
+        elif t is BlockRealize:
+            self.realize(s)  # type: ignore[arg-type]
+        elif t is BufferStore:
+            st: Any = s
+            for i in st.indices:
+                self.expr(i)
+            self.expr(st.value)
+            self.access(st.buffer, st.indices, "writes")
+        elif t is IfThenElse:
+            c: Any = s
+            self.expr(c.condition)
+            self.guarded(c.condition, lambda: self.stmt(c.then_case))
+            if c.else_case is not None:
+                self.guarded(Not(c.condition), lambda: self.stmt(c.else_case))
+        elif t is Evaluate:
+            self.expr(s.value)  # type: ignore[attr-defined]
+        elif t is Allocate or t is Block:
+            self.stmt(s.body)  # type: ignore[attr-defined]
+
+    def loop(self, s: For) -> None:
+        v = s.loop_var
+        rng = Range(s.min, s.extent)
+        old = self.bind(v, rng)
+        self.loops.append((v, rng))
+        try:
+            self.stmt(s.body)
+        finally:
+            self.loops.pop()
+            self.unbind(v, old)
+
+    def realize(self, r: BlockRealize) -> None:
+        b = r.block
+        values = r.iter_values
+        for v in values:
+            self.expr(v)
+        spans: list[Optional[Range]] = []
+        for v in values:
+            lo, hi = self.span(v)
+            if lo is None or hi is None or not is_int(v.dtype):
+                spans.append(None)
+            else:
+                spans.append(Range(IntImm(lo, v.dtype), IntImm(hi - lo + 1, v.dtype)))
+        olds = [self.bind(it.var, rng) for it, rng in zip(b.iter_vars, spans)]
+        saved = dict(self.vmap)
+        self.vmap.update((it.var, v) for it, v in zip(b.iter_vars, values))
+        self.blocks.append(b.name)
+
+        def contents() -> None:
+            if b.init is not None:
+                init: Stmt = b.init
+                first: Expr = IntImm(1, "bool")
+                for it in b.iter_vars:
+                    if it.iter_type == REDUCE:
+                        first = And(first, EQ(it.var, it.dom.min))
+                self.guarded(first, lambda: self.stmt(init))
+            self.stmt(b.body)
+
+        try:
+            self.guarded(r.predicate, contents)
+        finally:
+            self.blocks.pop()
+            self.vmap = saved
+            for it, old in zip(b.iter_vars, olds):
+                self.unbind(it.var, old)
+
+    def span(self, e: Expr) -> tuple[Optional[int], Optional[int]]:
+        """Inclusive constant bounds of ``e`` over the ranges in scope (None: unbounded)."""
+        if type(e) is IntImm:
+            return e.value, e.value
+        return ivl.to_public(self.sim.bound(self.sim.visit(e)))
+
+    # expressions ------------------------------------------------------------------------
+    def expr(self, e: Expr) -> None:
+        t = type(e)
+        if t is IntImm or t is Var:
+            return
+        if t is Select:
+            sel: Any = e
+            self.expr(sel.condition)
+            self.guarded(sel.condition, lambda: self.expr(sel.true_value))
+            self.guarded(Not(sel.condition), lambda: self.expr(sel.false_value))
+        elif t is And or t is Or:  # the right side matters only where the left does not decide
+            op: Any = e
+            self.expr(op.a)
+            self.guarded(op.a if t is And else Not(op.a), lambda: self.expr(op.b))
+        elif t is BufferLoad:
+            ld: Any = e
+            for i in ld.indices:
+                self.expr(i)
+            self.access(ld.buffer, ld.indices, "reads")
+        else:
+            for c in children(e):
+                if isinstance(c, Expr):
+                    self.expr(c)
+
+    def access(self, buf: Buffer, indices: tuple[Expr, ...], verb: str) -> None:
+        for d, (idx, extent) in enumerate(zip(indices, buf.shape)):
+            if not is_int(idx.dtype):
+                continue
+            lo, hi = self.span(idx)
+            if lo is not None and hi is not None and 0 <= lo and hi < extent:
+                continue  # the fast path: proved in bounds
+            if self.guards and self.in_bounds_where_guarded(idx, extent):
+                continue  # a padding read: in bounds where its guard lets it through
+            x = self.resolve(idx)
+            for sign in (1, -1):
+                hit = self.witness(x, sign, extent)
+                if hit is None:
+                    continue
+                value, env = hit
+                used = free_vars(x)
+                block = self.blocks[-1] if self.blocks else None
+                access = f"{buf.name}[{', '.join(str(i) for i in indices)}]"
+                key = (block, verb, access, d)
+                if key not in self.found:
+                    point = tuple((v.name, env[v]) for v, _ in self.loops if v in used)
+                    self.found[key] = BoundsProblem(
+                        block, verb, buf.name, access, d, str(idx), value, extent, point
+                    )
+                break
+
+    def in_bounds_where_guarded(self, idx: Expr, extent: int) -> bool:
+        """Whether ``idx`` is in ``[0, extent)`` once the variables' ranges are narrowed by
+        the simple guards in scope (``3 <= vj and vj < 17``)."""
+        narrowed = self.narrowed(self.guards)
+        if not narrowed:
+            return False
+        ranges = dict(self.ranges)
+        for v, (nlo, nhi) in narrowed.items():
+            lo, hi = self.span(v)
+            lo = nlo if lo is None else lo if nlo is None else max(lo, nlo)
+            hi = nhi if hi is None else hi if nhi is None else min(hi, nhi)
+            if lo is None or hi is None:
+                continue
+            if lo > hi:
+                return True  # never reached
+            ranges[v] = Range(IntImm(lo, v.dtype), IntImm(hi - lo + 1, v.dtype))
+        sim = Simplifier(ranges)
+        lo, hi = ivl.to_public(sim.bound(sim.visit(idx)))
+        return lo is not None and hi is not None and 0 <= lo and hi < extent
+
+    def witness(self, x: Expr, sign: int, extent: int) -> Optional[tuple[int, dict]]:
+        """``(value, point)``: a reached point where ``x`` is out of ``[0, extent)``, looking
+        where ``x`` is largest (``sign`` 1) or smallest (-1); None when none is found.
+
+        The point starts at the corner of the loop ranges (narrowed by simple guards) that
+        pushes ``x`` out; where a guard fails there (``T.where(io * 4 + ii < 11)``), one
+        variable at a time, innermost first, is moved back by bisection to the last value at
+        which every guard holds. Whatever the search finds is checked by evaluation."""
+        direction: dict[Var, int] = {}
+        _directions(x, sign, direction)
+        guards = [self.resolve(g) for g in self.guards]
+        narrowed = self.narrowed(guards)
+        ranges = [(v, self.resolve(r.min), self.resolve(r.extent)) for v, r in self.loops]
+        errors = (KeyError, TypeError, ZeroDivisionError, ValueError, OverflowError)
+
+        def span(v: Var, lo_e: Expr, ext_e: Expr, env: dict) -> tuple[int, int]:
+            lo = evaluate(lo_e, env)
+            hi = lo + evaluate(ext_e, env) - 1
+            nlo, nhi = narrowed.get(v, (None, None))
+            return (lo if nlo is None else max(lo, nlo)), (hi if nhi is None else min(hi, nhi))
+
+        def reached(env: dict) -> bool:
+            try:
+                for v, lo_e, ext_e in ranges:
+                    lo, hi = span(v, lo_e, ext_e, env)
+                    if not lo <= env[v] <= hi:
+                        return False
+                return all(evaluate(g, env) is True for g in guards)
+            except errors:
+                return False
+
+        env: dict[Var, int] = {}
+        try:
+            for v, lo_e, ext_e in ranges:
+                lo, hi = span(v, lo_e, ext_e, env)
+                if lo > hi:
+                    return None
+                env[v] = hi if direction.get(v, -sign) > 0 else lo
+        except errors:
+            return None  # a variable with no value (data-dependent, unbound), or not an int
+        if not reached(env):
+            for v, lo_e, ext_e in reversed(ranges):
+                if v not in direction:
+                    continue
+                try:
+                    lo, hi = span(v, lo_e, ext_e, env)
+                except errors:
+                    return None
+                trial = dict(env)
+                good, bad = (lo, env[v]) if env[v] == hi else (hi, env[v])
+                trial[v] = good
+                if good == bad or not reached(trial):
+                    continue
+                while abs(bad - good) > 1:  # the guards are taken as monotonic: checked below
+                    trial[v] = mid = (good + bad) // 2
+                    good, bad = (mid, bad) if reached(trial) else (good, mid)
+                trial[v] = good
+                env = trial
+                break
+            else:
+                return None
+        try:
+            value = evaluate(x, env)
+        except errors:
+            return None
+        if not isinstance(value, int) or 0 <= value < extent or not reached(env):
+            return None
+        return value, env
+
+    def narrowed(self, guards: list[Expr]) -> dict[Var, tuple[Optional[int], Optional[int]]]:
+        """Per loop variable, the bounds that guards of the form ``c*v + k <op> 0`` give."""
+        out: dict[Var, tuple[Optional[int], Optional[int]]] = {}
+        if not guards:
+            return out
+        sim = Simplifier({})
+        conjuncts: list[Expr] = []
+        for g in guards:
+            stack = [g]
+            while stack:
+                c = stack.pop()
+                if type(c) is And:
+                    stack.extend((c.a, c.b))
+                elif type(c) in _CMP and is_int(c.a.dtype):  # type: ignore[attr-defined]
+                    conjuncts.append(c)
+        for c in conjuncts:
+            op: Any = c
+            try:
+                form = sim.lin(Sub(op.a, op.b))
+            except Exception:  # noqa: BLE001 - a form we cannot normalize narrows nothing
+                continue
+            if len(form.terms) != 1:
+                continue
+            ((v, k),) = form.terms.items()
+            if type(v) is not Var or v not in self.ranges:
+                continue
+            # k*v + const <op> 0, as k*v <= b or k*v >= b
+            t, b = type(c), -form.const
+            lo, hi = out.get(v, (None, None))
+            if t is EQ:
+                if b % k:
+                    continue
+                lo = b // k if lo is None else max(lo, b // k)
+                hi = b // k if hi is None else min(hi, b // k)
+            else:
+                if t is LT or t is GT:
+                    b += -1 if t is LT else 1
+                at_most = (t is LT or t is LE) == (k > 0)  # v is bounded from above
+                if at_most:
+                    q = b // k
+                    hi = q if hi is None else min(hi, q)
+                else:
+                    q = -(-b // k)
+                    lo = q if lo is None else max(lo, q)
+            out[v] = (lo, hi)
+        return out
+
+
+def _directions(e: Expr, sign: int, out: dict[Var, int]) -> None:
+    """For each variable of ``e``, which end of its range moves ``sign * e`` up (first seen
+    wins; only a heuristic: the witness is checked by evaluation)."""
+    t = type(e)
+    if t is Var:
+        out.setdefault(e, sign)  # type: ignore[arg-type]
+    elif t is Add or t is Min or t is Max:
+        _directions(e.a, sign, out)  # type: ignore[attr-defined]
+        _directions(e.b, sign, out)  # type: ignore[attr-defined]
+    elif t is Sub:
+        _directions(e.a, sign, out)  # type: ignore[attr-defined]
+        _directions(e.b, -sign, out)  # type: ignore[attr-defined]
+    elif t is Mul:
+        a, b = e.a, e.b  # type: ignore[attr-defined]
+        if type(b) is IntImm and b.value:
+            _directions(a, sign if b.value > 0 else -sign, out)
+        elif type(a) is IntImm and a.value:
+            _directions(b, sign if a.value > 0 else -sign, out)
+    elif (t is FloorDiv or t is Div) and type(e.b) is IntImm and e.b.value > 0:  # type: ignore[attr-defined]
+        _directions(e.a, sign, out)  # type: ignore[attr-defined]

@@ -18,6 +18,7 @@ from typing import Any, Optional, Union
 from ..errors import ScheduleError
 from ..ir.func import PrimFunc
 from ..ir.stmt import BlockRealize, Stmt
+from ..ir.verify import bounds_problems
 from .instruction import Instruction, InstructionKind, iter_rvs
 from .rv import LOCATION_PRIMITIVES, RV, ExprRV, LoopRV
 from .state import FuncIndex, index, replace
@@ -174,6 +175,8 @@ class Schedule:
                         f"a pinned decision is kept or refused, never replaced",
                         argument="decision",
                     )
+            if outer and self.func is not saved[0]:
+                _check_bounds(kind.name, saved[0], self.func)
         except BaseException:
             self._restore(saved)
             raise
@@ -234,3 +237,16 @@ class Schedule:
 def _as_list(decision: Any) -> Any:
     """A tiling as a list (a pin set by hand may be a tuple; the sampler records a list)."""
     return list(decision) if isinstance(decision, tuple) else decision
+
+
+def _check_bounds(primitive: str, before: PrimFunc, after: PrimFunc) -> None:
+    """Refuse a result with an access provably out of bounds that ``before`` did not have
+    (a function built by hand may already hold one: it is not the primitive's doing)."""
+    problems = bounds_problems(after)
+    if not problems:
+        return
+    old = {p.key for p in bounds_problems(before)}
+    new = [p for p in problems if p.key not in old]
+    if new:
+        lines = "\n".join(f"  - {p}" for p in new)
+        raise ScheduleError(primitive, f"the result would access a buffer out of bounds:\n{lines}")

@@ -28,38 +28,54 @@ from typing import Any, NoReturn, Optional, Union
 
 import numpy as np
 
-from ...errors import BuildError
+from ...errors import BufferIndexError, BuildError
+from ...ir.buffer import Buffer
 from ...ir.func import PrimFunc
 from ..kernel import Kernel
 from ..target import Target
-from .emitter import KernelEmitter
+from .emitter import OUT_OF_BOUNDS, KernelEmitter
 from . import pycall
 from .jit import Compiled, assembly, jit, link, optimize
 from .runtime import before_parallel_call, set_max_threads
 
-__all__ = ["build_llvm", "emit_llvm", "LLVMKernel", "CompileOnlyKernel", "set_max_threads"]
+__all__ = [
+    "build_llvm",
+    "emit_llvm",
+    "LLVMKernel",
+    "CheckedLLVMKernel",
+    "CompileOnlyKernel",
+    "set_max_threads",
+]
 
 
-def emit_llvm(func: PrimFunc, target: Union[str, Target] = "llvm") -> str:
+def emit_llvm(func: PrimFunc, target: Union[str, Target] = "llvm", check_bounds: bool = False) -> str:
     """The unoptimized LLVM IR text of ``func`` (lowered first)."""
     from ..lower import lower
 
     target = _llvm_target(target)
-    return str(KernelEmitter(lower(func), target).emit())
+    return str(KernelEmitter(lower(func, compact=not check_bounds), target, check_bounds).emit())
 
 
-def build_llvm(func: PrimFunc, target: Union[str, Target] = "llvm") -> "LLVMKernel":
+def build_llvm(
+    func: PrimFunc, target: Union[str, Target] = "llvm", check_bounds: bool = False
+) -> "LLVMKernel":
     """Compile ``func`` (scheduled or lowered) to native code for a CPU target; for a target
-    this host cannot run, only to its sources (a :class:`CompileOnlyKernel`)."""
+    this host cannot run, only to its sources (a :class:`CompileOnlyKernel`).
+
+    ``check_bounds``: the debug build (see :mod:`.emitter`): intermediate buffers are not
+    compacted, so an out-of-bounds access is reported against the shapes the function declares.
+    """
     from ..lower import lower
 
     target = _llvm_target(target)
-    emitter = KernelEmitter(lower(func), target)
+    emitter = KernelEmitter(lower(func, compact=not check_bounds), target, check_bounds)
     raw = str(emitter.emit())
     reason = target.cannot_run()
     if reason is not None:
         return CompileOnlyKernel(func, target, str(optimize(raw, target)), raw, reason)
     compiled = jit(raw, emitter.name + "_packed", target)
+    if check_bounds:
+        return CheckedLLVMKernel(func, target, compiled, raw, emitter)
     return LLVMKernel(func, target, compiled, raw, parallel=emitter.n_parallel > 0, symbol=emitter.name)
 
 
@@ -126,6 +142,57 @@ class LLVMKernel(Kernel):
         return tuple(dict.fromkeys(tuple(self._sources) + ("asm",)))
 
 
+class CheckedLLVMKernel(LLVMKernel):
+    """A kernel built with ``check_bounds=True``: an access out of its buffer's shape raises
+    :class:`~workbench.errors.BufferIndexError` naming the buffer, the index and the shape (the
+    kernel stops at the first one; outputs may be partly written). Called through ctypes only,
+    and not from several threads at once (the violation is recorded in one global)."""
+
+    def __init__(
+        self, func: PrimFunc, target: Target, compiled: Compiled, raw_ir: str, emitter: KernelEmitter
+    ):
+        super().__init__(func, target, compiled, raw_ir)  # no symbol: no fast Python entry
+        accesses = list(emitter.accesses)
+        record = None
+        if emitter.oob_record is not None:
+            address = compiled.engine.get_global_value_address(emitter.oob_record.name)
+            width = emitter.oob_record.value_type.count
+            record = (ctypes.c_int64 * width).from_address(address)
+        run = self.entry
+
+        def entry(*arrays: np.ndarray) -> None:
+            try:
+                run(*arrays)
+            except _OutOfBounds:
+                if record is None:  # pragma: no cover - status 2 only comes with a record
+                    raise BuildError("llvm: out-of-bounds status without a record (a bug)") from None
+                verb, buf = accesses[record[0] - 1]
+                index = tuple(record[1 : 1 + buf.ndim])
+                record[0] = 0
+                raise _index_error(func.name, verb, buf, index) from None
+
+        self.entry = entry
+
+    def __call__(self, *arrays: np.ndarray) -> None:
+        self.check_args(arrays)
+        self.entry(*arrays)
+
+
+class _OutOfBounds(Exception):
+    """The kernel returned OUT_OF_BOUNDS (turned into a BufferIndexError by its caller)."""
+
+
+def _index_error(kernel: str, verb: str, buf: Buffer, index: tuple) -> BufferIndexError:
+    bad = next(d for d, (x, n) in enumerate(zip(index, buf.shape)) if not 0 <= x < n)
+    return BufferIndexError(
+        f"kernel {kernel!r} {verb} {buf.name}{list(index)}, out of bounds: index {index[bad]} of "
+        f"dimension {bad} is not in [0, {buf.shape[bad]}) (the shape of {buf.name} is {buf.shape})",
+        buf.name,
+        index,
+        buf.shape,
+    )
+
+
 class CompileOnlyKernel(LLVMKernel):
     """The sources of a kernel compiled for a CPU this host cannot run (``reason`` says why):
     ``source("llvm" | "llvm-raw" | "asm")`` work; calling or timing it raises RuntimeError."""
@@ -158,6 +225,8 @@ def _entry(compiled: Compiled, n_args: int, parallel: bool):
         if parallel:
             before_parallel_call()
         status = cfunc(args_t(*[a.ctypes.data for a in arrays]))
+        if status == OUT_OF_BOUNDS:
+            raise _OutOfBounds()
         if status:
             raise MemoryError("kernel could not allocate its intermediate buffers")
 

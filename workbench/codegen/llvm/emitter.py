@@ -13,6 +13,12 @@ ones are outlined onto the thread pool, and a ``vectorized`` loop whose body all
 explicit SIMD code (:meth:`KernelEmitter.vector_loop`), otherwise a scalar loop carrying
 ``llvm.loop.vectorize`` metadata. Intermediate buffers are allocated in the entry block of the
 function being emitted, once per call (or per parallel task), whatever loop they sit in.
+
+``check_bounds=True`` emits the debug build of ``wb.build(..., check_bounds=True)``: every loop
+is serial scalar code (no SIMD, no thread pool), every load and store first checks each index
+against its dimension's extent (a load under an ``if_then_else`` only where the guard holds) and
+on the first violation records ``[access id + 1, index...]`` in the global ``@<name>_oob`` and
+returns 2; intermediate buffers are filled with a poison value where they are allocated.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Callable, Optional, Union, cast
 from llvmlite import ir
 
 from ...errors import BuildError
+from ..python import poison
 from ...ir import expr as E
 from ...ir.buffer import Buffer
 from ...ir.func import PrimFunc
@@ -31,7 +38,7 @@ from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse
 from ..target import Target
 from . import intrinsics as K
 from .analysis import DTYPE_BITS, Interval, loop_interval, vector_lanes
-from .dtypes import I1, I32, I64, PTR, lanes_of, mem_type
+from .dtypes import I1, I32, I64, PTR, const, lanes_of, mem_type, to_memory
 from .expressions import ExpressionEmitter, Ramp
 
 
@@ -103,8 +110,13 @@ class _LoopID(ir.values.MDValue):
 class KernelEmitter(ExpressionEmitter):
     """Translate one lowered ``PrimFunc`` into an ``ir.Module`` (see the module docstring)."""
 
-    def __init__(self, func: PrimFunc, target: Target):
+    def __init__(self, func: PrimFunc, target: Target, check_bounds: bool = False):
         self.func = func
+        self.check_bounds = check_bounds
+        #: check_bounds: per checked access, (verb, buffer) ; the record's global and exit block
+        self.accesses: list[tuple[str, Buffer]] = []
+        self.oob_record: Optional[ir.GlobalVariable] = None
+        self.oob_exit: Optional[ir.Block] = None
         self.target = target
         self.name = re.sub(r"\W", "_", func.name) or "kernel"
         self.module = ir.Module(name=self.name)
@@ -139,6 +151,11 @@ class KernelEmitter(ExpressionEmitter):
         self.status = alloca(self.fs.entry, I32, "status")
         self.fs.entry.store(ir.Constant(I32, 0), self.status)
         self.stmt(self.func.body)
+        if self.oob_exit is not None:  # every heap buffer is known now: free them there too
+            _move_to_end(fn, self.oob_exit)
+            oob = ir.IRBuilder(self.oob_exit)
+            self.fs.free_heap(oob)
+            oob.ret(ir.Constant(I32, OUT_OF_BOUNDS))
         self.fs.finish(lambda b: b.ret(ir.Constant(I32, 1)), lambda b: b.ret(b.load(self.status)))
         self._packed_entry(fn)
         return self.module
@@ -188,7 +205,9 @@ class KernelEmitter(ExpressionEmitter):
             )
         try:
             ext = s.extent.value if isinstance(s.extent, E.IntImm) else None
-            if s.kind == ForKind.SERIAL and self._auto_unrolled(s):
+            if self.check_bounds and s.kind in (ForKind.PARALLEL, ForKind.VECTORIZED):
+                self.serial(s)  # the debug build: scalar code in one thread
+            elif s.kind == ForKind.SERIAL and self._auto_unrolled(s):
                 if self.auto_unroll[1]:
                     self.unrolled(s)
                 else:
@@ -346,10 +365,55 @@ class KernelEmitter(ExpressionEmitter):
             ptr = entry.call(alloc, [ir.Constant(I64, 64), ir.Constant(I64, size)], name=buf.name)
             self.fs.heap.append(ptr)
         self.bufs[buf] = ptr
+        if self.check_bounds and buf.dtype != "bool":
+            self._poison(buf, ptr)
         try:
             self.stmt(s.body)
         finally:
             del self.bufs[buf]
+
+    # check_bounds --------------------------------------------------------------------------
+    def _poison(self, buf: Buffer, ptr: ir.Value) -> None:
+        """Fill ``buf`` with :func:`~workbench.codegen.python.poison` (each time its
+        ``Allocate`` runs, as the python target does)."""
+        value = to_memory(self.b, const(buf.dtype, poison(buf.dtype)), buf.dtype)
+        align = max(DTYPE_BITS[buf.dtype] // 8, 1)
+
+        def fill(i: ir.Value) -> None:
+            self.b.store(value, self.b.gep(ptr, [i], source_etype=mem_type(buf.dtype)), align=align)
+
+        self.loop(ir.Constant(I64, 0), buf.alloc_size(), fill, name=buf.name + "_poison")
+
+    def check_access(self, buf: Buffer, indices: tuple[E.Expr, ...], verb: str) -> None:
+        """Leave for the out-of-bounds exit unless every index is inside its dimension (only
+        where ``self.mask`` holds: a load under an ``if_then_else``). Scalar code only."""
+        if not indices:
+            return
+        b = self.b
+        values = [self.expr(i if i.dtype in ("int32", "int64") else E.Cast("int64", i)) for i in indices]
+        ok = None
+        for v, n in zip(values, buf.shape):
+            inside = b.icmp_unsigned("<", v, ir.Constant(I64, n))  # unsigned: negatives fail too
+            ok = inside if ok is None else b.and_(ok, inside)
+        bad = b.not_(ok)
+        if self.mask is not None:
+            bad = b.and_(bad, self.mask)
+        if self.oob_record is None:
+            width = 1 + max((x.buffer.ndim for x in pre_order(self.func.body) if _is_access(x)), default=1)
+            self.oob_record = ir.GlobalVariable(self.module, ir.ArrayType(I64, width), self.name + "_oob")
+            self.oob_record.initializer = ir.Constant(ir.ArrayType(I64, width), [0] * width)
+            self.oob_record.type = PTR  # as alloca(): llvmlite's typed pointer fails store checks
+            self.oob_exit = self.fs.fn.append_basic_block("out_of_bounds")
+        self.accesses.append((verb, buf))
+        fn = self.fs.fn
+        fail = fn.append_basic_block("oob")
+        cont = fn.append_basic_block("in_bounds")
+        b.cbranch(bad, fail, cont)
+        b.position_at_end(fail)
+        for k, v in enumerate([ir.Constant(I64, len(self.accesses))] + values):
+            b.store(v, b.gep(self.oob_record, [ir.Constant(I64, k)], source_etype=I64))
+        b.branch(cast(ir.Block, self.oob_exit))
+        b.position_at_end(cont)
 
     # vector loops --------------------------------------------------------------------------
     def vector_loop(self, s: For, lanes: int) -> None:
@@ -382,6 +446,14 @@ class KernelEmitter(ExpressionEmitter):
             self.stmt(s.body)
         finally:
             self.vec = outer
+
+
+#: what a kernel built with check_bounds returns when an access was out of bounds
+OUT_OF_BOUNDS = 2
+
+
+def _is_access(node: object) -> bool:
+    return isinstance(node, (BufferStore, E.BufferLoad))
 
 
 def alloca(entry: ir.IRBuilder, t: ir.Type, name: str) -> ir.Value:

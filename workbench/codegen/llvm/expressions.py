@@ -62,6 +62,8 @@ class ExpressionEmitter:
     mask: Optional[ir.Value]
     scalar_index: bool
     target: Target
+    check_bounds: bool
+    check_access: Callable[..., None]
 
     def store(self, s: BufferStore) -> None:
         buf = s.buffer
@@ -69,6 +71,8 @@ class ExpressionEmitter:
         if s.value.dtype != buf.dtype:
             value = cast(self.b, value, s.value.dtype, buf.dtype)
         value = to_memory(self.b, value, buf.dtype)
+        if self.check_bounds:
+            self.check_access(buf, s.indices, "writes")
         off = flat_offset(buf, s.indices)
         align = max(DTYPE_BITS[buf.dtype] // 8, 1)
         if self.vec is None:
@@ -190,6 +194,12 @@ class ExpressionEmitter:
         return self.b.select(lt, a, b) if isinstance(e, E.Min) else self.b.select(lt, b, a)
 
     def _cmp(self, e: E.CmpOp) -> ir.Value:
+        if self.check_bounds and isinstance(e, (E.And, E.Or)):
+            # the right side matters only where the left does not decide: its loads are
+            # checked only there (``i < n and A[i] > 0``)
+            a = self.expr(e.a)
+            b = self._guarded(e.b, a if isinstance(e, E.And) else self.b.not_(a))
+            return (self.b.and_ if isinstance(e, E.And) else self.b.or_)(a, b)
         a, b = self._operands(e)
         if isinstance(e, (E.And, E.Or)):
             return (self.b.and_ if isinstance(e, E.And) else self.b.or_)(a, b)
@@ -248,6 +258,8 @@ class ExpressionEmitter:
         buf = e.buffer
         if buf not in self.bufs:
             raise BuildError(f"llvm: buffer {buf.name!r} is read outside its allocation")
+        if self.check_bounds:
+            self.check_access(buf, e.indices, "reads")
         off = flat_offset(buf, e.indices)
         guarded = self.mask is not None and not in_bounds(off, buf, self.ranges)
         align = max(DTYPE_BITS[buf.dtype] // 8, 1)
