@@ -116,20 +116,21 @@ def shifted(A: T.Buffer((10,), "float32"), O: T.Buffer((8,), "float32")):
 
 
 def test_reverse_compute_at_refuses_a_consumer_reading_before_the_produced_range():
-    # O[i] = B[i - 2] for i in [0, 8) reads B[-2], B[-1]: nothing produces them, so instances 0
-    # and 1 would never run (the original read unwritten memory there; still, no silent change)
+    # B[i + 2] is produced for i in [0, 8) and O[i] = B[i] reads B[0], B[1] too: nothing produces
+    # them, so instances 0 and 1 would never run (the original read unwritten memory there;
+    # still, no silent change)
     src = """
 @T.prim_func
 def shifted(A: T.Buffer((8,), "float32"), O: T.Buffer((8,), "float32")):
-    B = T.alloc_buffer((8,), "float32")
+    B = T.alloc_buffer((10,), "float32")
     for i in range(8):
         with T.block("B"):
             vi = T.axis.spatial(8, i)
-            B[vi] = A[vi] + T.float32(1)
+            B[vi + 2] = A[vi] + T.float32(1)
     for i in range(8):
         with T.block("S"):
             vi = T.axis.spatial(8, i)
-            O[vi] = B[vi - 2] * T.float32(2)
+            O[vi] = B[vi] * T.float32(2)
 """
     sch = wb.Schedule(wb.parse(src))
     refused(sch, "outside what the producers write", "reverse_compute_at", "S", sch.get_loops("B")[0])

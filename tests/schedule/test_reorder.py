@@ -402,7 +402,7 @@ def test_tvm_reorder_refused(case):
 DIAGONAL = """
 @T.prim_func
 def diagonal(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32")):
-    for i, j in T.grid(8, 4):
+    for i, j in T.grid(4, 4):
         with T.block("B"):
             vi = T.axis.spatial(8, i)
             vj = T.axis.spatial(8, i + j)
