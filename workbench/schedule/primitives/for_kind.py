@@ -9,7 +9,7 @@ reduce iterators (a cross-thread reduction). ``unroll`` only replicates the body
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ...errors import ScheduleError
 from ...ir.functor import uses_var
@@ -17,6 +17,9 @@ from ...ir.stmt import REDUCE, SPATIAL, THREAD_TAGS, For, ForKind
 from ..instruction import schedule_primitive
 from ..rv import LoopRV
 from .loops import const_extent, loop_name
+
+if TYPE_CHECKING:
+    from ..schedule import Schedule
 
 
 def _check_iterators(sch, primitive: str, loop: For, allow_reduce: bool) -> None:
@@ -56,8 +59,8 @@ def _set_kind(sch, primitive: str, rv: LoopRV, kind: ForKind, thread_tag: Option
     sch.replace(loop, loop.with_(kind=kind, thread_tag=thread_tag))
 
 
-@schedule_primitive("parallel")
-def parallel(sch, loop: LoopRV) -> None:
+@schedule_primitive("parallel", tvm_inputs=("loop",))
+def parallel(sch: Schedule, loop: LoopRV) -> None:
     """Run the iterations of ``loop`` on several CPU threads.
 
     Rules: ``loop`` is serial, has a constant extent, and feeds only spatial iterators of the
@@ -71,8 +74,8 @@ def parallel(sch, loop: LoopRV) -> None:
     _set_kind(sch, "parallel", loop, ForKind.PARALLEL)
 
 
-@schedule_primitive("vectorize")
-def vectorize(sch, loop: LoopRV) -> None:
+@schedule_primitive("vectorize", tvm_inputs=("loop",))
+def vectorize(sch: Schedule, loop: LoopRV) -> None:
     """Run the iterations of ``loop`` as SIMD lanes (usually an innermost loop).
 
     Rules: as for ``parallel`` (serial, constant extent, only spatial iterators fed).
@@ -85,8 +88,8 @@ def vectorize(sch, loop: LoopRV) -> None:
     _set_kind(sch, "vectorize", loop, ForKind.VECTORIZED)
 
 
-@schedule_primitive("unroll")
-def unroll(sch, loop: LoopRV) -> None:
+@schedule_primitive("unroll", tvm_inputs=("loop",))
+def unroll(sch: Schedule, loop: LoopRV) -> None:
     """Replicate the body of ``loop`` once per iteration (any iterator kind is fine).
 
     Rules: ``loop`` is serial and has a constant extent.
@@ -99,8 +102,8 @@ def unroll(sch, loop: LoopRV) -> None:
     _set_kind(sch, "unroll", loop, ForKind.UNROLLED)
 
 
-@schedule_primitive("bind")
-def bind(sch, loop: LoopRV, thread_axis: str) -> None:
+@schedule_primitive("bind", tvm_inputs=("loop",), tvm_attrs=("thread_axis",))
+def bind(sch: Schedule, loop: LoopRV, thread_axis: str) -> None:
     """Map ``loop`` onto a GPU thread axis (``blockIdx.x``, ``threadIdx.y``, ``vthread.x`` …).
 
     Rules: ``thread_axis`` is a known axis; ``loop`` is serial, has a constant extent, and feeds

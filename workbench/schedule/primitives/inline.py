@@ -7,7 +7,7 @@ that absorbs the computation gets its read / write regions recomputed from its n
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ...errors import ScheduleError
 from ...ir.buffer import Buffer
@@ -28,6 +28,9 @@ from .block_scope import (
     producers,
     removal_root,
 )
+
+if TYPE_CHECKING:
+    from ..schedule import Schedule
 
 
 def _with_regions(block: Block) -> Block:
@@ -132,8 +135,8 @@ def compute_inline_func(func: PrimFunc, block: Block, primitive: str = "compute_
     return drop_allocation(func, buffer)
 
 
-@schedule_primitive("compute_inline")
-def compute_inline(sch, block: BlockRV) -> None:
+@schedule_primitive("compute_inline", tvm_inputs=("block",))
+def compute_inline(sch: Schedule, block: BlockRV) -> None:
     """Inline ``block`` into every block that reads its output, then remove it, its loops and
     its buffer.
 
@@ -257,8 +260,8 @@ def _check_injective(primitive: str, block: Block, store: BufferStore, buffer: B
         )
 
 
-@schedule_primitive("reverse_compute_inline")
-def reverse_compute_inline(sch, block: BlockRV) -> None:
+@schedule_primitive("reverse_compute_inline", tvm_inputs=("block",))
+def reverse_compute_inline(sch: Schedule, block: BlockRV) -> None:
     """Inline consumer ``block`` into its single producer: the producer computes the
     consumer's value from its own and stores it where the consumer did; the consumer, its
     loops and the buffer between them disappear.
