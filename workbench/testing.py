@@ -4,11 +4,14 @@ round-trips through JSON and Python (DESIGN decisions 4 and 5), and the printed 
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
 from .ir.func import PrimFunc
+
+if TYPE_CHECKING:
+    from .schedule import Schedule
 
 #: the x86 CPUs tests build for: AVX2 + FMA (8 float lanes, ymm registers) and AVX-512 (16
 #: lanes, zmm). Code for the ones this host can run (:func:`runs_here`) is run; the others are
@@ -47,12 +50,12 @@ def check_numeric(
     )
 
 
-def original_func(sch: Any) -> PrimFunc:
+def original_func(sch: Schedule) -> PrimFunc:
     """The function a schedule started from."""
     return sch.history[0][1]
 
 
-def check_trace_roundtrip(sch: Any, func: Optional[PrimFunc] = None) -> None:
+def check_trace_roundtrip(sch: Schedule, func: Optional[PrimFunc] = None) -> None:
     """Replay ``sch.trace`` on a fresh schedule of ``func`` (default: the function ``sch``
     started from) through JSON text and through its Python rendering; both must give a
     function structurally equal to ``sch.func`` and render the same trace text."""
@@ -86,7 +89,7 @@ def check_text_roundtrip(func: Any) -> None:
     assert_structural_equal(parse(str(func)), func)
 
 
-def small_schedule(name: str, seed: int = 0) -> Any:
+def small_schedule(name: str, seed: int = 0) -> Schedule:
     """A schedule of workload ``name`` at its small shape (``workloads.small(name)``)."""
     from . import workloads
     from .schedule import Schedule
@@ -94,7 +97,7 @@ def small_schedule(name: str, seed: int = 0) -> Any:
     return Schedule(workloads.get(name, **workloads.small(name)), seed=seed)
 
 
-def check_small(sch: Any, name: str) -> None:
+def check_small(sch: Schedule, name: str) -> None:
     """Numeric check at the small shape plus the trace round-trip: what every test of a
     primitive asserts on a scheduled workload."""
     from . import workloads

@@ -1,6 +1,8 @@
 """The probabilistic scheduling language: ``Schedule``, random variables, instructions, traces.
 
-Importing this package registers every primitive as a ``Schedule`` method.
+Importing this package registers every built-in primitive (``schedule.py`` imports their
+modules) and every built-in tensor intrinsic (:mod:`.intrinsics`, imported here: the package
+owns both the ``TensorIntrin`` registry and the intrinsics, so a lookup needs no lazy import).
 """
 
 from .instruction import REGISTRY, Instruction, InstructionKind, get_kind, schedule_primitive, unregister
@@ -8,7 +10,7 @@ from .rv import BlockRV, ExprRV, LoopRV
 from .schedule import Schedule
 from .state import FuncIndex, index, replace, replace_all
 from .trace import Trace, TraceFormatError, UnknownInstructionKind
-from . import primitives  # noqa: F401  (registers the primitives)
+from . import intrinsics  # noqa: F401  (registers the built-in tensor intrinsics)
 
 __all__ = [
     "Schedule",

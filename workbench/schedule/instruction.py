@@ -1,11 +1,11 @@
 """The instruction registry: every primitive is one function plus ``@schedule_primitive``.
 
-Registering a function makes it an *instruction kind*: the ``Schedule`` gains a method of that
-name which checks its arguments once, runs it atomically, records an :class:`Instruction` in
-the trace, and the trace can render it as Python, serialize it to JSON and replay it::
+Registering a function makes it an *instruction kind*, and ``sch.<name>(...)`` a method that
+checks its arguments once, runs it atomically, records an :class:`Instruction` in the trace, and
+the trace can render it as Python, serialize it to JSON and replay it::
 
     @schedule_primitive("double_split")
-    def double_split(sch, loop: LoopRV, inner: int) -> list[LoopRV]:
+    def double_split(sch: Schedule, loop: LoopRV, inner: int) -> list[LoopRV]:
         \"\"\"Split ``loop`` twice: ``[None, inner, inner]``.\"\"\"
         outer, mid = sch.split(loop, [None, inner * inner])   # nested: not recorded
         return [outer, *sch.split(mid, [inner, inner])]
@@ -22,19 +22,33 @@ map is recorded as its text, so the trace stays plain JSON (see ``workbench.ir.i
 Sampling primitives (``sampling=True``) take ``decision=None`` and return ``(result,
 decision)``: the decision they used (given, or freshly drawn from ``sch.rng``) is stored on the
 instruction, and replaying the instruction with that decision reproduces the result.
+
+The decorator returns the traced method, with the implementation's signature for type checkers:
+``Schedule``'s class body lists the built-in primitives (``split = loops.split``), which is what
+makes them visible to a reader of ``schedule.py``, to ``help()`` and to mypy. A primitive
+registered elsewhere (a researcher's file, a notebook cell) is served from :data:`REGISTRY` by
+``Schedule.__getattr__``; nothing is set on the class, so this module does not import it.
+
+``tvm_name`` / ``tvm_inputs`` / ``tvm_attrs`` declare the primitive's TVM counterpart, as TVM's
+instruction kind declares ``kName``, its inputs and its attributes; the TVM database importer
+and :meth:`InstructionKind.matches` read them from here.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import json
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, ParamSpec, TypeVar
 
 from ..errors import ScheduleError
 from .rv import RV, BlockRV
+
+if TYPE_CHECKING:  # a hint only: schedule.py imports the primitives, which import this module
+    from .schedule import Schedule
 
 #: name -> kind, for every registered primitive
 REGISTRY: dict[str, "InstructionKind"] = {}
@@ -123,7 +137,8 @@ def _eval_hint(ann: Any, globalns: dict) -> Any:
 
 
 class InstructionKind:
-    """A registered primitive: name, implementation, traits, Python rendering and docs."""
+    """A registered primitive: name, implementation, traits, Python rendering, docs, and its
+    TVM counterpart (:attr:`tvm_name`, :attr:`tvm_inputs`, :attr:`tvm_attrs`)."""
 
     def __init__(
         self,
@@ -133,9 +148,28 @@ class InstructionKind:
         sampling: bool,
         pure: bool,
         as_python: Optional[Callable[["Instruction", Mapping[RV, str]], str]],
+        tvm_name: Optional[str] = None,
+        tvm_aliases: tuple[str, ...] = (),
+        tvm_inputs: Optional[tuple[str, ...]] = None,
+        tvm_attrs: tuple[str, ...] = (),
     ):
         self.name = name
         self.fn = fn
+        #: TVM's name of this kind: ``split`` -> ``"Split"``, ``sample_perfect_tile`` ->
+        #: ``"SamplePerfectTile"`` (the CamelCase of ``name`` unless declared: ``"RFactor"``,
+        #: ``"GetSBlock"``, TVM 0.27's; ``name`` stays workbench's spelling)
+        self.tvm_name: str = tvm_name or "".join(p.capitalize() for p in name.split("_"))
+        #: other TVM names of this kind (older releases: ``get_block`` was ``"GetBlock"``)
+        self.tvm_aliases: tuple[str, ...] = tuple(tvm_aliases)
+        #: TVM's inputs (random variables and lists of them), in TVM's order, as parameter
+        #: names of this primitive; ``*name`` takes the remaining inputs. None: a TVM trace's
+        #: instruction of this kind cannot be imported (an IndexMap or intrinsic input).
+        self.tvm_inputs: Optional[tuple[str, ...]] = None if tvm_inputs is None else tuple(tvm_inputs)
+        #: TVM's attributes (plain values), in TVM's order, as parameter names; ``-name``: TVM's
+        #: attribute workbench drops, ``!name``: one that must be 0 (workbench has no such option)
+        self.tvm_attrs: tuple[str, ...] = tuple(tvm_attrs)
+        #: the traced method ``sch.<name>`` (set by :func:`schedule_primitive`)
+        self.method: Callable[..., Any] = fn
         self.is_sampling = sampling
         self.is_pure = pure
         self.doc = inspect.getdoc(fn) or ""
@@ -169,18 +203,18 @@ class InstructionKind:
         return f"<InstructionKind {self.name}>"
 
     # names ---------------------------------------------------------------------------------
-    @functools.cached_property
-    def tvm_name(self) -> str:
-        """TVM's name of this kind: ``split`` -> ``"Split"``, ``sample_perfect_tile`` ->
-        ``"SamplePerfectTile"``, ``rfactor`` -> ``"RFactor"``, ``get_block`` -> ``"GetSBlock"``
-        (TVM 0.27's; older TVM wrote ``GetBlock``). ``name`` stays workbench's spelling."""
-        return _TVM_SPELLING.get(self.name) or "".join(p.capitalize() for p in self.name.split("_"))
-
     def matches(self, name: str) -> bool:
         """Whether ``name`` names this kind, in workbench's spelling or TVM's:
         ``kind.matches("split")``, ``kind.matches("Split")``; ``get_block`` also matches
         older TVM's ``"GetBlock"``. What a mutator ported from TVM compares with."""
-        return name in (self.name, self.tvm_name, *_TVM_ALIASES.get(self.name, ()))
+        return name in (self.name, self.tvm_name, *self.tvm_aliases)
+
+    @functools.cached_property
+    def returns_list(self) -> bool:
+        """Whether the method returns a list of random variables (its return annotation says
+        ``list[...]``): TVM's traces do not record it, workbench's do."""
+        hint = _eval_hint(self.signature.return_annotation, getattr(self.fn, "__globals__", {}))
+        return typing.get_origin(hint) is list or hint is list
 
     # arguments -----------------------------------------------------------------------------
     def bind(self, args: tuple, kwargs: dict) -> tuple[dict[str, Any], Any]:
@@ -211,7 +245,7 @@ class InstructionKind:
                 raise ValueError(f"instruction {self.name} lacks argument {p.name!r}")
         return out
 
-    def check(self, sch: Any, args: dict[str, Any]) -> dict[str, Any]:
+    def check(self, sch: Schedule, args: dict[str, Any]) -> dict[str, Any]:
         """Check and normalize arguments: RV types, RVs of this schedule, names -> BlockRVs."""
         out = {}
         for p in self.params:
@@ -236,7 +270,7 @@ class InstructionKind:
             out[p.name] = value
         return out
 
-    def _check_one(self, sch: Any, argument: str, spec, value: Any) -> Any:
+    def _check_one(self, sch: Schedule, argument: str, spec, value: Any) -> Any:
         classes, others, _ = spec
         if isinstance(value, RV):
             if not isinstance(value, classes):
@@ -251,7 +285,7 @@ class InstructionKind:
         return value
 
     # running and rendering -----------------------------------------------------------------
-    def invoke(self, sch: Any, args: Mapping[str, Any], decision: Any = None) -> Any:
+    def invoke(self, sch: Schedule, args: Mapping[str, Any], decision: Any = None) -> Any:
         """Call the implementation with checked arguments."""
         positional, keywords = [], {}
         for p in self.params:
@@ -287,12 +321,6 @@ class InstructionKind:
         return f"{outs[0]} = {call}"
 
 
-#: TVM names that are not the CamelCase of workbench's (``tune/database/tvm.py`` maps them all)
-_TVM_SPELLING = {"rfactor": "RFactor", "reindex": "ReIndex", "get_block": "GetSBlock"}
-#: other TVM names of a kind (older releases)
-_TVM_ALIASES = {"get_block": ("GetBlock",)}
-
-
 def _names(classes: tuple[type, ...]) -> str:
     return " or ".join(c.__name__ for c in classes)
 
@@ -302,8 +330,6 @@ def py_value(value: Any, names: Mapping[RV, str]) -> str:
     if isinstance(value, RV):
         return names[value]
     if isinstance(value, str):
-        import json
-
         return json.dumps(value)
     if isinstance(value, float):
         return repr(value) if value == value and abs(value) != float("inf") else f'float("{value}")'
@@ -337,51 +363,68 @@ _RESERVED = {
 }
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
 def schedule_primitive(
     name: Optional[str] = None,
     *,
     sampling: bool = False,
     pure: Optional[bool] = None,
     as_python: Optional[Callable[[Instruction, Mapping[RV, str]], str]] = None,
-):
-    """Register ``fn(sch, ...)`` as the instruction kind ``name`` and the method ``sch.name``.
+    tvm_name: Optional[str] = None,
+    tvm_aliases: tuple[str, ...] = (),
+    tvm_inputs: Optional[tuple[str, ...]] = None,
+    tvm_attrs: tuple[str, ...] = (),
+) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Register ``fn(sch, ...)`` as the instruction kind ``name``; ``sch.name(...)`` applies it.
 
+    Returns the traced method (what ``sch.name`` is), with ``fn``'s signature and docstring.
     ``pure``: the instruction has no effect on the function (queries, sampling); a trace's
     ``simplified()`` drops pure instructions whose outputs are unused. Defaults to ``sampling``.
     ``as_python``: a custom renderer ``(inst, rv_names) -> str`` for the trace text.
-    Registering a name again replaces the earlier kind (re-running a notebook cell).
+    ``tvm_name``, ``tvm_aliases``, ``tvm_inputs``, ``tvm_attrs``: TVM's counterpart (see
+    :class:`InstructionKind`); ``tvm_inputs`` given (``()`` for none) makes the kind importable
+    from TVM's traces. Registering a name again replaces the earlier kind (re-running a
+    notebook cell), for ``sch.name`` and for the methods listed in ``Schedule``'s class body.
     """
 
-    def register(fn: Callable) -> Callable:
+    def register(fn: Callable[_P, _R]) -> Callable[_P, _R]:
         kind_name = name or fn.__name__
         if kind_name in _RESERVED or kind_name.startswith("_"):
             raise ValueError(f"cannot register a primitive named {kind_name!r}")
         kind = InstructionKind(
-            kind_name, fn, sampling=sampling, pure=sampling if pure is None else pure, as_python=as_python
+            kind_name,
+            fn,
+            sampling=sampling,
+            pure=sampling if pure is None else pure,
+            as_python=as_python,
+            tvm_name=tvm_name,
+            tvm_aliases=tvm_aliases,
+            tvm_inputs=tvm_inputs,
+            tvm_attrs=tvm_attrs,
         )
-        REGISTRY[kind_name] = kind
 
         @functools.wraps(fn)
-        def method(sch, *args, **kwargs):
-            arguments, decision = kind.bind(args, kwargs)
-            return sch._apply(kind, arguments, decision)
+        def method(sch: Schedule, *args: Any, **kwargs: Any) -> Any:
+            # the kind registered under this name now: a notebook cell may have replaced it
+            current = REGISTRY.get(kind_name)
+            if current is None:
+                raise AttributeError(f"the primitive {kind_name!r} was unregistered")
+            arguments, decision = current.bind(args, kwargs)
+            return sch._apply(current, arguments, decision)
 
-        method.kind = kind  # type: ignore[attr-defined]
-        from .schedule import Schedule
-
-        setattr(Schedule, kind_name, method)
-        return method
+        kind.method = method
+        REGISTRY[kind_name] = kind
+        return typing.cast(Callable[_P, _R], method)
 
     return register
 
 
 def unregister(name: str) -> None:
-    """Remove a registered primitive (its kind and its ``Schedule`` method)."""
-    from .schedule import Schedule
-
+    """Remove a registered primitive: its kind, and with it the method ``sch.name``."""
     REGISTRY.pop(name)
-    if getattr(getattr(Schedule, name, None), "kind", None) is not None:
-        delattr(Schedule, name)
 
 
 def get_kind(name: str) -> InstructionKind:

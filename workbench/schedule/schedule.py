@@ -6,26 +6,59 @@ keeps every step's function so a UI can step back and forth for free. A primitiv
 succeeds or raises and leaves the schedule exactly as it was (function, symbols, trace,
 history, rng state).
 
-The primitives themselves (``split``, ``get_block``, ``sample_perfect_tile`` …) are methods
-installed by ``@schedule_primitive`` (see :mod:`workbench.schedule.instruction`).
+The primitives themselves (``split``, ``get_block``, ``sample_perfect_tile`` …) are functions
+registered by ``@schedule_primitive`` (see :mod:`workbench.schedule.instruction`), one module per
+family in :mod:`workbench.schedule.primitives`. The class body lists each built-in one
+(``split = loops.split``), so this file, ``help(Schedule)`` and mypy see them all; a primitive
+registered from outside this package is served from the registry by ``__getattr__``.
 """
 
 from __future__ import annotations
 
 import random
-from typing import Any, Optional, Union
+import types
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ..errors import ScheduleError
 from ..ir.func import PrimFunc
 from ..ir.stmt import BlockRealize, Stmt
 from ..ir.verify import bounds_problems
-from .instruction import Instruction, InstructionKind, iter_rvs
+from . import trace as _trace
+from .instruction import REGISTRY, Instruction, InstructionKind, iter_rvs
+from .primitives import (
+    annotation,
+    cache,
+    compute_location,
+    for_kind,
+    inline,
+    layout,
+    loops,
+    postproc,
+    query,
+    read_write_at,
+    reduction,
+    sampling,
+)
+from .primitives import blockize as blockize_tensorize
 from .rv import LOCATION_PRIMITIVES, RV, ExprRV, LoopRV
 from .state import FuncIndex, index, replace
 from .trace import Trace
 
 
-class Schedule:
+class _RegisteredPrimitives(type):
+    """``Schedule.<name>`` for a primitive registered outside the class body (a researcher's
+    file, a notebook cell): looked up in the registry, so unregistering removes it too."""
+
+    if not TYPE_CHECKING:  # mypy knows the listed primitives only, and flags misspelled ones
+
+        def __getattr__(cls, name: str) -> Any:
+            kind = None if name.startswith("_") else REGISTRY.get(name)
+            if kind is None:
+                raise AttributeError(f"type object {cls.__name__!r} has no attribute {name!r}")
+            return kind.method
+
+
+class Schedule(metaclass=_RegisteredPrimitives):
     """Transform ``func`` step by step with traced primitives.
 
     >>> sch = Schedule(func, seed=0)
@@ -50,6 +83,78 @@ class Schedule:
         self.history: list[tuple[Optional[Instruction], PrimFunc]] = [(None, func)]
         self.rng = random.Random(seed)
         self._running: list[str] = []  # names of the primitives being applied (nesting)
+
+    # primitives: every built-in one, by family (one module each, in workbench.schedule.primitives);
+    # a new built-in primitive gets its line here, which is what shows it to readers and mypy
+    # queries
+    get_block = query.get_block
+    get_loops = query.get_loops
+    get_child_blocks = query.get_child_blocks
+    get_producers = query.get_producers
+    get_consumers = query.get_consumers
+    # sampling
+    sample_perfect_tile = sampling.sample_perfect_tile
+    sample_categorical = sampling.sample_categorical
+    sample_compute_location = compute_location.sample_compute_location
+    # loops
+    split = loops.split
+    fuse = loops.fuse
+    reorder = loops.reorder
+    add_unit_loop = loops.add_unit_loop
+    # loop kinds and thread binding
+    parallel = for_kind.parallel
+    vectorize = for_kind.vectorize
+    unroll = for_kind.unroll
+    bind = for_kind.bind
+    # annotations
+    annotate = annotation.annotate
+    unannotate = annotation.unannotate
+    # compute location and inlining
+    compute_at = compute_location.compute_at
+    reverse_compute_at = compute_location.reverse_compute_at
+    compute_inline = inline.compute_inline
+    reverse_compute_inline = inline.reverse_compute_inline
+    # caching and buffer copies
+    cache_read = cache.cache_read
+    cache_write = cache.cache_write
+    reindex = cache.reindex
+    read_at = read_write_at.read_at
+    write_at = read_write_at.write_at
+    # layout
+    set_scope = layout.set_scope
+    storage_align = layout.storage_align
+    transform_layout = layout.transform_layout
+    transform_block_layout = layout.transform_block_layout
+    decompose_padding = layout.decompose_padding
+    # reductions
+    rfactor = reduction.rfactor
+    decompose_reduction = reduction.decompose_reduction
+    # blockize and tensorize
+    blockize = blockize_tensorize.blockize
+    tensorize = blockize_tensorize.tensorize
+    # trace markers
+    enter_postproc = postproc.enter_postproc
+
+    if not TYPE_CHECKING:  # mypy knows the listed primitives only, and flags misspelled ones
+
+        def __getattr__(self, name: str) -> Any:
+            """``sch.<name>`` for a primitive registered outside the class body."""
+            kind = None if name.startswith("_") else REGISTRY.get(name)
+            if kind is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            return types.MethodType(kind.method, self)
+
+    def __dir__(self) -> list[str]:  # tab completion offers every registered primitive
+        return sorted({*super().__dir__(), *REGISTRY})
+
+    @classmethod
+    def from_python(cls, text: str, func: PrimFunc, seed: Optional[int] = None) -> "Schedule":
+        """A fresh schedule of ``func`` that ran trace text (``trace.as_python()`` output, or
+        hand-written). This executes the text: use it for code you trust; databases read
+        traces with :meth:`Trace.from_json`."""
+        sch = cls(func, seed=seed)
+        exec(compile(text, "<trace>", "exec"), {"sch": sch})
+        return sch
 
     # state ------------------------------------------------------------------------------
     @property
@@ -250,3 +355,8 @@ def _check_bounds(primitive: str, before: PrimFunc, after: PrimFunc) -> None:
     if new:
         lines = "\n".join(f"  - {p}" for p in new)
         raise ScheduleError(primitive, f"the result would access a buffer out of bounds:\n{lines}")
+
+
+# Trace.from_python runs text on a new Schedule: the class is handed down, as trace.py sits
+# below this module in the import tree
+_trace.schedule_class = Schedule

@@ -17,7 +17,8 @@ in the same order):
 Then ``sch.tensorize(loop, "my_gemm_4x16x4")`` replaces the subtree under ``loop`` (a 4x16x4
 tile of a matmul) with the implementation.
 
-The built-in intrinsics (:mod:`workbench.schedule.intrinsics`) are registered on first lookup.
+The built-in intrinsics (:mod:`workbench.schedule.intrinsics`) register themselves when that
+package is imported, which ``workbench.schedule`` does: this module does not import them.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ class TensorIntrin:
     impl: PrimFunc
 
     _registry: ClassVar[dict[str, "TensorIntrin"]] = {}
-    _builtins_loaded: ClassVar[bool] = False
 
     @staticmethod
     def register(name: str, desc: PrimFunc, impl: PrimFunc, override: bool = False) -> "TensorIntrin":
@@ -62,7 +62,6 @@ class TensorIntrin:
     def get(name: str, primitive: Optional[str] = None) -> "TensorIntrin":
         """The intrinsic ``name``; an unknown name raises ``ScheduleError`` (from ``primitive``)
         or ``KeyError``, listing the registered ones."""
-        TensorIntrin._load_builtins()
         found = TensorIntrin._registry.get(name) if isinstance(name, str) else None
         if found is None:
             msg = (
@@ -77,18 +76,11 @@ class TensorIntrin:
     @staticmethod
     def names() -> list[str]:
         """The registered names, sorted."""
-        TensorIntrin._load_builtins()
         return sorted(TensorIntrin._registry)
 
     @staticmethod
     def unregister(name: str) -> None:
         TensorIntrin._registry.pop(name)
-
-    @staticmethod
-    def _load_builtins() -> None:
-        if not TensorIntrin._builtins_loaded:
-            TensorIntrin._builtins_loaded = True
-            from . import intrinsics  # noqa: F401  (registers the built-in intrinsics)
 
     def __repr__(self) -> str:
         return f"<TensorIntrin {self.name}>"

@@ -12,17 +12,24 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Callable, Iterable, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Union
 
 from ..errors import ScheduleError, TraceFormatError, UnknownInstructionKind
 from .instruction import Instruction, get_kind, iter_rvs, map_rvs
 from .rv import RV, RV_CLASSES
+
+if TYPE_CHECKING:  # a hint only: schedule.py imports this module
+    from .schedule import Schedule
 
 #: ``decision_provider(inst, recorded_decision) -> decision``; returning None resamples.
 DecisionProvider = Callable[[Instruction, Any], Any]
 
 #: the ``format`` tag of :meth:`Trace.as_json`
 JSON_FORMAT = "workbench.trace/1"
+
+#: the class :meth:`Trace.from_python` runs text on: ``Schedule``, set by schedule.py when it
+#: defines it (schedule.py imports this module, so this module does not import it)
+schedule_class: Optional["type[Schedule]"] = None
 
 
 def resample(inst: Instruction, decision: Any) -> None:
@@ -217,17 +224,14 @@ class Trace:
     def from_python(text: str, func: Any, seed: Optional[int] = None) -> "Trace":
         """Run trace text (``as_python()`` output, or hand-written) on a fresh schedule of
         ``func`` and return the trace it records. This executes the text: use it for code you
-        trust; databases use :meth:`from_json`."""
-        from .schedule import Schedule
-
-        sch = Schedule(func, seed=seed)
-        exec(compile(text, "<trace>", "exec"), {"sch": sch})
-        return sch.trace
+        trust; databases use :meth:`from_json`. (``Schedule.from_python`` returns the schedule.)"""
+        assert schedule_class is not None, "workbench.schedule.schedule defines the Schedule class"
+        return schedule_class.from_python(text, func, seed).trace
 
     # replay --------------------------------------------------------------------------------
     def apply_to_schedule(
         self,
-        sch: Any,
+        sch: Schedule,
         decision_provider: Optional[DecisionProvider] = None,
     ) -> dict[RV, RV]:
         """Replay every instruction on ``sch``; returns this trace's RVs -> ``sch``'s RVs.
@@ -247,7 +251,7 @@ class Trace:
             sch._restore(saved)
             raise
 
-    def _replay(self, sch: Any, decision_provider: Optional[DecisionProvider]) -> dict[RV, RV]:
+    def _replay(self, sch: Schedule, decision_provider: Optional[DecisionProvider]) -> dict[RV, RV]:
         rv_map: dict[RV, RV] = {}
 
         def lookup(rv: RV) -> RV:

@@ -21,17 +21,18 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ... import workloads
-from ...schedule import Schedule
+from ...schedule import BlockRV, ExprRV, LoopRV, Schedule
 
 
-# (sch: Any, as in the schedules below: the primitives are methods registered at import)
-def _cooperative_fetch(sch: Any, block: Any, at: Any, threads: tuple[int, ...], vector: int = 1) -> None:
+def _cooperative_fetch(
+    sch: Schedule, block: BlockRV, at: LoopRV, threads: tuple[int, ...], vector: int = 1
+) -> None:
     """Fuse the loops of ``block`` below loop ``at`` and spread them over the threads
     (``threads``: extents of threadIdx.y, threadIdx.x), ``vector`` elements per access."""
     loops = sch.get_loops(block)
     start = next(n for n, loop in enumerate(loops) if sch.get(loop) is sch.get(at)) + 1
     fused = sch.fuse(*loops[start:]) if len(loops) - start > 1 else loops[start]
-    factors = [None, *threads] + ([vector] if vector > 1 else [])
+    factors: list[ExprRV | int | None] = [None, *threads, *([vector] if vector > 1 else [])]
     parts = sch.split(fused, factors)
     tags = ("threadIdx.y", "threadIdx.x")[-len(threads) :]
     for loop, tag in zip(parts[1 : 1 + len(threads)], tags):
@@ -43,7 +44,7 @@ def _cooperative_fetch(sch: Any, block: Any, at: Any, threads: tuple[int, ...], 
 def gmm_shared(n: int = 256, m: int = 256, k: int = 256, b: int = 1, tile: int = 4) -> Schedule:
     """C = A @ B: blocks of (8 tile)x(16 tile) outputs, 8x16 threads of tile x tile outputs,
     k-tiles of 16."""
-    sch: Any = Schedule(workloads.get("GMM", b=b, n=n, m=m, k=k))
+    sch = Schedule(workloads.get("GMM", b=b, n=n, m=m, k=k))
     z = sch.get_block("Z")
     bb, i, j, kk = sch.get_loops(z)
     i0, i1, i2 = sch.split(i, [None, 8, tile])
@@ -68,7 +69,7 @@ def gmm_shared(n: int = 256, m: int = 256, k: int = 256, b: int = 1, tile: int =
 def c2d_shared(**shape: Any) -> Schedule:
     """conv2d NHWC: a 4x4 output tile per block, (pixel, channel) per thread; the input tile
     (with its halo, padded) fetched into shared memory once per block."""
-    sch: Any = Schedule(workloads.get("C2D", **shape))
+    sch = Schedule(workloads.get("C2D", **shape))
     pad, conv = sch.get_block("PadInput"), sch.get_block("conv2d_nhwc")
     n, h, w, co, rh, rw, rc = sch.get_loops(conv)
     h0, h1 = sch.split(h, [None, 4])
@@ -94,7 +95,7 @@ def c2d_shared(**shape: Any) -> Schedule:
 
 def sfm_cross_thread(m: int = 256, n: int = 256, threads: int = 64) -> Schedule:
     """softmax: a row per block; max and sum reduced across ``threads`` threads."""
-    sch: Any = Schedule(workloads.get("SFM", m=m, n=n))
+    sch = Schedule(workloads.get("SFM", m=m, n=n))
     norm = sch.get_block("T_softmax_norm")
     row, col = sch.get_loops(norm)
     sch.bind(row, "blockIdx.x")
@@ -110,7 +111,7 @@ def sfm_cross_thread(m: int = 256, n: int = 256, threads: int = 64) -> Schedule:
 
 def nrm_cross_thread(b: int = 256, m: int = 256, n: int = 256, threads: int = 128) -> Schedule:
     """norm: one batch per block, its m*n squares summed across ``threads`` threads."""
-    sch: Any = Schedule(workloads.get("NRM", b=b, m=m, n=n))
+    sch = Schedule(workloads.get("NRM", b=b, m=m, n=n))
     c = sch.get_block("C")
     bb, i, j = sch.get_loops(c)
     sch.bind(bb, "blockIdx.x")
@@ -128,7 +129,7 @@ def gmm_wmma(n: int = 128, m: int = 128, k: int = 128) -> Schedule:
     fragment per warp (4 warps on threadIdx.y), k-tiles of 16 staged in shared memory."""
     from ...schedule.intrinsics.cuda import FILL, SYNC, load_intrin, store_intrin
 
-    sch: Any = Schedule(workloads.get("GMM-FP16", n=n, m=m, k=k))
+    sch = Schedule(workloads.get("GMM-FP16", n=n, m=m, k=k))
     c = sch.get_block("C")
     i, j, kk = sch.get_loops(c)
     i0, i1, i2 = sch.split(i, [None, 2, 16])

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ScheduleError
 from ...ir.stmt import Block
 from ..instruction import schedule_primitive
 from ..rv import BlockRV, ExprRV, LoopRV
+
+if TYPE_CHECKING:
+    from ..schedule import Schedule
 
 _PLAIN = (bool, int, float, str)
 
@@ -55,9 +58,9 @@ def _value(sch, value: Any) -> Any:
     return plain
 
 
-@schedule_primitive("annotate")
+@schedule_primitive("annotate", tvm_inputs=("block_or_loop", "ann_val"), tvm_attrs=("ann_key",))
 def annotate(
-    sch,
+    sch: Schedule,
     block_or_loop: BlockRV | LoopRV,
     ann_key: str,
     ann_val: ExprRV | int | float | str | bool | list | dict,
@@ -75,8 +78,8 @@ def annotate(
     sch.replace(node, node.with_(annotations={**node.annotations, ann_key: value}))
 
 
-@schedule_primitive("unannotate")
-def unannotate(sch, block_or_loop: BlockRV | LoopRV, ann_key: str) -> None:
+@schedule_primitive("unannotate", tvm_inputs=("block_or_loop",), tvm_attrs=("ann_key",))
+def unannotate(sch: Schedule, block_or_loop: BlockRV | LoopRV, ann_key: str) -> None:
     """Remove annotation ``ann_key`` from a block or loop (it must be there)."""
     _check_key("unannotate", ann_key)
     node = sch.get(block_or_loop)

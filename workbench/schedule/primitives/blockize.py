@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
 
 from ...errors import ScheduleError
 from ...ir.arith import Simplifier, union_regions
@@ -34,6 +34,9 @@ from ..tensor_intrin import TensorIntrin
 from .loops import loop_name
 from .block_scope import buffer_names, fresh_name
 from .reduction import conjoin_all, split_conjuncts
+
+if TYPE_CHECKING:
+    from ..schedule import Schedule
 
 # ------------------------------------------------------------------------------------------
 # subspace division
@@ -245,8 +248,8 @@ def _outer_init(init: Stmt, inner_iters, inner_values, inner_pred, loops, name, 
     return stmt
 
 
-@schedule_primitive("blockize")
-def blockize(sch, loop: LoopRV, preserve_unit_iters: bool = True) -> BlockRV:
+@schedule_primitive("blockize", tvm_inputs=("loop",), tvm_attrs=("preserve_unit_iters",))
+def blockize(sch: Schedule, loop: LoopRV, preserve_unit_iters: bool = True) -> BlockRV:
     """Make the loop nest under ``loop`` (a chain of loops over one block) a block of its own.
 
     The new outer block ``<name>_o`` has one iterator ``v_o`` per iterator ``v`` of the block,
@@ -405,7 +408,7 @@ def _bind_impl(
 
 @schedule_primitive("tensorize")
 def tensorize(
-    sch, block_or_loop: BlockRV | LoopRV, tensor_intrin: str, preserve_unit_iters: bool = True
+    sch: Schedule, block_or_loop: BlockRV | LoopRV, tensor_intrin: str, preserve_unit_iters: bool = True
 ) -> None:
     """Replace the computation of a block by a registered tensor intrinsic.
 

@@ -15,7 +15,7 @@ copied region is what the producer writes, relaxed over the loops between it and
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
 
 from ...errors import ScheduleError
 from ...ir.buffer import SCOPES, Buffer
@@ -44,6 +44,9 @@ from ..rewrite import conjoin, simplify
 from ..rv import RV, BlockRV
 from ..state import FuncIndex
 from .block_scope import buffer_names, buffers, fresh_name
+
+if TYPE_CHECKING:
+    from ..schedule import Schedule
 
 # a statement with a body a stage can be inserted into: a loop or a block
 BodyOwner = Union[For, Block]
@@ -278,9 +281,15 @@ def _stage(
 # cache_read / cache_write
 
 
-@schedule_primitive("cache_read")
+@schedule_primitive(
+    "cache_read", tvm_inputs=("block", "consumer_blocks"), tvm_attrs=("read_buffer_index", "storage_scope")
+)
 def cache_read(
-    sch, block: BlockRV, read_buffer_index: int, storage_scope: str, consumer_blocks: Optional[list] = None
+    sch: Schedule,
+    block: BlockRV,
+    read_buffer_index: int,
+    storage_scope: str,
+    consumer_blocks: Optional[list] = None,
 ) -> BlockRV:
     """Copy the buffer ``block.reads[read_buffer_index]`` into a new buffer of
     ``storage_scope`` (named ``<buffer>_<scope>``) and make its consumers read the copy.
@@ -340,9 +349,15 @@ def cache_read(
     return sch.new_rv(BlockRV, name)
 
 
-@schedule_primitive("cache_write")
+@schedule_primitive(
+    "cache_write", tvm_inputs=("block", "consumer_blocks"), tvm_attrs=("write_buffer_index", "storage_scope")
+)
 def cache_write(
-    sch, block: BlockRV, write_buffer_index: int, storage_scope: str, consumer_blocks: Optional[list] = None
+    sch: Schedule,
+    block: BlockRV,
+    write_buffer_index: int,
+    storage_scope: str,
+    consumer_blocks: Optional[list] = None,
 ) -> BlockRV:
     """Make ``block`` write a new buffer of ``storage_scope`` (``<buffer>_<scope>``) instead of
     ``block.writes[write_buffer_index]``, and add a block copying it back to the original.
@@ -511,8 +526,8 @@ def _chain_top(idx: FuncIndex, block: Block) -> Stmt:
     return node
 
 
-@schedule_primitive("reindex", as_python=render_call)
-def reindex(sch, block: BlockRV, buffer: Any) -> BlockRV:
+@schedule_primitive("reindex", as_python=render_call, tvm_name="ReIndex")
+def reindex(sch: Schedule, block: BlockRV, buffer: Any) -> BlockRV:
     """Make ``block`` access a new buffer ``<buffer>_reindex`` indexed by its own iterators,
     with a block copying between it and the original (before the block's loops for a read,
     after them for a write). ``buffer`` is ``("read" | "write", index)`` or a buffer name.

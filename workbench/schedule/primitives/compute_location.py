@@ -29,7 +29,7 @@ element is only redundant.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from ...errors import ScheduleError
 from ...ir.arith import Analyzer
@@ -72,6 +72,9 @@ from .block_scope import (
 from .inline import compute_inline_func, reverse_compute_inline_func
 from .loops import loop_name
 from .reduce_space import reduce_space_problem
+
+if TYPE_CHECKING:
+    from ..schedule import Schedule
 
 Region = tuple  # tuple[Range, ...]
 
@@ -552,8 +555,10 @@ def relocate(
 # the primitives
 
 
-@schedule_primitive("compute_at")
-def compute_at(sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False, index: int = -1) -> None:
+@schedule_primitive("compute_at", tvm_inputs=("block", "loop"), tvm_attrs=("preserve_unit_loops", "index"))
+def compute_at(
+    sch: Schedule, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False, index: int = -1
+) -> None:
     """Move producer ``block`` under ``loop``, computing per iteration only what the consumers
     under ``loop`` read in that iteration.
 
@@ -627,9 +632,11 @@ the target loop must not be one of the block's own loops
     return None
 
 
-@schedule_primitive("reverse_compute_at")
+@schedule_primitive(
+    "reverse_compute_at", tvm_inputs=("block", "loop"), tvm_attrs=("preserve_unit_loops", "index")
+)
 def reverse_compute_at(
-    sch, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False, index: int = -1
+    sch: Schedule, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False, index: int = -1
 ) -> None:
     """Move consumer ``block`` under ``loop``, consuming per iteration what the producers under
     ``loop`` produced in that iteration.
@@ -746,8 +753,8 @@ def _location_checks(func: PrimFunc, block: Block):
     return checks, loops
 
 
-@schedule_primitive("sample_compute_location", sampling=True)
-def sample_compute_location(sch, block: BlockRV, decision: Optional[int] = None) -> LoopRV:
+@schedule_primitive("sample_compute_location", sampling=True, tvm_inputs=("block",))
+def sample_compute_location(sch: Schedule, block: BlockRV, decision: Optional[int] = None) -> LoopRV:
     """Draw where to compute ``block``: uniformly among its valid locations (see
     :func:`compute_location_candidates`). Returns a LoopRV to pass to ``compute_at``: a loop of
     the first consumer, or the location "root" (-1: leave the block alone) or "inline" (-2).

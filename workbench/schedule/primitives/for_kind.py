@@ -18,7 +18,7 @@ require (TVM's rules):
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ...errors import ScheduleError
 from ...ir.functor import uses_var
@@ -121,6 +121,10 @@ def _check_compact_dataflow(sch, primitive: str, loop: For) -> None:
             )
 
 
+if TYPE_CHECKING:
+    from ..schedule import Schedule
+
+
 def _check_iterators(sch, primitive: str, loop: For, allow_reduce: bool) -> None:
     allowed_desc = "spatial or reduce" if allow_reduce else "spatial"
     allowed = (SPATIAL, REDUCE) if allow_reduce else (SPATIAL,)
@@ -159,8 +163,8 @@ def _set_kind(sch, primitive: str, rv: LoopRV, kind: ForKind, thread_tag: Option
     sch.replace(loop, loop.with_(kind=kind, thread_tag=thread_tag))
 
 
-@schedule_primitive("parallel")
-def parallel(sch, loop: LoopRV) -> None:
+@schedule_primitive("parallel", tvm_inputs=("loop",))
+def parallel(sch: Schedule, loop: LoopRV) -> None:
     """Run the iterations of ``loop`` on several CPU threads.
 
     Rules: ``loop`` is serial, has a constant extent, has compact dataflow (each block directly
@@ -175,8 +179,8 @@ def parallel(sch, loop: LoopRV) -> None:
     _set_kind(sch, "parallel", loop, ForKind.PARALLEL)
 
 
-@schedule_primitive("vectorize")
-def vectorize(sch, loop: LoopRV) -> None:
+@schedule_primitive("vectorize", tvm_inputs=("loop",))
+def vectorize(sch: Schedule, loop: LoopRV) -> None:
     """Run the iterations of ``loop`` as SIMD lanes (usually an innermost loop).
 
     Rules: as for ``parallel`` (serial, constant extent, compact dataflow, only spatial
@@ -190,8 +194,8 @@ def vectorize(sch, loop: LoopRV) -> None:
     _set_kind(sch, "vectorize", loop, ForKind.VECTORIZED)
 
 
-@schedule_primitive("unroll")
-def unroll(sch, loop: LoopRV) -> None:
+@schedule_primitive("unroll", tvm_inputs=("loop",))
+def unroll(sch: Schedule, loop: LoopRV) -> None:
     """Replicate the body of ``loop`` once per iteration (any iterator kind is fine).
 
     Rules: ``loop`` is serial and has a constant extent.
@@ -204,8 +208,8 @@ def unroll(sch, loop: LoopRV) -> None:
     _set_kind(sch, "unroll", loop, ForKind.UNROLLED)
 
 
-@schedule_primitive("bind")
-def bind(sch, loop: LoopRV, thread_axis: str) -> None:
+@schedule_primitive("bind", tvm_inputs=("loop",), tvm_attrs=("thread_axis",))
+def bind(sch: Schedule, loop: LoopRV, thread_axis: str) -> None:
     """Map ``loop`` onto a GPU thread axis (``blockIdx.x``, ``threadIdx.y``, ``vthread.x`` …).
 
     Rules: ``thread_axis`` is a known axis; ``loop`` is serial, has a constant extent, has

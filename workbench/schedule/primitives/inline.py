@@ -8,7 +8,7 @@ that absorbs the computation gets its read / write regions recomputed from its n
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, cast
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from .block_scope import (
     producers,
     removal_root,
 )
+
+if TYPE_CHECKING:
+    from ..schedule import Schedule
 
 
 def _with_regions(block: Block) -> Block:
@@ -138,8 +141,8 @@ def compute_inline_func(func: PrimFunc, block: Block, primitive: str = "compute_
     return drop_allocation(func, buffer)
 
 
-@schedule_primitive("compute_inline")
-def compute_inline(sch, block: BlockRV) -> None:
+@schedule_primitive("compute_inline", tvm_inputs=("block",))
+def compute_inline(sch: Schedule, block: BlockRV) -> None:
     """Inline ``block`` into every block that reads its output, then remove it, its loops and
     its buffer.
 
@@ -453,8 +456,8 @@ def _check_one_to_one(
     return None
 
 
-@schedule_primitive("reverse_compute_inline")
-def reverse_compute_inline(sch, block: BlockRV) -> None:
+@schedule_primitive("reverse_compute_inline", tvm_inputs=("block",))
+def reverse_compute_inline(sch: Schedule, block: BlockRV) -> None:
     """Inline consumer ``block`` into its single producer: the producer computes the
     consumer's value from its own and stores it where the consumer did; the consumer, its
     loops and the buffer between them disappear.

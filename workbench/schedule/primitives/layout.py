@@ -10,7 +10,7 @@ a schedule does not change. The last two rewrite one block's iteration space.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Union, cast
 
 from ...errors import InternalError, ScheduleError
 from ...ir.arith import Simplifier
@@ -69,6 +69,9 @@ from .cache import (
     scoped_name,
 )
 
+if TYPE_CHECKING:
+    from ..schedule import Schedule
+
 Ranges = Mapping[Var, Range]
 
 
@@ -100,8 +103,8 @@ def _write_buffer(primitive: str, block: Block, buffer_index: Any) -> Buffer:
 # set_scope / storage_align
 
 
-@schedule_primitive("set_scope")
-def set_scope(sch, block: BlockRV, buffer_index: Union[int, str], storage_scope: str) -> None:
+@schedule_primitive("set_scope", tvm_inputs=("block",), tvm_attrs=("buffer_index", "storage_scope"))
+def set_scope(sch: Schedule, block: BlockRV, buffer_index: Union[int, str], storage_scope: str) -> None:
     """Move the intermediate buffer ``block.writes[buffer_index]`` (an index or a buffer name)
     to ``storage_scope``; it is renamed ``<buffer>_<scope>`` like TVM does. Rule: the buffer is
     allocated by a block (not a function parameter).
@@ -122,8 +125,12 @@ def set_scope(sch, block: BlockRV, buffer_index: Union[int, str], storage_scope:
     return None
 
 
-@schedule_primitive("storage_align")
-def storage_align(sch, block: BlockRV, buffer_index: int, axis: int, factor: int, offset: int) -> None:
+@schedule_primitive(
+    "storage_align", tvm_inputs=("block",), tvm_attrs=("buffer_index", "axis", "factor", "offset")
+)
+def storage_align(
+    sch: Schedule, block: BlockRV, buffer_index: int, axis: int, factor: int, offset: int
+) -> None:
     """Pad the stride of ``axis`` of the intermediate buffer ``block.writes[buffer_index]`` so
     that it is ``factor * k + offset`` elements (to avoid bank or cache-set conflicts). Backends
     index every buffer with ``Buffer.strides()``, which honours the alignment.
@@ -258,7 +265,11 @@ def _index_map(primitive: str, value: Any) -> IndexMap:
 
 @schedule_primitive("transform_layout", as_python=render_call)
 def transform_layout(
-    sch, block: BlockRV, buffer: Any, index_map: IndexMap, pad_value: Optional[Union[int, float]] = None
+    sch: Schedule,
+    block: BlockRV,
+    buffer: Any,
+    index_map: IndexMap,
+    pad_value: Optional[Union[int, float]] = None,
 ) -> None:
     """Store an intermediate buffer in a new layout: element ``idx`` moves to
     ``index_map(*idx)`` and every access in the function follows. ``buffer`` is
@@ -407,7 +418,7 @@ def _check_trivial_nest(sch, primitive: str, block: Block) -> list[For]:
 
 
 @schedule_primitive("transform_block_layout", as_python=render_call)
-def transform_block_layout(sch, block: BlockRV, index_map: IndexMap) -> None:
+def transform_block_layout(sch: Schedule, block: BlockRV, index_map: IndexMap) -> None:
     """Remap the iteration space of ``block``: its iterators become ``index_map`` of the old
     ones, and new loops ``ax0 …`` (replacing the old loops) run over the mapped domain.
 
@@ -547,8 +558,8 @@ def _const_fill(name: str, realize: BlockRealize, loops: list[For], pad: Expr) -
     return nest
 
 
-@schedule_primitive("decompose_padding")
-def decompose_padding(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
+@schedule_primitive("decompose_padding", tvm_inputs=("block", "loop"))
+def decompose_padding(sch: Schedule, block: BlockRV, loop: LoopRV) -> BlockRV:
     """Split a padding block ``buf[...] = if_then_else(cond, value, pad)`` into a block
     ``<block>_pad_const`` writing the constant ``pad`` everywhere (in a copy of the loops from
     ``loop`` down, placed right before ``loop``), and the block itself, now iterating only over

@@ -9,7 +9,7 @@ shared untouched.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ...errors import ScheduleError
 from ...ir.arith import Simplifier
@@ -19,6 +19,9 @@ from ...ir.stmt import OPAQUE, Block, BlockRealize, For, ForKind, Range, make_fo
 from ..instruction import schedule_primitive
 from ..rewrite import rebind, simplify
 from ..rv import BlockRV, ExprRV, LoopRV
+
+if TYPE_CHECKING:
+    from ..schedule import Schedule
 
 
 def loop_name(loop: For) -> str:
@@ -121,9 +124,11 @@ def _factor_values(sch, factors, extent: int, loop: For) -> list[int]:
     return values  # type: ignore[return-value]
 
 
-@schedule_primitive("split")
+@schedule_primitive(
+    "split", tvm_inputs=("loop", "*factors"), tvm_attrs=("preserve_unit_iters", "!disable_predication")
+)
 def split(
-    sch, loop: LoopRV, factors: list[ExprRV | int | None], preserve_unit_iters: bool = True
+    sch: Schedule, loop: LoopRV, factors: list[ExprRV | int | None], preserve_unit_iters: bool = True
 ) -> list[LoopRV]:
     """Split ``loop`` into nested loops of extents ``factors`` (outer to inner).
 
@@ -170,8 +175,8 @@ def split(
 # fuse
 
 
-@schedule_primitive("fuse")
-def fuse(sch, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
+@schedule_primitive("fuse", tvm_inputs=("*loops",), tvm_attrs=("preserve_unit_iters",))
+def fuse(sch: Schedule, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
     """Fuse perfectly nested loops (given outer to inner) into one serial loop ``i_j_fused``.
 
     Each loop must be the only statement in the body of the previous one. As in TVM, the loops
@@ -245,8 +250,8 @@ def fuse(sch, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
 # reorder
 
 
-@schedule_primitive("reorder")
-def reorder(sch, *ordered_loops: LoopRV) -> None:
+@schedule_primitive("reorder", tvm_inputs=("*ordered_loops",))
+def reorder(sch: Schedule, *ordered_loops: LoopRV) -> None:
     """Reorder loops of one chain: the given loops take each other's positions in the given
     order (outer to inner); loops of the chain that are not given stay where they are.
 
@@ -510,8 +515,8 @@ def _check_reduction_order(path: list, order: list, realizes: list) -> None:
 # add_unit_loop
 
 
-@schedule_primitive("add_unit_loop")
-def add_unit_loop(sch, block_or_loop: BlockRV | LoopRV) -> LoopRV:
+@schedule_primitive("add_unit_loop", tvm_inputs=("block_or_loop",))
+def add_unit_loop(sch: Schedule, block_or_loop: BlockRV | LoopRV) -> LoopRV:
     """Wrap a block (its realize) or a loop in a new loop ``u`` of extent 1.
 
     Before / after ``add_unit_loop(C)``::

@@ -6,12 +6,15 @@ a fresh schedule recreates the variables the later instructions use.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ...errors import ScheduleError
 from ...ir.stmt import Block
 from ..instruction import py_value, schedule_primitive
 from ..rv import BlockRV, LoopRV
+
+if TYPE_CHECKING:
+    from ..schedule import Schedule
 
 
 def _render_get_block(inst, names) -> str:
@@ -22,8 +25,16 @@ def _render_get_block(inst, names) -> str:
     return f"{names[inst.outputs[0]]} = sch.get_block({', '.join(parts)})"
 
 
-@schedule_primitive("get_block", pure=True, as_python=_render_get_block)
-def get_block(sch, name: str, func_name: Optional[str] = None) -> BlockRV:
+@schedule_primitive(
+    "get_block",
+    pure=True,
+    as_python=_render_get_block,
+    tvm_name="GetSBlock",
+    tvm_aliases=("GetBlock",),
+    tvm_inputs=(),
+    tvm_attrs=("name", "-func_name"),
+)
+def get_block(sch: Schedule, name: str, func_name: Optional[str] = None) -> BlockRV:
     """The block called ``name`` (block names are unique in a function; ``"root"`` included).
 
     ``func_name``: TVM's traces name the function of an IRModule (``"main"``); a schedule here
@@ -46,15 +57,15 @@ def get_block(sch, name: str, func_name: Optional[str] = None) -> BlockRV:
     return sch.new_rv(BlockRV, name)
 
 
-@schedule_primitive("get_loops", pure=True)
-def get_loops(sch, block: BlockRV) -> list[LoopRV]:
+@schedule_primitive("get_loops", pure=True, tvm_inputs=("block",))
+def get_loops(sch: Schedule, block: BlockRV) -> list[LoopRV]:
     """The loops above ``block`` inside its block scope, outer to inner."""
     node = sch.get(block)
     return [sch.new_rv(LoopRV, loop.loop_var) for loop in sch.index.loops_above(node)]
 
 
-@schedule_primitive("get_child_blocks", pure=True)
-def get_child_blocks(sch, block_or_loop: BlockRV | LoopRV) -> list[BlockRV]:
+@schedule_primitive("get_child_blocks", pure=True, tvm_inputs=("block_or_loop",))
+def get_child_blocks(sch: Schedule, block_or_loop: BlockRV | LoopRV) -> list[BlockRV]:
     """The blocks directly under a block or a loop (not those nested in them), in order."""
     node = sch.get(block_or_loop)
     return [sch.new_rv(BlockRV, r.block.name) for r in sch.index.child_realizes(node)]
@@ -73,16 +84,16 @@ def _buffers(regions) -> set:
     return {r.buffer for r in regions}
 
 
-@schedule_primitive("get_producers", pure=True)
-def get_producers(sch, block: BlockRV) -> list[BlockRV]:
+@schedule_primitive("get_producers", pure=True, tvm_inputs=("block",))
+def get_producers(sch: Schedule, block: BlockRV) -> list[BlockRV]:
     """Blocks of the same scope that write a buffer ``block`` reads, in program order."""
     node = sch.get(block)
     reads = _buffers(node.reads)
     return [sch.new_rv(BlockRV, b.name) for b in _siblings(sch, node) if _buffers(b.writes) & reads]
 
 
-@schedule_primitive("get_consumers", pure=True)
-def get_consumers(sch, block: BlockRV) -> list[BlockRV]:
+@schedule_primitive("get_consumers", pure=True, tvm_inputs=("block",))
+def get_consumers(sch: Schedule, block: BlockRV) -> list[BlockRV]:
     """Blocks of the same scope that read a buffer ``block`` writes, in program order."""
     node = sch.get(block)
     writes = _buffers(node.writes)

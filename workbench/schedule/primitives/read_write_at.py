@@ -25,7 +25,7 @@ Before / after ``read_at(k0, C, 0, "shared")`` on a tiled matmul::
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ...errors import ScheduleError
 from ...ir.buffer import Buffer
@@ -53,12 +53,17 @@ from ..rv import BlockRV, LoopRV
 from .block_scope import buffer_names, fresh_name
 from .cache import allocate, check_storage_scope, nth_buffer, scoped_name
 
+if TYPE_CHECKING:
+    from ..schedule import Schedule
+
 #: annotation of the copy blocks read_at / write_at create (TVM's ``auto_copy``)
 AUTO_COPY = "auto_copy"
 
 
 @schedule_primitive("read_at")
-def read_at(sch, loop: LoopRV, block: BlockRV, read_buffer_index: int, storage_scope: str) -> BlockRV:
+def read_at(
+    sch: Schedule, loop: LoopRV, block: BlockRV, read_buffer_index: int, storage_scope: str
+) -> BlockRV:
     """Copy the region of ``block.reads[read_buffer_index]`` that the blocks under ``loop``
     read into a new buffer of ``storage_scope``, at the start of ``loop``'s body (each
     iteration), and make them read the copy. Returns the copy block.
@@ -70,7 +75,9 @@ def read_at(sch, loop: LoopRV, block: BlockRV, read_buffer_index: int, storage_s
 
 
 @schedule_primitive("write_at")
-def write_at(sch, loop: LoopRV, block: BlockRV, write_buffer_index: int, storage_scope: str) -> BlockRV:
+def write_at(
+    sch: Schedule, loop: LoopRV, block: BlockRV, write_buffer_index: int, storage_scope: str
+) -> BlockRV:
     """Make the blocks under ``loop`` write ``block.writes[write_buffer_index]`` into a new
     buffer of ``storage_scope``, copied back to the original at the end of ``loop``'s body
     (each iteration). Returns the copy-back block.

@@ -15,7 +15,7 @@ the init to be its identity, because it regroups the terms of the reduction;
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional, cast
+from typing import TYPE_CHECKING, Iterable, Optional, cast
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from ..instruction import schedule_primitive
 from ..rv import BlockRV, LoopRV
 from .block_scope import buffer_names, buffers, fresh_name, reduction_problem, scope_blocks
 from .loops import const_extent, loop_name
+
+if TYPE_CHECKING:
+    from ..schedule import Schedule
 
 # ------------------------------------------------------------------------------------------
 # helpers shared with blockize / tensorize
@@ -198,8 +201,8 @@ def _check_reduction_block(primitive: str, idx, block: Block, argument: str) -> 
 # rfactor
 
 
-@schedule_primitive("rfactor")
-def rfactor(sch, loop: LoopRV, factor_axis: int) -> BlockRV:
+@schedule_primitive("rfactor", tvm_name="RFactor", tvm_inputs=("loop",), tvm_attrs=("factor_axis",))
+def rfactor(sch: Schedule, loop: LoopRV, factor_axis: int) -> BlockRV:
     """Factorize the reduction of the one block under ``loop`` by that loop (``loop`` must feed
     only reduce iterators, the combiner must be associative with an identity init).
 
@@ -552,8 +555,8 @@ def _drop_loops(idx, top: For, old: BlockRealize, new: BlockRealize, removed: se
 # decompose_reduction
 
 
-@schedule_primitive("decompose_reduction")
-def decompose_reduction(sch, block: BlockRV, loop: LoopRV) -> BlockRV:
+@schedule_primitive("decompose_reduction", tvm_inputs=("block", "loop"))
+def decompose_reduction(sch: Schedule, block: BlockRV, loop: LoopRV) -> BlockRV:
     """Move the init of reduction ``block`` into a new block ``<name>_init`` placed right before
     ``loop``, under copies of the loops between ``loop`` (included) and the block that feed its
     spatial iterators; the block loses its init. ``loop`` must be above the block and not below

@@ -8,12 +8,15 @@ instruction.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ...errors import ScheduleError
 from ..instruction import schedule_primitive
 from ..rv import ExprRV, LoopRV
 from .loops import const_extent, loop_name
+
+if TYPE_CHECKING:
+    from ..schedule import Schedule
 
 
 #: the most tiles ``sample_perfect_tile`` draws (a decision is a list of n ints: a huge n
@@ -86,9 +89,15 @@ def _check_tiling(decision: Any, n: int, extent: int, max_inner: Optional[int], 
     return list(decision)
 
 
-@schedule_primitive("sample_perfect_tile", sampling=True)
+@schedule_primitive(
+    "sample_perfect_tile", sampling=True, tvm_inputs=("loop",), tvm_attrs=("n", "max_innermost_factor")
+)
 def sample_perfect_tile(
-    sch, loop: LoopRV, n: int, max_innermost_factor: Optional[int] = 16, decision: Optional[list[int]] = None
+    sch: Schedule,
+    loop: LoopRV,
+    n: int,
+    max_innermost_factor: Optional[int] = 16,
+    decision: Optional[list[int]] = None,
 ) -> list[ExprRV]:
     """Draw ``n`` tile sizes whose product is the loop's extent (a perfect tiling).
 
@@ -127,9 +136,9 @@ def sample_perfect_tile(
     return [sch.new_rv(ExprRV, f) for f in decision], decision  # type: ignore[return-value]
 
 
-@schedule_primitive("sample_categorical", sampling=True)
+@schedule_primitive("sample_categorical", sampling=True, tvm_inputs=(), tvm_attrs=("candidates", "probs"))
 def sample_categorical(
-    sch, candidates: list[int], probs: list[float], decision: Optional[int] = None
+    sch: Schedule, candidates: list[int], probs: list[float], decision: Optional[int] = None
 ) -> ExprRV:
     """Draw one of ``candidates`` with probabilities ``probs`` (normalized); the decision is
     the chosen index::

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any, ClassVar, Iterable, Optional
 
 from ...errors import ScheduleError
-from ...schedule import Schedule, Trace, schedule_primitive
+from ...schedule import Schedule, Trace
+from ...schedule.primitives.postproc import enter_postproc  # noqa: F401  (its home before; re-exported)
 from ..plugin import Pluggable, target_kind
 
 
@@ -40,12 +41,6 @@ class Postproc(Pluggable):
         from . import default_postprocs
 
         return default_postprocs(target_kind(kind))
-
-
-@schedule_primitive("enter_postproc", pure=False)
-def enter_postproc(sch) -> None:
-    """Mark the end of the design-space part of a trace: what follows was added by
-    postprocessors (a mutated trace drops it, and the postprocessors run again)."""
 
 
 def run_postprocs(sch: Schedule, postprocs: Iterable[Postproc]) -> Optional[str]:

@@ -19,7 +19,9 @@ a string, numbers and nested lists are themselves; ``attrs`` hold plain values.
 
 **The mapping.** Each TVM kind becomes the workbench primitive of the same name in snake case
 (``GetSBlock`` is ``get_block``, ``RFactor`` is ``rfactor``), with TVM's inputs then attributes
-as its arguments::
+as its arguments. Each primitive declares its TVM name, inputs and attributes where it is
+registered (``@schedule_primitive(..., tvm_inputs=..., tvm_attrs=...)``); :data:`KIND_MAP` is
+read from the registry::
 
     TVM kind                                  inputs                   attributes
     GetSBlock (older TVM: GetBlock)           -                        name, func_name (dropped)
@@ -86,7 +88,7 @@ import json
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from ... import workloads
 from ...codegen.target import KIND_OPTIONS, Target
@@ -94,10 +96,9 @@ from ...errors import ScheduleError, WorkbenchError
 from ...ir.expr import IntImm
 from ...ir.func import PrimFunc
 from ...ir.stmt import OPAQUE, REDUCE, SPATIAL
-from ...schedule import Schedule, Trace
+from ...schedule import REGISTRY, Schedule, Trace
 from ...schedule.instruction import py_value
 from ...schedule.trace import JSON_FORMAT
-from ...space.postprocs import base as _postprocs  # noqa: F401  (registers enter_postproc, which TVM traces use)
 from .base import Database, Record, target_str
 
 WORKLOAD_FILE = "database_workload.json"
@@ -256,47 +257,32 @@ def match_workload(
 # traces: TVM's compact JSON -> workbench instructions
 
 
-#: TVM kind -> (workbench kind, input names, attr names, output is a list). A ``*name`` input
-#: takes the remaining inputs; a ``-name`` attribute is dropped, a ``!name`` one must be 0.
-KIND_MAP: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], bool]] = {
-    "GetSBlock": ("get_block", (), ("name", "-func_name"), False),
-    "GetBlock": ("get_block", (), ("name", "-func_name"), False),
-    "GetLoops": ("get_loops", ("block",), (), True),
-    "GetChildBlocks": ("get_child_blocks", ("block_or_loop",), (), True),
-    "GetProducers": ("get_producers", ("block",), (), True),
-    "GetConsumers": ("get_consumers", ("block",), (), True),
-    "SamplePerfectTile": ("sample_perfect_tile", ("loop",), ("n", "max_innermost_factor"), True),
-    "SampleCategorical": ("sample_categorical", (), ("candidates", "probs"), False),
-    "SampleComputeLocation": ("sample_compute_location", ("block",), (), False),
-    "Split": ("split", ("loop", "*factors"), ("preserve_unit_iters", "!disable_predication"), True),
-    "Fuse": ("fuse", ("*loops",), ("preserve_unit_iters",), False),
-    "Reorder": ("reorder", ("*ordered_loops",), (), False),
-    "AddUnitLoop": ("add_unit_loop", ("block_or_loop",), (), False),
-    "Parallel": ("parallel", ("loop",), (), False),
-    "Vectorize": ("vectorize", ("loop",), (), False),
-    "Unroll": ("unroll", ("loop",), (), False),
-    "Bind": ("bind", ("loop",), ("thread_axis",), False),
-    "CacheRead": ("cache_read", ("block", "consumer_blocks"), ("read_buffer_index", "storage_scope"), False),
-    "CacheWrite": (
-        "cache_write",
-        ("block", "consumer_blocks"),
-        ("write_buffer_index", "storage_scope"),
-        False,
-    ),
-    "ComputeAt": ("compute_at", ("block", "loop"), ("preserve_unit_loops", "index"), False),
-    "ReverseComputeAt": ("reverse_compute_at", ("block", "loop"), ("preserve_unit_loops", "index"), False),
-    "ComputeInline": ("compute_inline", ("block",), (), False),
-    "ReverseComputeInline": ("reverse_compute_inline", ("block",), (), False),
-    "DecomposeReduction": ("decompose_reduction", ("block", "loop"), (), False),
-    "DecomposePadding": ("decompose_padding", ("block", "loop"), (), False),
-    "RFactor": ("rfactor", ("loop",), ("factor_axis",), False),
-    "Annotate": ("annotate", ("block_or_loop", "ann_val"), ("ann_key",), False),
-    "Unannotate": ("unannotate", ("block_or_loop",), ("ann_key",), False),
-    "StorageAlign": ("storage_align", ("block",), ("buffer_index", "axis", "factor", "offset"), False),
-    "SetScope": ("set_scope", ("block",), ("buffer_index", "storage_scope"), False),
-    "Blockize": ("blockize", ("loop",), ("preserve_unit_iters",), False),
-    "EnterPostproc": ("enter_postproc", (), (), False),
-}
+class _KindMap(Mapping[str, tuple[str, tuple[str, ...], tuple[str, ...], bool]]):
+    """TVM kind -> (workbench kind, input names, attr names, output is a list), for every
+    registered primitive that declares its TVM inputs (``tvm_inputs``), under its TVM name and
+    its older names. A ``*name`` input takes the remaining inputs; a ``-name`` attribute is
+    dropped, a ``!name`` one must be 0. Read from the registry at each lookup, so a primitive
+    registered later (in a notebook) is importable too."""
+
+    def _table(self) -> dict[str, tuple[str, tuple[str, ...], tuple[str, ...], bool]]:
+        return {
+            tvm: (kind.name, kind.tvm_inputs, kind.tvm_attrs, kind.returns_list)
+            for kind in REGISTRY.values()
+            if kind.tvm_inputs is not None
+            for tvm in (kind.tvm_name, *kind.tvm_aliases)
+        }
+
+    def __getitem__(self, tvm_kind: str) -> tuple[str, tuple[str, ...], tuple[str, ...], bool]:
+        return self._table()[tvm_kind]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+KIND_MAP = _KindMap()
 
 #: attributes TVM stores as ints that workbench takes as bools
 _BOOL_ATTRS = {"preserve_unit_iters", "preserve_unit_loops"}

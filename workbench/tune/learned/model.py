@@ -24,10 +24,11 @@ import json
 import math
 import os
 import random
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ...schedule import Schedule
 from ...schedule.primitives.compute_location import compute_location_candidates
 from ...schedule.state import index
 from ..database.base import Database
@@ -291,7 +292,7 @@ class DecisionModel:
 
     def provider(
         self,
-        sch: Any,
+        sch: Schedule,
         trace: Any,
         target: Any = "llvm",
         rng: Optional[random.Random] = None,
@@ -304,7 +305,7 @@ class DecisionModel:
             self, sch, trace, target, rng or random.Random(self.seed), temperature or self.temperature
         )
 
-    def distribution(self, sch: Any, k: int, target: Any = "llvm") -> dict:
+    def distribution(self, sch: Schedule, k: int, target: Any = "llvm") -> dict:
         """``{decision: probability}`` the model gives the sampling instruction at position
         ``k`` of ``sch.trace``, given the decisions before it (for the pin panel); tilings are
         tuples."""
@@ -408,7 +409,7 @@ def _logistic(
 
 
 def _live_context(
-    prefix_insts: Sequence[Any], inst: Any, args: dict, func: Any, symbols: dict, ir: str
+    prefix_insts: Sequence[Any], inst: Any, args: Mapping[str, Any], func: Any, symbols: dict, ir: str
 ) -> tuple[list[Word], Word, list]:
     """The words decided so far (from the instructions already applied), the word of ``inst``
     (its context, the live loop extent) and its valid candidates, given the function before it
@@ -440,7 +441,7 @@ def _live_context(
 class _LiveInst:
     """An instruction's kind with other arguments (the live random variables)."""
 
-    def __init__(self, kind: Any, args: dict):
+    def __init__(self, kind: Any, args: Mapping[str, Any]):
         self.kind, self.args = kind, args
 
 
@@ -461,7 +462,13 @@ class Proposer:
     """
 
     def __init__(
-        self, model: DecisionModel, sch: Any, trace: Any, target: Any, rng: random.Random, temperature: float
+        self,
+        model: DecisionModel,
+        sch: Schedule,
+        trace: Any,
+        target: Any,
+        rng: random.Random,
+        temperature: float,
     ):
         self.model, self.sch, self.rng, self.temperature = model, sch, rng, temperature
         self.source = list(trace.insts)
