@@ -8,3 +8,4 @@ from . import annotation, for_kind, loops, query, sampling  # noqa: F401  (regis
 from . import compute_location, inline  # noqa: F401  (registration)
 from . import cache, layout, read_write_at  # noqa: F401  (registration)
 from . import reduction, blockize  # noqa: F401  (registration)
+from . import block_signature  # noqa: F401  (registration)

@@ -47,9 +47,17 @@ as its arguments::
     SetScope                                  block                    buffer_index, scope
     Blockize                                  loop                     preserve_unit_iters
     EnterPostproc                             -                        -
+    GetOutputBlocks                           scope_block              -
+    SamplePartitionedTile                     loop                     n, partition_pos,
+                                                                       innerpart_factor
+    Merge                                     *loops                   -
+    ReorderBlockIterVar                       block, new_order         -
+    UnsafeSetDType                            block                    buffer_index, dtype
+    UnsafeHideBufferAccess                    block, buf_type,         -
+                                              buf_index_array
 
-Decisions are attached to their sampling instruction. Any other kind (``TransformLayout`` with
-its IndexMap, ``Tensorize`` with TVM's intrinsics, ``SamplePartitionedTile`` ...), an input this
+Decisions are attached to their sampling instruction. Any other kind (``TransformLayout`` and
+``AnnotateBufferAccess`` with their IndexMaps, ``Tensorize`` with TVM's intrinsics ...), an input this
 format cannot carry (an IndexMap ``"{...}"``, a dict) or ``disable_predication=1`` makes that
 record fail with the reason; the import goes on.
 
@@ -296,6 +304,22 @@ KIND_MAP: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], bool]] = {
     "SetScope": ("set_scope", ("block",), ("buffer_index", "storage_scope"), False),
     "Blockize": ("blockize", ("loop",), ("preserve_unit_iters",), False),
     "EnterPostproc": ("enter_postproc", (), (), False),
+    "GetOutputBlocks": ("get_output_blocks", ("scope_block",), (), True),
+    "SamplePartitionedTile": (
+        "sample_partitioned_tile",
+        ("loop",),
+        ("n", "partition_pos", "innerpart_factor"),
+        True,
+    ),
+    "Merge": ("merge", ("*loops",), (), False),
+    "ReorderBlockIterVar": ("reorder_block_iter_var", ("block", "new_order"), (), False),
+    "UnsafeSetDType": ("unsafe_set_dtype", ("block",), ("buffer_index", "dtype"), False),
+    "UnsafeHideBufferAccess": (
+        "unsafe_hide_buffer_access",
+        ("block", "buf_type", "buf_index_array"),
+        (),
+        False,
+    ),
 }
 
 #: attributes TVM stores as ints that workbench takes as bools
