@@ -235,7 +235,8 @@ def annotate_buffer_access(
 
     Rules: ``buf_type`` is ``"read"`` or ``"write"``; ``buffer_index`` is in range; the function
     takes one parameter per block iterator and gives one range per buffer axis (TVM compares
-    the ranges with the iterator count; the axis count is what a region needs); the ranges
+    the ranges with the iterator count, and stops with an InternalError when the axis count
+    differs: the axis count is what a region needs); the ranges
     use ``+ - * // %`` of the iterators and integers (an index map's language).
 
     Before / after ``annotate_buffer_access(B, 0, "read", lambda vi, vj: ((vi - 1, vi + 1),

@@ -565,7 +565,8 @@ def merge(sch, *loops: LoopRV) -> LoopRV:
     every nest is unannotated, not bound to a thread and starts at 0; each nest is perfect
     (each loop is the only statement in its parent's body); the nests have the same depth
     (at least one) and the same extents level by level. Also refused here: a nest inside an
-    ``if`` below the common ancestor (moving it out would run it unconditionally). Like TVM,
+    ``if`` below the common ancestor (moving it out would run it unconditionally: TVM 0.27
+    leaves ``if c: T.evaluate(0)`` behind and runs the merged body whatever ``c``). Like TVM,
     merge does not check that the interleaving keeps data dependences: the bodies of later
     nests run before statements that used to precede them.
 
