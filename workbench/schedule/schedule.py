@@ -27,6 +27,7 @@ from . import trace as _trace
 from .instruction import REGISTRY, Instruction, InstructionKind, iter_rvs
 from .primitives import (
     annotation,
+    block_signature,
     cache,
     compute_location,
     for_kind,
@@ -92,15 +93,18 @@ class Schedule(metaclass=_RegisteredPrimitives):
     get_child_blocks = query.get_child_blocks
     get_producers = query.get_producers
     get_consumers = query.get_consumers
+    get_output_blocks = query.get_output_blocks
     # sampling
     sample_perfect_tile = sampling.sample_perfect_tile
     sample_categorical = sampling.sample_categorical
+    sample_partitioned_tile = sampling.sample_partitioned_tile
     sample_compute_location = compute_location.sample_compute_location
     # loops
     split = loops.split
     fuse = loops.fuse
     reorder = loops.reorder
     add_unit_loop = loops.add_unit_loop
+    merge = loops.merge
     # loop kinds and thread binding
     parallel = for_kind.parallel
     vectorize = for_kind.vectorize
@@ -126,6 +130,11 @@ class Schedule(metaclass=_RegisteredPrimitives):
     transform_layout = layout.transform_layout
     transform_block_layout = layout.transform_block_layout
     decompose_padding = layout.decompose_padding
+    # block signatures (TVM's unsafe_* and buffer-access overrides)
+    reorder_block_iter_var = block_signature.reorder_block_iter_var
+    unsafe_set_dtype = block_signature.unsafe_set_dtype
+    unsafe_hide_buffer_access = block_signature.unsafe_hide_buffer_access
+    annotate_buffer_access = block_signature.annotate_buffer_access
     # reductions
     rfactor = reduction.rfactor
     decompose_reduction = reduction.decompose_reduction

@@ -35,8 +35,8 @@ def _plain(value: Any) -> Any:
         items = [_plain(v) for v in value]
         return _BAD if any(v is _BAD for v in items) else tuple(items)
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        items = {k: _plain(v) for k, v in value.items()}
-        return _BAD if any(v is _BAD for v in items.values()) else items
+        entries = {k: _plain(v) for k, v in value.items()}
+        return _BAD if any(v is _BAD for v in entries.values()) else entries
     return _BAD
 
 

@@ -403,7 +403,12 @@ def _affine_vmap(
 def _invert(imap: IndexMap, extents: list[int]) -> Optional[IndexMap]:
     """The inverse of ``imap`` on ``extents``, or on extents rounded up to a multiple of the
     divisors the map uses (a consumer over 127 of 128 rows, read at ``i // 16, i % 16``)."""
-    divisors = [n.b.value for r in imap.results for n in pre_order(r) if isinstance(n, (FloorDiv, FloorMod))]
+    divisors = [
+        n.b.value
+        for r in imap.results
+        for n in pre_order(r)
+        if isinstance(n, (FloorDiv, FloorMod)) and isinstance(n.b, IntImm)
+    ]
     step = 1
     for d in divisors:
         step = step * d // math.gcd(step, d)

@@ -15,9 +15,11 @@ from ...errors import ScheduleError
 from ...ir.arith import Simplifier
 from ...ir.expr import GE, GT, LE, LT, Add, And, Expr, FloorDiv, FloorMod, IntImm, Var, is_const
 from ...ir.functor import free_vars, pre_order
-from ...ir.stmt import OPAQUE, Block, BlockRealize, For, ForKind, Range, make_for
+from ...ir.stmt import OPAQUE, Block, BlockRealize, For, ForKind, IfThenElse, Range, Stmt, make_for, seq
+from ...ir.structural import structural_equal
 from ..instruction import schedule_primitive
 from ..rewrite import rebind, simplify
+from ..state import replace_all
 from ..rv import BlockRV, ExprRV, LoopRV
 
 if TYPE_CHECKING:
@@ -396,7 +398,7 @@ def _affine_problem(realize: BlockRealize, loops: list[For], outer: dict) -> Opt
 
     def span(ts: dict) -> Optional[int]:
         """The values ``sum(coeff * slice)`` reaches without a gap are ``[0, span)``."""
-        reach = 1
+        reach: Optional[int] = 1
         for coeff, extent in sorted((c, slice_extent(a)) for a, c in ts.values()):
             if coeff <= 0:
                 raise _NotAffine(f"coefficient {coeff}")
@@ -539,3 +541,131 @@ def add_unit_loop(sch: Schedule, block_or_loop: BlockRV | LoopRV) -> LoopRV:
     var = Var("u")
     sch.replace(node, make_for(var, 1, node))
     return sch.new_rv(LoopRV, var)
+
+
+# ------------------------------------------------------------------------------------------
+# merge
+
+
+def _merge_chain(idx, loop: For, lca) -> list[For]:
+    """The loops from ``loop`` up to (not including) ``lca``, outer to inner."""
+    chain = [loop]
+    for node in idx.ancestors(loop):
+        if node is lca:
+            break
+        if isinstance(node, For):
+            chain.append(node)
+    return chain[::-1]
+
+
+@schedule_primitive("merge", tvm_inputs=("*loops",))
+def merge(sch: Schedule, *loops: LoopRV) -> LoopRV:
+    """Merge loop nests of equal shape that are siblings under a common ancestor into one nest
+    whose innermost loop runs their bodies one after the other, in the order the loops are
+    given. For each given loop, its nest is the loops from it up to the lowest loop or block
+    enclosing all the given ones; the merged nest takes the place of the first given loop's
+    and is named after it (``i`` becomes ``i_m``); the other nests are removed.
+
+    Rules (TVM's): at least one loop, none given twice, all in one block scope; every loop of
+    every nest is unannotated, not bound to a thread and starts at 0; each nest is perfect
+    (each loop is the only statement in its parent's body); the nests have the same depth
+    (at least one) and the same extents level by level. Also refused here: a nest inside an
+    ``if`` below the common ancestor (moving it out would run it unconditionally: TVM 0.27
+    leaves ``if c: T.evaluate(0)`` behind and runs the merged body whatever ``c``). Like TVM,
+    merge does not check that the interleaving keeps data dependences: the bodies of later
+    nests run before statements that used to precede them.
+
+    Before / after ``merge(i1, i2)``::
+
+        for i1 in range(4):                for i1_m in range(4):
+          for j in range(8): block B         for j in range(8): block B
+        for i2 in range(4):                  for j in range(8): block C
+          for j in range(8): block C
+    """
+    if not loops:
+        raise ScheduleError("merge", "expected at least one loop", argument="loops")
+    nodes = [sch.get(rv) for rv in loops]
+    seen: set = set()
+    for n in nodes:
+        if n.loop_var in seen:
+            raise ScheduleError("merge", f"{loop_name(n)} is given twice", argument="loops", nodes=[n])
+        seen.add(n.loop_var)
+    idx = sch.index
+    scopes = {idx.scope(n) for n in nodes}
+    if len(scopes) > 1:
+        raise ScheduleError(
+            "merge", "the loops are not all in one block scope", argument="loops", nodes=list(nodes)
+        )
+    paths = [[n, *(a for a in idx.ancestors(n) if isinstance(a, (For, Block)))] for n in nodes]
+    common = set(paths[0]).intersection(*paths[1:])
+    lca = min(common, key=lambda a: paths[0].index(a))
+    chains = [_merge_chain(idx, n, lca) for n in nodes]
+    for n, chain in zip(nodes, chains):
+        if n in common:
+            raise ScheduleError(
+                "merge",
+                f"{loop_name(n)} encloses another given loop: merged loops are siblings",
+                argument="loops",
+                nodes=[n],
+            )
+        for loop in chain:
+            if loop.annotations or loop.thread_tag or loop.kind == ForKind.THREAD_BINDING:
+                raise ScheduleError(
+                    "merge",
+                    f"{loop_name(loop)} is annotated or bound to a thread",
+                    argument="loops",
+                    nodes=[loop],
+                )
+            if not is_const(loop.min, 0):
+                raise ScheduleError(
+                    "merge", f"{loop_name(loop)} starts at {loop.min}, not 0", argument="loops", nodes=[loop]
+                )
+        for outer, inner in zip(chain, chain[1:]):
+            if outer.body is not inner:
+                raise ScheduleError(
+                    "merge",
+                    f"{loop_name(inner)} is not the only statement in the body of {loop_name(outer)}",
+                    argument="loops",
+                    nodes=[outer, inner],
+                )
+        for a in idx.ancestors(chain[0]):
+            if a is lca:
+                break
+            if isinstance(a, IfThenElse):
+                raise ScheduleError(
+                    "merge",
+                    f"{loop_name(chain[0])} is inside an if below the common ancestor of the loops",
+                    argument="loops",
+                    nodes=[chain[0]],
+                )
+    first = chains[0]
+    for n, chain in zip(nodes, chains):
+        if len(chain) != len(first):
+            raise ScheduleError(
+                "merge",
+                f"the nest of {loop_name(n)} is {len(chain)} loops deep, the nest of "
+                f"{loop_name(nodes[0])} {len(first)}: merged nests have the same depth",
+                argument="loops",
+                nodes=[n, nodes[0]],
+            )
+        for a, b in zip(first, chain):
+            if not structural_equal(a.extent, b.extent):
+                raise ScheduleError(
+                    "merge",
+                    f"{loop_name(b)} has extent {b.extent}, {loop_name(a)} {a.extent}: merged loops "
+                    f"have the same extents",
+                    argument="loops",
+                    nodes=[a, b],
+                )
+    new_vars = [Var(f"{loop.loop_var.name}_m", loop.loop_var.dtype) for loop in first]
+    ranges = idx.var_ranges(first[0])
+    ranges.update({v: Range(IntImm(0), loop.extent) for v, loop in zip(new_vars, first)})
+    bodies = []
+    for chain in chains:
+        vmap = {loop.loop_var: v for loop, v in zip(chain, new_vars)}
+        bodies.append(rebind(chain[-1].body, vmap, ranges))
+    body: Stmt = seq(*bodies)
+    for v, loop in reversed(list(zip(new_vars, first))):
+        body = make_for(v, loop.extent, body)
+    sch.func = replace_all(sch.func, {first[0]: body, **{c[0]: None for c in chains[1:]}})
+    return sch.new_rv(LoopRV, new_vars[-1])

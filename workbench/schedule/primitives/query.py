@@ -98,3 +98,23 @@ def get_consumers(sch: Schedule, block: BlockRV) -> list[BlockRV]:
     node = sch.get(block)
     writes = _buffers(node.writes)
     return [sch.new_rv(BlockRV, b.name) for b in _siblings(sch, node) if _buffers(b.reads) & writes]
+
+
+@schedule_primitive("get_output_blocks", pure=True, tvm_inputs=("scope_block",))
+def get_output_blocks(sch: Schedule, scope_block: BlockRV) -> list[BlockRV]:
+    """The blocks under ``scope_block`` (nested ones included, in program order) that write a
+    buffer their own scope block does not allocate: the blocks whose results leave their
+    scope (for the root: the ones writing a function parameter), as in TVM.
+
+    With ``B = T.alloc_buffer(...)`` in the root, blocks B (writes B) and C (writes the
+    parameter C): ``get_output_blocks("root")`` is ``[C]``.
+    """
+    node = sch.get(scope_block)
+    idx = sch.index
+    out = []
+    for realize in idx.realizes_under(idx.realizes[node.name]):
+        scope = idx.scope(realize.block)
+        allocated = set(scope.alloc_buffers) if scope is not None else set()
+        if any(r.buffer not in allocated for r in realize.block.writes):
+            out.append(sch.new_rv(BlockRV, realize.block.name))
+    return out

@@ -59,20 +59,22 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _check_tiling(decision: Any, n: int, extent: int, max_inner: Optional[int], loop) -> list[int]:
+def _check_tiling(
+    decision: Any, n: int, extent: int, max_inner: Optional[int], loop, primitive: str = "sample_perfect_tile"
+) -> list[int]:
     if (
         not isinstance(decision, (list, tuple))
         or len(decision) != n
         or not all(isinstance(f, int) and not isinstance(f, bool) and f > 0 for f in decision)
     ):
         raise ScheduleError(
-            "sample_perfect_tile",
+            primitive,
             f"decision {decision!r} is not a list of {n} positive ints",
             argument="decision",
         )
     if math.prod(decision) != extent:
         raise ScheduleError(
-            "sample_perfect_tile",
+            primitive,
             f"decision {list(decision)} multiplies to "
             f"{math.prod(decision)}, not the extent {extent} of {loop_name(loop)}",
             argument="decision",
@@ -80,7 +82,7 @@ def _check_tiling(decision: Any, n: int, extent: int, max_inner: Optional[int], 
         )
     if n > 1 and max_inner is not None and decision[-1] > max_inner:
         raise ScheduleError(
-            "sample_perfect_tile",
+            primitive,
             f"decision {list(decision)}: innermost factor "
             f"{decision[-1]} exceeds max_innermost_factor={max_inner}",
             argument="decision",
@@ -183,3 +185,76 @@ def sample_categorical(
         )
     # a sampling primitive returns (outputs, decision); the registered method returns the outputs
     return sch.new_rv(ExprRV, candidates[decision]), decision  # type: ignore[return-value]
+
+
+def _check_int(value: Any, argument: str, low: int, high: Optional[int] = None) -> int:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < low
+        or (high is not None and value > high)
+    ):
+        bound = f"from {low} to {high}" if high is not None else f"at least {low}"
+        raise ScheduleError(
+            "sample_partitioned_tile", f"{argument} must be an int {bound}, got {value!r}", argument=argument
+        )
+    return value
+
+
+@schedule_primitive(
+    "sample_partitioned_tile",
+    sampling=True,
+    tvm_inputs=("loop",),
+    tvm_attrs=("n", "partition_pos", "innerpart_factor"),
+)
+def sample_partitioned_tile(
+    sch: Schedule,
+    loop: LoopRV,
+    n: int,
+    partition_pos: int = 0,
+    innerpart_factor: int = 1,
+    decision: Optional[list[int]] = None,
+) -> list[ExprRV]:
+    """Draw ``n`` tile sizes whose product is the loop's extent and whose tiles from
+    ``partition_pos`` inward multiply to a multiple of ``innerpart_factor`` (TVM's tensor-core
+    tiling keeps the inner part a whole number of MMA tiles this way). Uniform over those
+    tilings. Returns one ExprRV per factor, outer to inner, to pass to ``split``::
+
+        v0, v1, v2 = sch.sample_partitioned_tile(loop=l0, n=3, partition_pos=1,
+                                                 innerpart_factor=8, decision=[4, 2, 16])
+
+    Rules: ``1 <= n <= 64``, ``0 <= partition_pos < n``, ``innerpart_factor >= 1``; the loop
+    has a constant extent that ``innerpart_factor`` divides; a given decision is ``n`` positive
+    ints meeting both products. TVM samples ``[-1, 1, ...]`` for a loop it cannot tile and
+    silently repairs a decision that no longer fits; here both are refused, like
+    ``sample_perfect_tile`` refuses them, so that a replayed trace never differs from its text.
+    """
+    n = _check_int(n, "n", 1, MAX_TILE_PARTS)
+    partition_pos = _check_int(partition_pos, "partition_pos", 0, n - 1)
+    innerpart_factor = _check_int(innerpart_factor, "innerpart_factor", 1)
+    node = sch.get(loop)
+    extent = const_extent("sample_partitioned_tile", node)
+    if extent % innerpart_factor:
+        raise ScheduleError(
+            "sample_partitioned_tile",
+            f"innerpart_factor {innerpart_factor} does not divide the extent {extent} of {loop_name(node)}",
+            argument="innerpart_factor",
+            nodes=[node],
+        )
+    if decision is None:
+        while True:  # the tilings that pass are a fixed share of all of them: TVM's rejection
+            decision = _draw_tiling(sch.rng, extent, n)
+            if math.prod(decision[partition_pos:]) % innerpart_factor == 0:
+                break
+    decision = _check_tiling(decision, n, extent, None, node, "sample_partitioned_tile")
+    inner = math.prod(decision[partition_pos:])
+    if inner % innerpart_factor:
+        raise ScheduleError(
+            "sample_partitioned_tile",
+            f"decision {decision}: the tiles from position {partition_pos} multiply to {inner}, "
+            f"not a multiple of innerpart_factor={innerpart_factor}",
+            argument="decision",
+            nodes=[node],
+        )
+    # a sampling primitive returns (outputs, decision); the registered method returns the outputs
+    return [sch.new_rv(ExprRV, f) for f in decision], decision  # type: ignore[return-value]

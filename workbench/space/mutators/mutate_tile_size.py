@@ -1,7 +1,12 @@
 """``MutateTileSize``: move a factor from one tile of a ``sample_perfect_tile`` decision to
 another, keeping the product (the loop extent). ``[8, 4, 2] -> [2, 4, 8]`` moves a factor 4
 from the outer tile to the innermost one (which must stay within ``max_innermost_factor``).
-On GPU it also re-draws the vector length of a cooperative fetch."""
+On GPU it also re-draws the vector length of a cooperative fetch.
+
+``sample_partitioned_tile`` decisions are mutated the same way, keeping the tiles from
+``partition_pos`` inward a multiple of ``innerpart_factor`` (TVM 0.27 leaves them alone: its
+mutator looks only for SamplePerfectTile, so a partitioned tiling would never change once
+drawn)."""
 
 from __future__ import annotations
 
@@ -25,7 +30,8 @@ class MutateTileSize(Mutator):
     def apply(self, trace: Trace, rng: random.Random) -> Optional[Trace]:
         tiles = [
             i
-            for i in free_sampling(trace, "sample_perfect_tile")
+            for kind in ("sample_perfect_tile", "sample_partitioned_tile")
+            for i in free_sampling(trace, kind)
             if len(i.decision) >= 2 and math.prod(i.decision) >= 2
         ]
         fetch = annotated_with(trace, (COOPERATIVE_FETCH,))
@@ -39,7 +45,10 @@ class MutateTileSize(Mutator):
         inst = rng.choice(tiles + vectors)
         if inst in vectors:
             return redraw_categorical(trace, inst, rng)
-        new = move_factor(list(inst.decision), inst.args["max_innermost_factor"], rng)
+        if inst.kind.name == "sample_partitioned_tile":
+            new = move_partitioned_factor(list(inst.decision), inst.args, rng)
+        else:
+            new = move_factor(list(inst.decision), inst.args["max_innermost_factor"], rng)
         return None if new is None else without_postproc(trace).with_decision(inst, new)
 
 
@@ -65,6 +74,22 @@ def move_factor(tiles: list[int], max_inner: Optional[int], rng: random.Random) 
         tiles[x] //= f
         tiles[y] *= f
         return tiles
+
+
+#: moves tried on a partitioned tiling before giving up (each fails only when it breaks the
+#: multiple-of-innerpart_factor rule; one succeeds unless every factor is pinned by that rule)
+PARTITIONED_TRIES = 16
+
+
+def move_partitioned_factor(tiles: list[int], args, rng: random.Random) -> Optional[list[int]]:
+    """``move_factor`` for a ``sample_partitioned_tile`` decision: a move is kept only if the
+    tiles from ``partition_pos`` inward still multiply to a multiple of ``innerpart_factor``."""
+    pos, factor = args["partition_pos"], args["innerpart_factor"]
+    for _ in range(PARTITIONED_TRIES):
+        new = move_factor(list(tiles), None, rng)
+        if new is not None and new != tiles and math.prod(new[pos:]) % factor == 0:
+            return new
+    return None
 
 
 def redraw_categorical(trace: Trace, inst: Instruction, rng: random.Random) -> Optional[Trace]:

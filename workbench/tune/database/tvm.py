@@ -49,9 +49,17 @@ read from the registry::
     SetScope                                  block                    buffer_index, scope
     Blockize                                  loop                     preserve_unit_iters
     EnterPostproc                             -                        -
+    GetOutputBlocks                           scope_block              -
+    SamplePartitionedTile                     loop                     n, partition_pos,
+                                                                       innerpart_factor
+    Merge                                     *loops                   -
+    ReorderBlockIterVar                       block, new_order         -
+    UnsafeSetDType                            block                    buffer_index, dtype
+    UnsafeHideBufferAccess                    block, buf_type,         -
+                                              buf_index_array
 
-Decisions are attached to their sampling instruction. Any other kind (``TransformLayout`` with
-its IndexMap, ``Tensorize`` with TVM's intrinsics, ``SamplePartitionedTile`` ...), an input this
+Decisions are attached to their sampling instruction. Any other kind (``TransformLayout`` and
+``AnnotateBufferAccess`` with their IndexMaps, ``Tensorize`` with TVM's intrinsics ...), an input this
 format cannot carry (an IndexMap ``"{...}"``, a dict) or ``disable_predication=1`` makes that
 record fail with the reason; the import goes on.
 
