@@ -16,9 +16,9 @@ import pytest
 import workbench as wb
 from workbench import fuzz
 from workbench.errors import ScheduleError
-from workbench.ir.expr import Select
+from workbench.ir.expr import BufferLoad, Select, is_const
 from workbench.ir.functor import pre_order
-from workbench.ir.stmt import OPAQUE, Block
+from workbench.ir.stmt import OPAQUE, Block, For
 from workbench.schedule.rv import BlockRV, LoopRV
 
 #: about 0.45 s each on one core. Without the rules of ``known_bug``, cases 7 and 87 (split /
@@ -78,9 +78,22 @@ def known_bug(sch, step) -> Optional[str]:
     if step.name == "reindex" and block is not None:
         if {r.buffer for r in block.reads} & {w.buffer for w in block.writes}:
             return "reindex of a block reading what it writes"
-    # known: reindex of reads inside a padding guard; reindex of non-leaf blocks
+    # new (fuzzer, reported): rfactor of a loop of an imperfect split: the partial results the
+    # predicate skips (init included) are never written, and the final block sums them all
+    if step.name == "rfactor" and any(not is_const(sch.index.realizes[b.name].predicate, 1) for b in under):
+        return "rfactor under a predicate"
+    # new (fuzzer, reported): cache_write of a block adding into its output without an init of
+    # its own (the init went to an outer block by blockize): the cache is read before written
+    if step.name == "cache_write" and block is not None and block.init is None:
+        if any(
+            isinstance(n, BufferLoad) and n.buffer in {w.buffer for w in block.writes}
+            for n in pre_order(block.body)
+        ):
+            return "cache_write of an accumulation without its init"
+    # known: reindex of reads inside a padding guard; reindex of non-leaf blocks (and, close to
+    # it, of a block whose body has loops of its own: its indices name variables of those loops)
     if step.name == "reindex" and block is not None:
-        if _guarded(block) or any(isinstance(n, Block) for n in pre_order(block.body)):
+        if _guarded(block) or any(isinstance(n, (Block, For)) for n in pre_order(block.body)):
             return "reindex of guarded reads / non-leaf block"
     return None
 
