@@ -98,3 +98,106 @@ def test_get_block_accepts_func_name():
     with pytest.raises(ScheduleError, match="get_block .*func_name.*no function named 'other'"):
         sch.get_block("Z", func_name="other")
     check_small(sch, "GMM")
+
+
+# found by the differential fuzzer (workbench.fuzz) ------------------------------------------
+
+PADDED = """
+@T.prim_func
+def padded(A: T.Buffer((7, 1), "float32"), B: T.Buffer((7, 1), "float32"), C: T.Buffer((8, 3), "float32")):
+    for i, j in T.grid(7, 1):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = T.tanh(A[vi, vj])
+    for i, j in T.grid(8, 3):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.Select(vi >= 1 and vj >= 1 and vj < 2, B[vi - 1, vj - 1], T.float32(0))
+"""
+
+ACCUMULATE = """
+@T.prim_func
+def accumulate(A: T.Buffer((9, 5), "float32"), W: T.Buffer((5, 6), "float32"),
+               C: T.Buffer((9, 6), "float32")):
+    B = T.alloc_buffer((9, 6), "float32")
+    for i in range(9):
+        with T.block("B_o"):
+            vi = T.axis.spatial(9, i)
+            T.reads(A[vi, 0:5], W[0:5, 0:6])
+            T.writes(B[vi, 0:6])
+            for j in range(6):
+                with T.block("B_init"):
+                    vj = T.axis.spatial(6, j)
+                    B[vi, vj] = T.float32(0)
+            for j, k in T.grid(6, 5):
+                with T.block("B"):
+                    vj, vk = T.axis.remap("SR", [j, k])
+                    B[vi, vj] = B[vi, vj] + A[vi, vk] * W[vk, vj]
+    for i, j in T.grid(9, 6):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(0.5)
+"""
+
+
+def _same_as_unscheduled(sch):
+    from workbench import fuzz
+    from workbench.testing import check_trace_roundtrip, original_func
+
+    fuzz.check_final(sch, fuzz.Reference.of(original_func(sch)), roundtrip=False)  # llvm, NaN-poisoned
+    check_trace_roundtrip(sch)
+
+
+def test_read_at_of_a_region_sticking_out_of_the_buffer_copies_only_inside():
+    """The padding stage reads B[vi - 1, vj - 1] under a guard: the region one iteration of i
+    reads starts at -1. The copy used to read and write outside both buffers (wrong values, or
+    a crash where the write hit the allocator's bookkeeping); it is now guarded."""
+    import workbench as wb
+
+    sch = wb.Schedule(wb.parse(PADDED))
+    c = sch.get_block("C")
+    copy = sch.read_at(sch.get_loops(c)[0], c, 0, "local")
+    assert "if " in str(sch.get(copy).body)
+    _same_as_unscheduled(sch)
+
+
+def test_read_at_inside_the_buffer_needs_no_guard():
+    sch, z, (i0, j0, k0, *_) = _tiled_gmm()
+    copy = sch.read_at(k0, z, 0, "local")
+    assert "if " not in str(sch.get(copy).body)
+
+
+def test_write_at_of_an_accumulation_started_outside_the_loop_is_refused():
+    """Block B adds into B, initialized by B_init outside loop j: the new buffer would be
+    read before anything wrote it (the kernel used to compute from uninitialized memory)."""
+    import workbench as wb
+
+    sch = wb.Schedule(wb.parse(ACCUMULATE))
+    b = sch.get_block("B")
+    j, _ = sch.get_loops(b)
+    before, trace = sch.func, sch.trace.as_python()
+    with pytest.raises(ScheduleError, match="read uninitialized"):
+        sch.write_at(j, b, 0, "local")
+    assert sch.func is before and sch.trace.as_python() == trace
+
+
+def test_write_at_of_a_reduction_whose_init_moved_out_by_blockize_is_refused():
+    sch = small_schedule("GMM")
+    z = sch.get_block("Z")
+    *_, k = sch.get_loops(z)
+    sch.blockize(k)  # the init goes to the outer block Z_o, outside loop k
+    k_inner = sch.get_loops(z)[-1]
+    with pytest.raises(ScheduleError, match="read uninitialized"):
+        sch.write_at(k_inner, z, 0, "local")
+
+
+def test_write_at_around_a_whole_reduction_with_its_init_is_accepted():
+    sch, z, (i0, j0, *_) = _tiled_gmm()
+    sch.write_at(j0, z, 0, "local")  # k0 and k1 are under j0: the init runs in each iteration
+    _same_as_unscheduled(sch)
+
+
+def test_write_at_inside_the_reduction_loop_is_refused():
+    sch, z, (i0, j0, k0, *_) = _tiled_gmm()
+    with pytest.raises(ScheduleError, match="read uninitialized"):
+        sch.write_at(k0, z, 0, "local")  # each k0 iteration would start from an empty copy

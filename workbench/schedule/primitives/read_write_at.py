@@ -25,12 +25,13 @@ Before / after ``read_at(k0, C, 0, "shared")`` on a tiled matmul::
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Sequence
 
 from ...errors import ScheduleError
 from ...ir.buffer import Buffer
-from ...ir.expr import BufferLoad, IntImm, Var, max_expr, min_expr
-from ...ir.functor import free_vars, replace_buffers, substitute
+from ...ir.expr import And, BufferLoad, IntImm, Var, is_const, max_expr, min_expr
+from ...ir.functor import free_vars, pre_order, replace_buffers, substitute
 from ...ir.region import block_access_regions
 from ...ir.stmt import (
     SPATIAL,
@@ -40,6 +41,7 @@ from ...ir.stmt import (
     BufferRegion,
     BufferStore,
     For,
+    IfThenElse,
     IterVar,
     Range,
     SeqStmt,
@@ -83,7 +85,10 @@ def write_at(
     (each iteration). Returns the copy-back block.
 
     Rules: some block under ``loop`` writes the buffer, and none reads it after the last
-    writer; the copied region has constant extents.
+    writer; the copied region has constant extents; a block under ``loop`` reads the buffer
+    only after another block under ``loop`` wrote it, or as a reduction whose init and
+    reduce loops are all under ``loop`` (the new buffer starts empty in each iteration).
+    A region sticking out of the buffer (a guarded padding read) is copied where it is inside.
     """
     return _read_write_at(sch, "write_at", loop, block, write_buffer_index, storage_scope, False)
 
@@ -145,6 +150,7 @@ def _read_write_at(
                 nodes=[loop, node],
             )
         insert, start, end = w_pos[-1] + 1, 0, w_pos[-1] + 1
+        _check_initialized(idx, primitive, loop, subtrees[:end], src)
     region = _union(idx, loop, regions)
     for r in region:
         if not isinstance(r.extent, IntImm):
@@ -172,6 +178,37 @@ def _read_write_at(
     sch.replace(loop, loop.with_(body=seq(*subtrees)))
     allocate(sch, scope.name, dst)
     return sch.new_rv(BlockRV, name)
+
+
+def _check_initialized(idx, primitive: str, loop: For, subtrees: Sequence[Stmt], src: Buffer) -> None:
+    """The new buffer starts empty in each iteration: a block under ``loop`` may read
+    ``src`` only after a block under ``loop`` wrote it, or as a reduction whose init runs in
+    the same iteration (its reduce loops all under ``loop``)."""
+    outer = {l.loop_var for l in (*idx.loops_above(loop), loop)}
+    written = False
+    for sub in subtrees:
+        for realize in [sub] if isinstance(sub, BlockRealize) else idx.child_realizes(sub):
+            b = realize.block
+            # a reduction's update reads its output without listing it in its reads
+            loads = any(isinstance(n, BufferLoad) and n.buffer is src for n in pre_order(b.body))
+            if not written and (loads or any(r.buffer is src for r in b.reads)):
+                reduce_vars = set().union(
+                    *(
+                        free_vars(v)
+                        for iv, v in zip(b.iter_vars, realize.iter_values)
+                        if iv.iter_type != SPATIAL
+                    )
+                )
+                if b.init is None or reduce_vars & outer:
+                    raise ScheduleError(
+                        primitive,
+                        f"block {b.name!r} reads {src.name} under loop {loop.loop_var.name!r} "
+                        f"before any block there writes it (and has no init of its own running "
+                        f"in each iteration): the new buffer would be read uninitialized",
+                        argument="write_buffer_index",
+                        nodes=[loop, b],
+                    )
+            written = written or any(r.buffer is src for r in b.writes)
 
 
 def _relaxed(
@@ -220,6 +257,12 @@ def _copy_block(name: str, src: Buffer, dst: Buffer, region: Sequence[Range], ou
     ranges.update({a: Range.from_extent(r.extent) for a, r in zip(axes, dom)})
     indices = tuple(simplify(r.min + a, ranges) for r, a in zip(dom, axes))
     body: Stmt = BufferStore(dst, BufferLoad(src, indices), indices)
+    # a relaxed region can stick out of the buffer (a padding stage reads A[i - 1] under a
+    # guard): copying it whole would read and write out of bounds, so the copy is guarded
+    inside = [simplify(c, ranges) for i, n in zip(indices, src.shape) for c in (i >= 0, i < n)]
+    inside = [c for c in inside if not is_const(c, 1)]
+    if inside:
+        body = IfThenElse(functools.reduce(And, inside), body)
     for a, r in reversed(list(zip(axes, dom))):
         body = make_for(a, r.extent, body)
     block = Block(
