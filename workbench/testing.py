@@ -18,7 +18,7 @@ X86_TARGETS = ("llvm -mcpu=znver3", "llvm -mcpu=skylake-avx512")
 
 def runs_here(target: Any) -> bool:
     """Whether code built for ``target`` can run on this machine (``Target.cannot_run``)."""
-    from .codegen.target import Target
+    from .target import Target
 
     return Target.of(target).cannot_run() is None
 

@@ -107,7 +107,7 @@ def test_a_task_holds_a_parsed_target_and_pickles_it_as_text():
     model, cores): the measuring machine parses the text again."""
     import pickle
 
-    from workbench.codegen.target import Target
+    from workbench.target import Target
 
     task = Task(small("GMM"), "llvm -num-cores=2")
     assert isinstance(task.target, Target) and str(task.target) == "llvm -num-cores=2"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union, cast
 
 from .. import workloads
-from ..codegen.target import Target
+from ..target import Target
 from ..ir.func import PrimFunc
 from ..schedule import Schedule, Trace
 from ..space import SpaceGenerator, as_space, without_postproc

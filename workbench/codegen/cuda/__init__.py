@@ -26,7 +26,7 @@ import numpy as np
 from ...errors import BuildError
 from ...ir.func import PrimFunc
 from ..kernel import Kernel
-from ..target import Target
+from ...target import Target
 from .compile import compile_cuda, compiler_available
 from .device import DeviceProgram, device_program
 from .emulate import EmulatedProgram, GPURaceError

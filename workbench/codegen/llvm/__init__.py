@@ -31,7 +31,7 @@ import numpy as np
 from ...errors import BuildError
 from ...ir.func import PrimFunc
 from ..kernel import Kernel
-from ..target import Target
+from ...target import Target
 from .emitter import KernelEmitter
 from . import pycall
 from .jit import Compiled, assembly, jit, link, optimize

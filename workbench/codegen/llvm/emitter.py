@@ -28,7 +28,7 @@ from ...ir.buffer import Buffer
 from ...ir.func import PrimFunc
 from ...ir.functor import pre_order
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt
-from ..target import Target
+from ...target import Target
 from . import intrinsics as K
 from .analysis import DTYPE_BITS, Interval, loop_interval, vector_lanes
 from .dtypes import I1, I32, I64, PTR, lanes_of, mem_type

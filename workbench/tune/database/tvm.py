@@ -89,7 +89,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from ... import workloads
-from ...codegen.target import KIND_OPTIONS, Target
+from ...target import KIND_OPTIONS, Target
 from ...errors import ScheduleError, WorkbenchError
 from ...ir.expr import IntImm
 from ...ir.func import PrimFunc
