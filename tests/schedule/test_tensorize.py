@@ -16,7 +16,7 @@ from workbench.schedule import Schedule
 from workbench.target import Target
 from workbench.schedule.intrinsics import gemm_intrinsics
 from workbench.schedule.intrinsics.x86 import gemm_desc, gemm_impl, gemm_isa, gemm_name
-from workbench.schedule.state import index, replace
+from workbench.ir.index import index, replace
 from workbench.schedule.tensor_intrin import TensorIntrin
 from workbench.testing import (
     X86_TARGETS,

@@ -6,7 +6,6 @@ Importing this package registers every primitive as a ``Schedule`` method.
 from .instruction import REGISTRY, Instruction, InstructionKind, get_kind, schedule_primitive, unregister
 from .rv import BlockRV, ExprRV, LoopRV
 from .schedule import Schedule
-from .state import FuncIndex, index, replace, replace_all
 from .trace import Trace, TraceFormatError, UnknownInstructionKind
 from . import primitives  # noqa: F401  (registers the primitives)
 
@@ -22,10 +21,6 @@ __all__ = [
     "unregister",
     "REGISTRY",
     "get_kind",
-    "FuncIndex",
-    "index",
-    "replace",
-    "replace_all",
     "TraceFormatError",
     "UnknownInstructionKind",
 ]

@@ -20,7 +20,7 @@ from ..ir.func import PrimFunc
 from ..ir.stmt import BlockRealize, Stmt
 from .instruction import Instruction, InstructionKind, iter_rvs
 from .rv import LOCATION_PRIMITIVES, RV, ExprRV, LoopRV
-from .state import FuncIndex, index, replace
+from ..ir.index import FuncIndex, index, replace
 from .trace import Trace
 
 

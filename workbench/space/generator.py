@@ -19,7 +19,7 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping, Optional, Sequenc
 from ..target import Target
 from ..ir.func import PrimFunc
 from ..schedule import BlockRV, Schedule
-from ..schedule.state import index
+from ..ir.index import index
 from .mutators import Mutator
 from .plugin import Pluggable, target_kind
 from .postprocs import Postproc

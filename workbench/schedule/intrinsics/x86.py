@@ -25,7 +25,7 @@ from ...ir.expr import Var
 from ...ir.func import PrimFunc
 from ...ir.stmt import TRUE, Block, BlockRealize, BufferStore, ForKind, Stmt, make_for, seq
 from ...target import Target
-from ..state import index, replace
+from ...ir.index import index, replace
 from ..tensor_intrin import TensorIntrin
 
 #: instruction set -> (target features it needs, SIMD bits, vector registers)

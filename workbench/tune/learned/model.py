@@ -29,7 +29,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 
 from ...schedule.primitives.compute_location import compute_location_candidates
-from ...schedule.state import index
+from ...ir.index import index
 from ..database.base import Database
 from .sentence import (
     KINDS,
