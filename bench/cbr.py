@@ -24,7 +24,7 @@ import numpy as np
 
 from workbench import workloads
 from workbench.codegen.build import build
-from workbench.codegen.target import Target
+from workbench.target import Target
 from workbench.schedule import REGISTRY, Schedule
 from timing import side_by_side  # bench/timing.py (scripts run from bench/)
 

@@ -37,7 +37,7 @@ from workbench import workloads
 from workbench.codegen.build import build
 from workbench.codegen.llvm import build_llvm
 from workbench.codegen.lower import lower
-from workbench.codegen.target import Target
+from workbench.target import Target
 from workbench.ir import Allocate, Buffer, BufferStore, FloatImm, ForKind, IntImm, PrimFunc, Var, seq
 from workbench.ir.stmt import make_for
 from workbench.schedule import Schedule

@@ -4,7 +4,7 @@
     python bench/gpu.py --trials 0      # no tune
 
 Where a GPU is at hand (pycuda installed, a driver, a device), for each hand schedule of
-:mod:`workbench.codegen.cuda.schedules` it builds the kernel for the GPU's own architecture,
+:mod:`workbench.recipes.gpu` it builds the kernel for the GPU's own architecture,
 runs it once against the workload's numpy reference, then times it (``kernel.time``: the
 kernels only, the arrays staying on the GPU) beside the vendor library doing the same work —
 cuBLAS through ``cupy.matmul`` or ``torch.matmul`` (whichever is installed) for the matrix
@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import workbench as wb  # noqa: E402
 from workbench.codegen.cuda import gpu_unavailable  # noqa: E402
-from workbench.codegen.cuda import schedules as S  # noqa: E402
+from workbench.recipes import gpu as S  # noqa: E402
 
 #: label -> (workload, schedule function, shape); GMM is the paper's 1024^3
 CASES = {

@@ -28,7 +28,7 @@ CHAINS = 12
 
 def host_width() -> int:
     """The host target's widest vector register in bits (512 with AVX-512, 256 with AVX2)."""
-    from workbench.codegen.target import Target
+    from workbench.target import Target
 
     return Target.host().vector_width_bits
 
@@ -73,7 +73,7 @@ class FMAPeak:
 
     def __init__(self, width: int | None = None):
         from workbench.codegen.llvm.jit import jit
-        from workbench.codegen.target import Target
+        from workbench.target import Target
 
         self.width = width or host_width()
         self.lanes = self.width // 32

@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 
 from workbench import workloads  # noqa: E402
 from workbench.codegen.build import build  # noqa: E402
-from workbench.codegen.target import Target  # noqa: E402
+from workbench.target import Target  # noqa: E402
 from workbench.schedule import Schedule  # noqa: E402
 from workbench.schedule.intrinsics import gemm_intrinsics  # noqa: E402
 from workbench.schedule.intrinsics.x86 import gemm_tile  # noqa: E402

@@ -235,7 +235,7 @@ def host_info(threads: int, target: str) -> dict:
         info["cpu_model"] = next(x.split(":", 1)[1].strip() for x in lines if x.startswith("model name"))
         flags = set(next(x.split(":", 1)[1].split() for x in lines if x.startswith("flags")))
         info["isa"] = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"
-        from workbench.codegen.target import Target
+        from workbench.target import Target
 
         t = Target(target)
         if "mcpu" in t.options:  # code for another CPU than the host's: report its width
@@ -650,7 +650,7 @@ def main(argv=None):
     print(f"[3/4] timing rounds, {args.threads} threads", flush=True)
     t0 = time.monotonic()
     from peak import FMAPeak  # bench/peak.py
-    from workbench.codegen.target import Target
+    from workbench.target import Target
 
     peak = FMAPeak(Target(target).vector_width_bits)
     refs = write_inputs(args.names, data_dir, seed=0)

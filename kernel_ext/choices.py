@@ -17,7 +17,7 @@ from typing import Any, Callable
 import workbench as wb
 from workbench.ir.expr import IntImm
 from workbench.schedule.primitives.compute_location import compute_location_candidates
-from workbench.schedule.state import index
+from workbench.ir.index import index
 
 #: at most this many choices are listed (a tiling of a large extent into many parts explodes)
 MAX_CHOICES = 400

@@ -19,7 +19,7 @@ import numpy as np
 
 import workbench as wb
 from workbench.ir.stmt import ForKind
-from workbench.schedule.state import index
+from workbench.ir.index import index
 from workbench.space import PostOrderApply, replay
 
 __all__ = ["Feedback", "matmul", "dense_relu", "vector_sum", "NETWORK_A", "NETWORK_B"] + [

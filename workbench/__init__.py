@@ -19,7 +19,8 @@ from .errors import (
     WorkbenchError,
 )
 from .ir import Buffer, PrimFunc
-from .codegen import Kernel, Target, aligned, build, empty, lower, zeros
+from .codegen import Kernel, aligned, build, empty, lower, zeros
+from .target import Target
 from .ir.structural import assert_structural_equal, structural_equal, structural_hash
 from .ir.verify import verify
 from .ir.parser import from_tvmscript, parse

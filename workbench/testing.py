@@ -21,7 +21,7 @@ X86_TARGETS = ("llvm -mcpu=znver3", "llvm -mcpu=skylake-avx512")
 
 def runs_here(target: Any) -> bool:
     """Whether code built for ``target`` can run on this machine (``Target.cannot_run``)."""
-    from .codegen.target import Target
+    from .target import Target
 
     return Target.of(target).cannot_run() is None
 
@@ -134,7 +134,7 @@ def shared_loop_func() -> PrimFunc:
     """``for i: {for j: B; for j2: C}``: loop ``i`` holds two loops (not a single branch)."""
     from .ir.expr import Var
     from .ir.stmt import TRUE, BlockRealize, make_for, seq
-    from .schedule.state import index
+    from .ir.index import index
 
     func = elementwise_func()
     idx = index(func)
@@ -153,7 +153,7 @@ def shared_loop_func() -> PrimFunc:
 def opaque_func() -> PrimFunc:
     """:func:`elementwise_func` with block ``B``'s iterators made opaque."""
     from .ir.stmt import IterVar
-    from .schedule.state import index, replace
+    from .ir.index import index, replace
 
     func = elementwise_func()
     block = index(func).block("B")
@@ -163,7 +163,7 @@ def opaque_func() -> PrimFunc:
 
 def triangular_func() -> PrimFunc:
     """:func:`elementwise_func` with ``for j in range(i + 1)`` above block ``B``."""
-    from .schedule.state import index, replace
+    from .ir.index import index, replace
 
     func = elementwise_func()
     idx = index(func)

@@ -21,7 +21,7 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from workbench.codegen.target import Target
+from workbench.target import Target
 from workbench.tune import Database, TuneTask, tune
 
 from ..display import fmt_seconds

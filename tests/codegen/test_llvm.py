@@ -9,7 +9,7 @@ import pytest
 
 from workbench.codegen.build import build
 from workbench.codegen.llvm import build_llvm, emit_llvm
-from workbench.codegen.target import Target
+from workbench.target import Target
 from workbench.errors import BuildError
 from workbench.ir import Buffer, BufferStore, Call, Cast, ForKind, PrimFunc, Select, Var
 from workbench.ir import expr as E

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.codegen import target as target_module
+from workbench import target as target_module
 from workbench.codegen.llvm import CompileOnlyKernel, build_llvm
-from workbench.codegen.target import Target
+from workbench.target import Target
 from workbench.errors import BuildError
 from workbench.schedule.intrinsics import gemm_intrinsics
 from workbench.testing import X86_TARGETS, runs_here

@@ -11,7 +11,7 @@ import pytest
 
 from workbench.codegen.llvm import build_llvm, set_max_threads
 from workbench.codegen.llvm.emitter import MAX_VECTORS_PER_CHUNK
-from workbench.codegen.target import Target
+from workbench.target import Target
 from workbench.ir import (
     Allocate,
     Buffer,

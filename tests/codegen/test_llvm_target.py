@@ -6,7 +6,7 @@ import re
 import llvmlite.binding as llvm
 import pytest
 
-from workbench.codegen.target import Target
+from workbench.target import Target
 
 
 def test_host_target_properties():

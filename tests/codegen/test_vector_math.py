@@ -12,7 +12,7 @@ import pytest
 import workbench as wb
 from workbench.codegen.llvm import vector_math
 from workbench.codegen.llvm.analysis import linear_coeff
-from workbench.codegen.target import Target
+from workbench.target import Target
 from workbench.ir import expr as E
 
 TARGETS = ["llvm -mcpu=znver3", "llvm -mcpu=skylake-avx512"]

@@ -14,7 +14,7 @@ from workbench.ir.verify import verify
 from workbench.schedule import Schedule
 from workbench.schedule.primitives import reduction
 from workbench.schedule.primitives.compute_location import compute_location_candidates
-from workbench.schedule.state import index, replace
+from workbench.ir.index import index, replace
 from workbench.testing import (
     check_numeric,
     check_trace_roundtrip,

@@ -15,7 +15,7 @@ from workbench.ir.region import infer_access_regions
 from workbench.ir.stmt import BufferStore
 from workbench.ir.verify import verify
 from workbench.schedule import Schedule
-from workbench.schedule.state import index, replace
+from workbench.ir.index import index, replace
 from workbench.testing import (
     check_elementwise,
     check_numeric,

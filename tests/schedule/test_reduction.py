@@ -12,7 +12,7 @@ from workbench.ir.expr import Sub, Var
 from workbench.ir.stmt import make_for
 from workbench.ir.verify import verify
 from workbench.schedule import Schedule
-from workbench.schedule.state import index, replace
+from workbench.ir.index import index, replace
 from workbench.testing import (
     check_numeric,
     check_small,

@@ -13,10 +13,10 @@ from workbench.ir.expr import Var
 from workbench.ir.structural import structural_match
 from workbench.ir.verify import verify
 from workbench.schedule import Schedule
-from workbench.codegen.target import Target
+from workbench.target import Target
 from workbench.schedule.intrinsics import gemm_intrinsics
 from workbench.schedule.intrinsics.x86 import gemm_desc, gemm_impl, gemm_isa, gemm_name
-from workbench.schedule.state import index, replace
+from workbench.ir.index import index, replace
 from workbench.schedule.tensor_intrin import TensorIntrin
 from workbench.testing import (
     X86_TARGETS,

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
+from workbench.ir import index as ir_index
 from workbench.ir.expr import IntImm, Var
 from workbench.tune import LocalRunner, MeasureConfig, MeasureInput, Task
 from workbench.tune.worker import time_entry
@@ -73,7 +74,7 @@ def test_build_errors_are_reported(runner):
     task = Task(small("GMM"), "llvm")
     f = small("GMM")
     loop = next(f.loops())
-    broken = wb.schedule.replace(f, loop, replace(loop, extent=Var("n")))  # an unbound extent
+    broken = ir_index.replace(f, loop, replace(loop, extent=Var("n")))  # an unbound extent
     result = runner.measure([MeasureInput(task, broken)])[0]
     assert result.status == "build_error" and "variable 'n'" in result.error
 
@@ -84,7 +85,7 @@ def test_unwritten_output_elements_are_caught(runner):
     task = Task(small("GMM"), "llvm")
     f = small("GMM")
     i = list(f.loops())[1]
-    half = wb.schedule.replace(f, i, replace(i, extent=IntImm(8, "int32")))
+    half = ir_index.replace(f, i, replace(i, extent=IntImm(8, "int32")))
     results = runner.measure([MeasureInput(task, f), MeasureInput(task, half)])
     assert [r.status for r in results] == ["ok", "wrong_result"]
 
@@ -107,7 +108,7 @@ def test_a_task_holds_a_parsed_target_and_pickles_it_as_text():
     model, cores): the measuring machine parses the text again."""
     import pickle
 
-    from workbench.codegen.target import Target
+    from workbench.target import Target
 
     task = Task(small("GMM"), "llvm -num-cores=2")
     assert isinstance(task.target, Target) and str(task.target) == "llvm -num-cores=2"

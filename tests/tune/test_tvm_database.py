@@ -15,7 +15,7 @@ import pytest
 
 import workbench as wb
 from workbench.cli import main
-from workbench.schedule.state import index
+from workbench.ir.index import index
 from workbench.testing import check_numeric, check_trace_roundtrip
 from workbench.tune.database import tvm as tvmdb
 

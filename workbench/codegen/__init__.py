@@ -4,7 +4,6 @@ from .arrays import aligned, empty, zeros
 from .build import build
 from .kernel import Kernel
 from .lower import lower
-from .target import Target
 from .timing import TimingResult
 
-__all__ = ["build", "lower", "Kernel", "Target", "empty", "zeros", "aligned", "TimingResult"]
+__all__ = ["build", "lower", "Kernel", "empty", "zeros", "aligned", "TimingResult"]

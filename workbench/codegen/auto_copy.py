@@ -34,6 +34,7 @@ from ..ir.buffer import Buffer
 from ..ir.expr import LT, FloorDiv, FloorMod, IntImm, Var
 from ..ir.func import PrimFunc
 from ..ir.functor import free_vars, substitute
+from ..ir.index import index, replace_all
 from ..ir.stmt import Block, BufferStore, For, ForKind, IfThenElse, Range, Stmt, make_for
 
 AUTO_COPY = "auto_copy"
@@ -46,8 +47,6 @@ COOPERATIVE_SCOPES = ("shared", "shared.dyn", "global")
 def lower_auto_copy(func: PrimFunc, warp_size: int = 32) -> PrimFunc:
     """``func`` with each cooperative ``auto_copy`` block's loop nest spread over the threads
     (see the module docstring); unchanged when there is none."""
-    from ..schedule.state import index, replace_all
-
     idx = index(func)
     lanes = warp_size if func.root.annotations.get(WARP_EXECUTION) else 0
     changes: dict[Stmt, Optional[Stmt]] = {}

@@ -8,7 +8,6 @@ owns both the ``TensorIntrin`` registry and the intrinsics, so a lookup needs no
 from .instruction import REGISTRY, Instruction, InstructionKind, get_kind, schedule_primitive, unregister
 from .rv import BlockRV, ExprRV, LoopRV
 from .schedule import Schedule
-from .state import FuncIndex, index, replace, replace_all
 from .trace import Trace, TraceFormatError, UnknownInstructionKind
 from . import intrinsics  # noqa: F401  (registers the built-in tensor intrinsics)
 
@@ -24,10 +23,6 @@ __all__ = [
     "unregister",
     "REGISTRY",
     "get_kind",
-    "FuncIndex",
-    "index",
-    "replace",
-    "replace_all",
     "TraceFormatError",
     "UnknownInstructionKind",
 ]

@@ -42,7 +42,7 @@ from .primitives import (
 )
 from .primitives import blockize as blockize_tensorize
 from .rv import LOCATION_PRIMITIVES, RV, ExprRV, LoopRV
-from .state import FuncIndex, index, replace
+from ..ir.index import FuncIndex, index, replace
 from .trace import Trace
 
 

@@ -2,7 +2,7 @@
 
 Rules ask questions about the *current* state of a schedule — is this block's binding trivial,
 does it reuse data, is this loop spatial — before deciding what to do. Each question is one
-small function over the schedule's :class:`~workbench.schedule.state.FuncIndex`.
+small function over the current function's :class:`~workbench.ir.index.FuncIndex`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ..ir.expr import Add, Call, Expr, IntImm, Select, Sub, Var
 from ..ir.func import PrimFunc
 from ..ir.functor import free_vars, pre_order, uses_var
 from ..ir.stmt import OPAQUE, REDUCE, SPATIAL, Block, BlockRealize, BufferRegion, For, IfThenElse
-from ..schedule.state import FuncIndex
+from ..ir.index import FuncIndex
 
 #: block annotation set by MultiLevelTiling (a tiled block is not tiled again)
 TILING_STRUCTURE = "meta_schedule.tiling_structure"

@@ -16,10 +16,10 @@ from __future__ import annotations
 import random
 from typing import Any, Callable, ClassVar, Iterable, Mapping, Optional, Sequence, Union
 
-from ..codegen.target import Target
+from ..target import Target
 from ..ir.func import PrimFunc
 from ..schedule import BlockRV, Schedule
-from ..schedule.state import index
+from ..ir.index import index
 from .mutators import Mutator
 from .plugin import Pluggable, target_kind
 from .postprocs import Postproc

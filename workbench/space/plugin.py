@@ -12,7 +12,7 @@ import copy
 import re
 from typing import Any, ClassVar, Optional, Union
 
-from ..codegen.target import Target
+from ..target import Target
 
 
 def snake_case(name: str) -> str:

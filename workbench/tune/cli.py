@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import workloads
 from ..cli_args import UsageError, positive_int, shape_kwargs
-from ..codegen.target import Target
+from ..target import Target
 from ..errors import DatabaseError
 from .dask_runner import DaskRunner
 from .database import Database

@@ -51,7 +51,7 @@ from typing import Any, Callable, Optional, Sequence, Union, cast
 import numpy as np
 
 from ..codegen.llvm.runtime import bound_spinning
-from ..codegen.target import Target, host_cores
+from ..target import Target, host_cores
 from ..codegen.timing import spread_of
 from ..ir.func import PrimFunc
 from ..workloads import output_params

@@ -33,7 +33,7 @@ from typing import Any, Optional, Protocol, Sequence
 
 import numpy as np
 
-from ..codegen.target import Target
+from ..target import Target
 from ..ir.func import PrimFunc
 from ..schedule import Schedule, Trace
 from .database.base import Database, trace_hash

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union, cast
 
 from .. import workloads
-from ..codegen.target import Target
 from ..errors import ScheduleError
+from ..target import Target
 from ..ir.func import PrimFunc
 from ..schedule import Schedule, Trace
 from ..schedule.rv import RV

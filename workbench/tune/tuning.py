@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any, Optional, Sequence, Union
 
 from ..codegen.cuda.launch import gpu_unavailable
-from ..codegen.target import Target, host_cores
+from ..target import Target, host_cores
 from ..errors import BuildError
 from ..ir.func import PrimFunc
 from .cost_model import CostModel

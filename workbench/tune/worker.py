@@ -36,7 +36,7 @@ import numpy as np
 from ..codegen import build
 from ..codegen.arrays import aligned
 from ..codegen.llvm.runtime import set_max_threads
-from ..codegen.target import host_cores
+from ..target import host_cores
 from ..codegen.timing import time_runs
 
 

@@ -8,9 +8,9 @@ import pytest
 
 import workbench as wb
 from workbench.codegen.cuda import GPURaceError, emit_cuda, gpu_unavailable
-from workbench.codegen.cuda import schedules as S
+from workbench.recipes import gpu as S
 from workbench.codegen.cuda.compile import compile_cuda
-from workbench.codegen.target import Target
+from workbench.target import Target
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(

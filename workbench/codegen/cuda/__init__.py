@@ -1,6 +1,6 @@
 """The GPU backend: lowered IR -> CUDA C -> nvcc -> pycuda; and an emulator.
 
-    >>> from workbench.codegen.cuda.schedules import gmm_shared
+    >>> from workbench.recipes.gpu import gmm_shared
     >>> sch = gmm_shared(n=64, m=64, k=64)                # blocks, threads, shared memory
     >>> a, b, c = wb.workloads.random_args("GMM", n=64, m=64, k=64)
     >>> kernel = wb.build(sch, target="cuda")            # CUDA C, compiled by nvcc
@@ -26,7 +26,7 @@ import numpy as np
 from ...errors import BuildError
 from ...ir.func import PrimFunc
 from ..kernel import Kernel
-from ..target import Target
+from ...target import Target
 from .compile import compile_cuda, compiler_available
 from .device import DeviceProgram, device_program
 from .emulate import EmulatedProgram, GPURaceError

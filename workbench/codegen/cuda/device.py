@@ -40,7 +40,7 @@ from ...ir.func import PrimFunc
 from ...ir.functor import pre_order, substitute, uses_var
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt, seq
 from ...ir.structural import structural_equal
-from ..target import Target
+from ...target import Target
 
 #: the hardware indices, one variable each; a thread loop's variable is replaced by one of these
 HW: dict[str, E.Var] = {

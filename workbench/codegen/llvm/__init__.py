@@ -32,7 +32,7 @@ from ...errors import BufferIndexError, BuildError
 from ...ir.buffer import Buffer
 from ...ir.func import PrimFunc
 from ..kernel import Kernel
-from ..target import Target
+from ...target import Target
 from .emitter import OUT_OF_BOUNDS, KernelEmitter
 from . import pycall
 from .jit import Compiled, assembly, jit, link, optimize

@@ -35,11 +35,13 @@ from ...ir.buffer import Buffer
 from ...ir.func import PrimFunc
 from ...ir.functor import pre_order
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt
-from ..target import Target
+from ...target import Target
 from . import intrinsics as K
 from .analysis import DTYPE_BITS, Interval, loop_interval, vector_lanes
 from .dtypes import I1, I32, I64, PTR, const, lanes_of, mem_type, to_memory
 from .expressions import ExpressionEmitter, Ramp
+from .function import FunctionState, alloca
+from .parallel import emit_parallel
 
 
 #: Intermediate buffers up to this size live on the stack; larger ones are heap-allocated once
@@ -57,41 +59,6 @@ UNROLL_EXPLICIT_KEY = "pragma_unroll_explicit"
 #: a vectorized loop of up to this many whole machine vectors becomes a single wide vector
 #: (LLVM splits it into registers); others loop over machine-vector chunks.
 MAX_VECTORS_PER_CHUNK = 4
-
-
-class FunctionState:
-    """The LLVM function being filled: stack/heap allocations go to its entry block, so they
-    happen once per call whatever loop the ``Allocate`` sits in."""
-
-    def __init__(self, fn: ir.Function):
-        self.fn = fn
-        self.entry = ir.IRBuilder(fn.append_basic_block("entry"))
-        self.builder = ir.IRBuilder(fn.append_basic_block("start"))
-        self.heap: list[ir.Value] = []
-
-    def finish(self, on_failure: Callable[[ir.IRBuilder], None], ret: Callable[[ir.IRBuilder], None]) -> None:
-        """Close the function: entry checks heap allocations, every exit frees them."""
-        start = self.fn.blocks[1]
-        b = self.builder
-        self.free_heap(b)
-        ret(b)
-        if not self.heap:
-            self.entry.branch(start)
-            return
-        ok = None
-        for p in self.heap:
-            nonnull = self.entry.icmp_unsigned("!=", p, ir.Constant(PTR, None))
-            ok = nonnull if ok is None else self.entry.and_(ok, nonnull)
-        fail = ir.IRBuilder(self.fn.append_basic_block("alloc_failed"))
-        self.entry.cbranch(ok, start, fail.block)
-        self.free_heap(fail)
-        on_failure(fail)
-
-    def free_heap(self, b: ir.IRBuilder) -> None:
-        if self.heap:
-            free = K.declare(b.module, "free", ir.VoidType(), [PTR])
-            for p in self.heap:
-                b.call(free, [p])
 
 
 class _LoopID(ir.values.MDValue):
@@ -213,8 +180,6 @@ class KernelEmitter(ExpressionEmitter):
                 else:
                     self.serial(s, [("llvm.loop.unroll.full",)])
             elif s.kind == ForKind.PARALLEL and self._can_fork(ext):
-                from .parallel import emit_parallel
-
                 emit_parallel(self, s)
             elif s.kind == ForKind.VECTORIZED and self.vec is None:
                 lanes = vector_lanes(s, self.target.vector_width_bits)
@@ -454,14 +419,6 @@ OUT_OF_BOUNDS = 2
 
 def _is_access(node: object) -> bool:
     return isinstance(node, (BufferStore, E.BufferLoad))
-
-
-def alloca(entry: ir.IRBuilder, t: ir.Type, name: str) -> ir.Value:
-    """A 64-byte aligned stack slot of type ``t``, typed as an opaque ``ptr``."""
-    slot = entry.alloca(t, name=name)
-    slot.align = 64
-    slot.type = PTR  # llvmlite types it as a typed pointer, which its store/gep checks reject
-    return slot
 
 
 def _move_to_end(fn: ir.Function, block: ir.Block) -> None:

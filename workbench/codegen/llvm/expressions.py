@@ -25,7 +25,7 @@ from ...ir.functor import pre_order
 from ...ir.stmt import BufferStore
 from . import intrinsics as K
 from . import vector_math
-from ..target import Target
+from ...target import Target
 from .analysis import DTYPE_BITS, Interval, bounds, flat_offset, in_bounds, linear_coeff
 from .dtypes import (
     FMF,

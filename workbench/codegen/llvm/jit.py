@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 from ...errors import BuildError
-from ..target import Target
+from ...target import Target
 from .runtime import bound_spinning
 
 #: shared libraries generated code may call, by the names tried in order

@@ -22,15 +22,16 @@ outermost parallel loop forks; parallel loops inside it run serially in their ta
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Callable, Optional, Protocol, Union, cast
 
 from llvmlite import ir
 
 from ...ir import expr as E
 from ...ir.functor import pre_order
-from ...ir.stmt import For
+from ...ir.stmt import For, Stmt
+from ...target import Target
 from .dtypes import I32, I64, PTR, VOID
-from .emitter import FunctionState, KernelEmitter, alloca
+from .function import FunctionState, alloca
 from .intrinsics import declare
 from .runtime import cap_address
 
@@ -39,7 +40,39 @@ from .runtime import cap_address
 CHUNKS_PER_THREAD = 4
 
 
-def emit_parallel(em: KernelEmitter, loop: For) -> None:
+class Emitter(Protocol):
+    """What a parallel region needs of the :class:`~.emitter.KernelEmitter` emitting it (which
+    passes itself): its module, the function being filled and its state, which the task's
+    function takes over while its body is emitted."""
+
+    name: str
+    module: ir.Module
+    target: Target
+    fs: FunctionState
+    vars: dict
+    bufs: dict
+    status: ir.Value
+    in_parallel: bool
+    n_parallel: int
+
+    @property
+    def b(self) -> ir.IRBuilder: ...
+
+    def expr(self, e: E.Expr) -> ir.Value: ...
+
+    def stmt(self, s: Stmt) -> None: ...
+
+    def loop(
+        self,
+        lo: ir.Value,
+        count: Union[int, ir.Value],
+        body: Callable[[ir.Value], None],
+        props: Optional[list] = None,
+        name: str = "i",
+    ) -> None: ...
+
+
+def emit_parallel(em: Emitter, loop: For) -> None:
     """Emit ``loop`` as a parallel region (see the module docstring)."""
     name = f"{em.name}_par{em.n_parallel}"
     em.n_parallel += 1
@@ -77,7 +110,7 @@ def emit_parallel(em: KernelEmitter, loop: For) -> None:
     b.position_at_end(join)
 
 
-def _captured(em: KernelEmitter, loop: For):
+def _captured(em: Emitter, loop: For):
     """Buffers and enclosing loop variables the loop uses, in first-use order."""
     bufs: dict = {}
     vars_: dict = {}
@@ -94,7 +127,7 @@ def _field(b: ir.IRBuilder, ptr: ir.Value, struct_t: ir.Type, i: int) -> ir.Valu
     return b.gep(ptr, [ir.Constant(I32, 0), ir.Constant(I32, i)], inbounds=True, source_etype=struct_t)
 
 
-def _emit_task(em: KernelEmitter, name: str, loop: For, bufs: list, vars_: list) -> ir.Function:
+def _emit_task(em: Emitter, name: str, loop: For, bufs: list, vars_: list) -> ir.Function:
     # a parallel loop is never inside a vector loop: the captured variables are scalars
     var_types = [cast(ir.Value, em.vars[v]).type for v in vars_]
     fnty = ir.FunctionType(VOID, [PTR] * len(bufs) + var_types + [I64, I64, PTR])
@@ -129,7 +162,7 @@ def _emit_task(em: KernelEmitter, name: str, loop: For, bufs: list, vars_: list)
 
 
 def _emit_trampoline(
-    em: KernelEmitter, name: str, closure_t: ir.LiteralStructType, task: ir.Function
+    em: Emitter, name: str, closure_t: ir.LiteralStructType, task: ir.Function
 ) -> ir.Function:
     fn = ir.Function(em.module, ir.FunctionType(VOID, [PTR]), name=name)
     fn.linkage = "internal"

@@ -24,7 +24,7 @@ from typing import Optional
 
 from llvmlite import ir
 
-from ..target import Target
+from ...target import Target
 from .dtypes import I32
 
 #: register bits -> libmvec's ISA letter

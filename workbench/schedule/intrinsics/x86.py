@@ -12,7 +12,7 @@ The two families are the same code; they differ in their tiles, chosen so that t
 accumulators (``m`` rows of ``n / lanes`` vectors), one row of B and the broadcast value of A
 fit the register file: 32 ``zmm`` registers for AVX-512, 16 ``ymm`` for AVX2 (e.g. 6 x 16, the
 shape of BLIS's Haswell kernel). :func:`gemm_intrinsics` gives the family a target can use,
-from its features and :meth:`~workbench.codegen.target.Target.vector_lanes`.
+from its features and :meth:`~workbench.target.Target.vector_lanes`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from ...ir.buffer import Buffer
 from ...ir.expr import Var
 from ...ir.func import PrimFunc
 from ...ir.stmt import TRUE, Block, BlockRealize, BufferStore, ForKind, Stmt, make_for, seq
-from ..state import index, replace
+from ...target import Target
+from ...ir.index import index, replace
 from ..tensor_intrin import TensorIntrin
 
 #: instruction set -> (target features it needs, SIMD bits, vector registers)
@@ -63,8 +64,6 @@ def gemm_tile(name: str) -> tuple[int, int, int]:
 def gemm_isa(target: Any) -> Optional[str]:
     """The micro-kernel family for ``target`` (a ``Target`` or its text): ``"avx512"`` on
     AVX-512 CPUs, ``"avx2"`` on AVX2 + FMA ones, None elsewhere (other architectures, SSE)."""
-    from ...codegen.target import Target
-
     target = Target.of(target)
     if target.kind != "llvm" or not target.is_x86:
         return None

@@ -23,7 +23,7 @@ from ...ir.buffer import Buffer
 from ...ir.func import PrimFunc
 from ...ir.functor import free_vars
 from ...ir.stmt import REDUCE, SPATIAL, Block, For, SeqStmt, Stmt
-from ..state import FuncIndex, replace
+from ...ir.index import FuncIndex, replace
 
 
 def buffers(regions) -> set[Buffer]:

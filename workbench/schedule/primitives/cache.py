@@ -42,7 +42,7 @@ from ...ir.structural import structural_equal
 from ..instruction import Instruction, py_value, schedule_primitive
 from ..rewrite import conjoin, simplify
 from ..rv import RV, BlockRV
-from ..state import FuncIndex
+from ...ir.index import FuncIndex
 from .block_scope import buffer_names, buffers, fresh_name
 
 if TYPE_CHECKING:

@@ -59,7 +59,7 @@ from ...ir.stmt import (
 from ..instruction import schedule_primitive
 from ..rewrite import conjoin
 from ..rv import INLINE_MARK, LOCATION_PRIMITIVES, ROOT_MARK, BlockRV, LoopRV
-from ..state import FuncIndex, index, replace_all
+from ...ir.index import FuncIndex, index, replace_all
 from .block_scope import (
     buffers,
     check_complete_or_reduction,

@@ -27,7 +27,7 @@ from ...ir.functor import free_vars
 from ...ir.stmt import REDUCE, SPATIAL, THREAD_TAGS, Block, BlockRealize, For, ForKind, Stmt
 from ..instruction import schedule_primitive
 from ..rv import LoopRV
-from ..state import _stmt_children
+from ...ir.index import _stmt_children
 from .block_scope import buffers
 from .loops import const_extent, loop_name
 from .reduce_space import affine_binding_problem

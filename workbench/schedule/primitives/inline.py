@@ -25,7 +25,7 @@ from ...ir.structural import structural_equal
 from ..instruction import schedule_primitive
 from ..rewrite import conjoin
 from ..rv import BlockRV
-from ..state import index, replace_all
+from ...ir.index import index, replace_all
 from .block_scope import (
     check_complete,
     check_in_scope,

@@ -19,7 +19,7 @@ from ...ir.stmt import OPAQUE, Block, BlockRealize, For, ForKind, IfThenElse, Ra
 from ...ir.structural import structural_equal
 from ..instruction import schedule_primitive
 from ..rewrite import rebind, simplify
-from ..state import replace_all
+from ...ir.index import replace_all
 from ..rv import BlockRV, ExprRV, LoopRV
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import dataclasses
 import random
 from typing import Optional
 
-from ...codegen.target import Target
+from ...target import Target
 from ...ir.functor import uses_var
 from ...ir.stmt import SPATIAL
 from ...schedule import Schedule, Trace

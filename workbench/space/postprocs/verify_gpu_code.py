@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from ...codegen.compaction import plan_allocations
-from ...codegen.target import Target
+from ...target import Target
 from ...ir.expr import IntImm
 from ...ir.functor import pre_order
 from ...ir.stmt import Block, For, SeqStmt

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ...codegen.target import Target
+from ...target import Target
 from ...errors import ScheduleError
 from ...ir.stmt import SPATIAL
 from ...schedule import BlockRV, Schedule

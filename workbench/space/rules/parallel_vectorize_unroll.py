@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ...codegen.target import Target
+from ...target import Target
 from ...schedule import BlockRV, Schedule
 from ..analysis import PARALLEL, UNROLL_EXPLICIT, UNROLL_IMPLICIT, VECTORIZE, is_spatial_func
 from .base import ScheduleRule

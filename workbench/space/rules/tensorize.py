@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ...codegen.target import Target
+from ...target import Target
 from ...errors import ScheduleError
 from ...ir.expr import IntImm
 from ...ir.functor import pre_order

@@ -27,7 +27,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Sequence, Union
 
-from ...codegen.target import Target
+from ...target import Target
 from ...errors import DatabaseWarning
 from ...ir.func import PrimFunc
 from ...ir.structural import structural_hash

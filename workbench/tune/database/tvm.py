@@ -99,7 +99,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from ... import workloads
-from ...codegen.target import KIND_OPTIONS, Target
+from ...target import KIND_OPTIONS, Target
 from ...errors import ScheduleError, WorkbenchError
 from ...ir.expr import IntImm
 from ...ir.func import PrimFunc

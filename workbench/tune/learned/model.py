@@ -30,7 +30,7 @@ import numpy as np
 
 from ...schedule import Schedule
 from ...schedule.primitives.compute_location import compute_location_candidates
-from ...schedule.state import index
+from ...ir.index import index
 from ..database.base import Database
 from .sentence import (
     KINDS,

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
-from ...codegen.target import Target
+from ...target import Target
 from ...space import without_postproc
 
 #: short names of the sampling kinds in sentences

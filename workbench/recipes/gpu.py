@@ -1,5 +1,6 @@
-"""Hand-written GPU schedules of the paper's workloads: what the tests check on nvcc and on the
-emulator, what ``bench/gpu.py`` times on a GPU, and a model to read before writing one.
+"""GPU recipes: hand-written CUDA schedules of the paper's workloads: what the tests check on
+nvcc and on the emulator, what ``bench/gpu.py`` times on a GPU, and a model to read before
+writing one.
 
 Each function takes the workload's shape keywords (``wb.workloads.get(name, **shape)``) and
 returns a ``Schedule``; :data:`HAND_SCHEDULES` maps a label to ``(workload, schedule fn)``.
@@ -20,8 +21,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ... import workloads
-from ...schedule import BlockRV, ExprRV, LoopRV, Schedule
+from .. import workloads
+from ..schedule import BlockRV, ExprRV, LoopRV, Schedule
+from ..schedule.intrinsics.cuda import FILL, SYNC, load_intrin, store_intrin
 
 
 def _cooperative_fetch(
@@ -127,8 +129,6 @@ def nrm_cross_thread(b: int = 256, m: int = 256, n: int = 256, threads: int = 12
 def gmm_wmma(n: int = 128, m: int = 128, k: int = 128) -> Schedule:
     """C (fp32) = A @ B (fp16) on tensor cores: a 32x32 tile per block, one 16x16 accumulator
     fragment per warp (4 warps on threadIdx.y), k-tiles of 16 staged in shared memory."""
-    from ...schedule.intrinsics.cuda import FILL, SYNC, load_intrin, store_intrin
-
     sch = Schedule(workloads.get("GMM-FP16", n=n, m=m, k=k))
     c = sch.get_block("C")
     i, j, kk = sch.get_loops(c)

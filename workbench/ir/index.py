@@ -1,10 +1,11 @@
-"""The schedule state: an index of an immutable function, and path-copying replacement.
+"""An index of an immutable function's statement tree, and path-copying replacement.
 
-Primitives never walk the tree their own way: they ask :func:`index` (built once per
-``PrimFunc`` object, lazily, on the statement skeleton only — expressions are not visited) for
-a loop by its variable, a block by its name, the parent of a statement, the loops above a block
-or the blocks below a statement; then they build the new subtree and call :func:`replace`,
-which copies only the path from the root to what changed and shares everything else.
+Schedule primitives, analyses and lowering passes never walk the tree their own way: they ask
+:func:`index` (built once per ``PrimFunc`` object, lazily, on the statement skeleton only —
+expressions are not visited) for a loop by its variable, a block by its name, the parent of a
+statement, the loops above a block or the blocks below a statement; then they build the new
+subtree and call :func:`replace`, which copies only the path from the root to what changed and
+shares everything else.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import weakref
 from typing import Iterator, Mapping, Optional
 
 from ..errors import InternalError
-from ..ir.expr import Var
-from ..ir.func import PrimFunc
-from ..ir.stmt import Allocate, Block, BlockRealize, For, IfThenElse, Range, SeqStmt, Stmt, seq
+from .expr import Var
+from .func import PrimFunc
+from .stmt import Allocate, Block, BlockRealize, For, IfThenElse, Range, SeqStmt, Stmt, seq
 
 
 def _stmt_children(node: Stmt) -> tuple[Stmt, ...]:

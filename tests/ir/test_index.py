@@ -1,11 +1,11 @@
-"""The state index and path-copying replacement every primitive is built on."""
+"""The function index and path-copying replacement every primitive is built on."""
 
 import pytest
 
 from workbench.errors import InternalError
 from workbench.ir.expr import IntImm, Var
 from workbench.ir.stmt import Evaluate, For, SeqStmt, make_for
-from workbench.schedule import index, replace, replace_all
+from workbench.ir.index import index, replace, replace_all
 from workbench.testing import elementwise_func, shared_loop_func, small_schedule
 
 
