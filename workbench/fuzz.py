@@ -91,6 +91,12 @@ NOT_DRAWN = {
     "sample_compute_location": "drawn inside compute_at steps",
     "sample_categorical": "yields a number only",
     "enter_postproc": "marker, changes nothing",
+    "can_decompose_padding": "query, changes nothing",
+    "loop_partition": "not drawn yet: needs a step drawer (factors summing below the extent)",
+    "reindex_cache_read": "not drawn yet: needs an index-map drawer over the block iterators",
+    "reindex_cache_write": "not drawn yet: needs an index-map drawer over the block iterators",
+    "cache_inplace": "generated programs have no in-place block (read and write of one buffer)",
+    "pad_einsum": "not drawn yet: needs a step drawer (padding per iterator)",
 }
 
 

@@ -29,11 +29,14 @@ from .primitives import (
     annotation,
     block_signature,
     cache,
+    cache_variants,
     compute_location,
     for_kind,
     inline,
     layout,
     loops,
+    padding,
+    partition,
     postproc,
     query,
     read_write_at,
@@ -105,6 +108,7 @@ class Schedule(metaclass=_RegisteredPrimitives):
     reorder = loops.reorder
     add_unit_loop = loops.add_unit_loop
     merge = loops.merge
+    loop_partition = partition.loop_partition
     # loop kinds and thread binding
     parallel = for_kind.parallel
     vectorize = for_kind.vectorize
@@ -124,12 +128,17 @@ class Schedule(metaclass=_RegisteredPrimitives):
     reindex = cache.reindex
     read_at = read_write_at.read_at
     write_at = read_write_at.write_at
+    reindex_cache_read = cache_variants.reindex_cache_read
+    reindex_cache_write = cache_variants.reindex_cache_write
+    cache_inplace = cache_variants.cache_inplace
     # layout
     set_scope = layout.set_scope
     storage_align = layout.storage_align
     transform_layout = layout.transform_layout
     transform_block_layout = layout.transform_block_layout
     decompose_padding = layout.decompose_padding
+    can_decompose_padding = padding.can_decompose_padding
+    pad_einsum = padding.pad_einsum
     # block signatures (TVM's unsafe_* and buffer-access overrides)
     reorder_block_iter_var = block_signature.reorder_block_iter_var
     unsafe_set_dtype = block_signature.unsafe_set_dtype
