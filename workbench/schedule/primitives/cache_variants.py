@@ -35,7 +35,7 @@ from ...ir.structural import structural_equal
 from ..instruction import schedule_primitive
 from ..rewrite import simplify
 from ..rv import BlockRV
-from ..state import FuncIndex
+from ...ir.index import FuncIndex
 from .block_scope import buffer_names, buffers, fresh_name
 from .cache import (
     allocate,
