@@ -66,6 +66,8 @@ from . import space, workloads
 from . import tune  # a callable module: wb.tune(...) tunes, wb.tune.XGBModel etc. are its parts
 from .tune import Database
 from .space import generate_design_space
+from . import graph
+from .graph import Graph, Model, UnsupportedOperator, build_model, from_torch, tune_model
 
 try:  # the installed distribution's version (pyproject.toml), one source
     __version__ = _metadata.version("workbench")

@@ -1,0 +1,144 @@
+"""The graph layer without PyTorch: operators, fusion, task dedup, executor, tune_model."""
+
+import sys
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.graph import Graph
+
+
+def conv_net(blocks=2):
+    """x -> [conv(8->8, 3x3) + bias + relu] * blocks -> global average pool -> dense."""
+    rng = np.random.default_rng(0)
+    g = Graph()
+    v = g.add_input("x", (1, 8, 6, 6))
+    for k in range(blocks):
+        w = g.add_constant(f"w{k}", rng.standard_normal((8, 8, 3, 3)).astype("float32") * 0.2)
+        b = g.add_constant(f"b{k}", rng.standard_normal((8, 1, 1)).astype("float32"))
+        v = g.add_node("conv2d", [v, w], stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+        v = g.add_node("add", [v, b])
+        v = g.add_node("relu", [v])
+    v = g.add_node("adaptive_avg_pool2d", [v], output_size=(1, 1))
+    v = g.add_node("reshape", [v], shape=(1, 8))
+    fc = g.add_constant("fc", rng.standard_normal((3, 8)).astype("float32"))
+    g.set_outputs([g.add_node("dense", [v, fc])])
+    return g
+
+
+def numpy_conv_net(g, x):
+    c = g.constants
+    for k in range(sum(n.op == "conv2d" for n in g.nodes)):
+        w, b = c[f"w{k}"], c[f"b{k}"]
+        xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        out = np.zeros((1, 8, 6, 6))
+        for ry in range(3):
+            for rx in range(3):
+                out += np.einsum("nchw,oc->nohw", xp[:, :, ry : ry + 6, rx : rx + 6], w[:, :, ry, rx])
+        x = np.maximum(out + b, 0)
+    return x.mean(axis=(2, 3)) @ c["fc"].T
+
+
+def test_import_workbench_does_not_import_torch():
+    assert "workbench.graph" in sys.modules
+    import subprocess
+
+    code = "import sys, workbench; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_conv_bias_relu_is_one_group_and_repeats_are_one_task():
+    g = conv_net(blocks=2)
+    groups = g.fuse()
+    assert [grp.name for grp in groups] == [
+        "fused_conv2d_add_relu",
+        "fused_conv2d_add_relu",
+        "fused_adaptive_avg_pool2d",
+        "fused_dense",
+    ]
+    tasks = g.tasks()
+    assert [(f.name, w) for f, w in tasks] == [
+        ("fused_conv2d_add_relu", 2),
+        ("fused_adaptive_avg_pool2d", 1),
+        ("fused_dense", 1),
+    ]
+    # the key is the database's: the two groups are one workload there
+    f = tasks[0][0]
+    assert groups[0].key == groups[1].key == wb.structural_hash(f, buffer_names=False)
+    text = str(g)
+    assert "conv2d(%x, $w0, stride=(1, 1)" in text and "group 0: fused_conv2d_add_relu" in text
+    assert "4 fused groups, 3 distinct tasks" in text
+
+
+def test_a_value_read_twice_ends_its_group():
+    g = Graph()
+    x = g.add_input("x", (4, 4))
+    w = g.add_constant("w", np.eye(4, dtype="float32"))
+    y = g.add_node("dense", [x, w])
+    a = g.add_node("relu", [y])
+    b = g.add_node("sigmoid", [y])  # y has two readers: neither fuses into the dense
+    g.set_outputs([g.add_node("add", [a, b])])
+    # the add joins its first operand's group, which then runs after the sigmoid it reads
+    assert [grp.name for grp in g.fuse()] == ["fused_dense", "fused_sigmoid", "fused_relu_add"]
+    model = wb.build_model(g)
+    xv = np.random.default_rng(1).standard_normal((4, 4)).astype("float32")
+    (out,) = model(xv)
+    np.testing.assert_allclose(out, np.maximum(xv, 0) + 1 / (1 + np.exp(-xv)), rtol=1e-5, atol=1e-6)
+
+
+def test_executor_matches_numpy_and_times():
+    g = conv_net(blocks=2)
+    model = wb.build_model(g, target="llvm")
+    x = np.random.default_rng(2).standard_normal((1, 8, 6, 6)).astype("float32")
+    (out,) = model(x)
+    np.testing.assert_allclose(out, numpy_conv_net(g, x), rtol=1e-4, atol=1e-4)
+    assert len(model.steps) == 4 and len(model.kernels) == 3
+    assert model.tuned == [False, False, False]
+    assert float(model.time(x, number=1, repeat=1)) > 0
+    with pytest.raises(ValueError, match="input 'x' has shape"):
+        model(np.zeros((1, 8, 5, 5), "float32"))
+
+
+def test_operators_against_numpy():
+    rng = np.random.default_rng(3)
+    g = Graph()
+    x = g.add_input("x", (2, 3, 5))
+    s = g.add_node("softmax", [x], axis=1)
+    t = g.add_node("transpose", [s], perm=(0, 2, 1))
+    ln_w = g.add_constant("ln_w", rng.standard_normal(3).astype("float32"))
+    ln = g.add_node("layer_norm", [t, ln_w], dims=1, eps=1e-5)
+    c = g.add_node("concat", [ln, t], axis=2)
+    m = g.add_node("matmul", [c, g.add_node("transpose", [c], perm=(0, 2, 1))])
+    g.set_outputs([g.add_node("gelu", [m])])
+    xv = rng.standard_normal((2, 3, 5)).astype("float32")
+    (out,) = wb.build_model(g)(xv)
+
+    e = np.exp(xv - xv.max(1, keepdims=True))
+    sv = (e / e.sum(1, keepdims=True)).transpose(0, 2, 1)
+    lnv = (sv - sv.mean(-1, keepdims=True)) / np.sqrt(sv.var(-1, keepdims=True) + 1e-5) * g.constants[ln_w]
+    cv = np.concatenate([lnv, sv], axis=2)
+    mv = cv @ cv.transpose(0, 2, 1)
+    from math import erf
+
+    ref = mv * 0.5 * (1 + np.vectorize(erf)(mv / np.sqrt(2)))
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_tune_model_writes_records_and_build_model_uses_them(tmp_path):
+    g = conv_net(blocks=1)
+    path = str(tmp_path / "model.sqlite")
+    db = wb.tune_model(
+        g, target="llvm", trials=3, database=path, strategy="replay_trace", cost_model="random", seed=0
+    )
+    tasks = g.task_list()
+    # the budget is shared: each of the three tasks got one trial
+    assert [len(db.records(t.func, "llvm")) for t in tasks] == [1, 1, 1]
+    model = wb.build_model(g, target="llvm", database=path)  # reopened from the file
+    assert all(model.tuned)
+    conv = tasks[0]
+    assert model.records[0].trace_hash == db.best(conv.func, "llvm").trace_hash
+    assert "3 of 3 tasks from the database" in model.report()
+    x = np.random.default_rng(4).standard_normal((1, 8, 6, 6)).astype("float32")
+    np.testing.assert_allclose(model(x)[0], numpy_conv_net(g, x), rtol=1e-4, atol=1e-4)
