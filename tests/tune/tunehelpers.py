@@ -7,7 +7,7 @@ registered primitive so the trace records them like any other step.
 from dataclasses import replace
 
 import workbench as wb
-from workbench.ir.expr import Add, FloatImm, IntImm, Var
+from workbench.ir.expr import Add, BufferLoad, Cast, FloatImm, IntImm, Mul, Var
 from workbench.ir.functor import transform
 from workbench.ir.stmt import BufferStore, For, ForKind
 from workbench.schedule import ExprRV, schedule_primitive
@@ -38,8 +38,12 @@ def _params_stores(func, fn):
 
 
 def crash(func):
-    """Output stores land ~a terabyte past the buffer: a segfault (kernels check no bounds)."""
-    far = IntImm(1 << 30, "int32")
+    """Output stores land ~a terabyte past the buffer: a segfault (kernels check no bounds).
+    The index goes through a value read from the input, so that the static bounds check after
+    each primitive cannot prove it out of range (a constant index would be refused there)."""
+    src = func.params[0]
+    data = BufferLoad(src, tuple(IntImm(0, "int32") for _ in src.shape))
+    far = Add(Cast("int32", Mul(data, FloatImm(0.0, src.dtype))), IntImm(1 << 30, "int32"))
     return _params_stores(func, lambda s: replace(s, indices=(far,) + tuple(s.indices[1:])))
 
 
