@@ -48,7 +48,8 @@ from typing import Any, Callable, cast
 import numpy as np
 
 from ..errors import BufferIndexError, BuildError
-from ..ir.arith import const_int_bound, int_range, simplify
+from ..ir.arith import const_int_bound, simplify
+from ..ir.dtype import poison
 from ..ir import expr as E
 from ..ir.buffer import Buffer
 from ..ir.func import PrimFunc
@@ -129,16 +130,6 @@ def _at(dims: tuple, *index: int) -> int:
             )
         flat += x * stride
     return flat
-
-
-def poison(dtype: str) -> Any:
-    """What an intermediate buffer of ``dtype`` holds before it is written."""
-    if dtype == "bool":
-        return False
-    if E.is_int(dtype):
-        lo, hi = int_range(dtype)
-        return hi if dtype.startswith("u") else lo
-    return math.nan
 
 
 def _store(arr: np.ndarray, flat: list) -> None:

@@ -36,6 +36,7 @@ from typing import Optional, cast
 from ...errors import BuildError
 from ...ir import expr as E
 from ...ir.buffer import Buffer
+from ...ir.dtype import dtype_info
 from ...ir.func import PrimFunc
 from ...ir.functor import pre_order, substitute, uses_var
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt, seq
@@ -125,24 +126,8 @@ class DeviceProgram:
 
 
 def _padded_bytes(b: Buffer) -> int:
-    n = b.alloc_size() * E_ITEMSIZE[b.dtype]
+    n = b.alloc_size() * dtype_info(b.dtype).nbytes
     return (n + 15) // 16 * 16
-
-
-E_ITEMSIZE = {
-    "bool": 1,
-    "int8": 1,
-    "uint8": 1,
-    "int16": 2,
-    "uint16": 2,
-    "float16": 2,
-    "int32": 4,
-    "uint32": 4,
-    "float32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "float64": 8,
-}
 
 
 def _loop_name(f: For) -> str:
@@ -554,9 +539,7 @@ def _identity(op: str, dtype: str) -> E.Expr:
         return E.const(1, dtype)
     if E.is_float(dtype):
         return E.FloatImm(float("-inf") if op == "max" else float("inf"), dtype)
-    import numpy as np
-
-    info = np.iinfo(dtype)
+    info = dtype_info(dtype)
     return E.IntImm(int(info.min if op == "max" else info.max), dtype)
 
 

@@ -36,6 +36,7 @@ from ...errors import BuildError
 from ...ir import expr as E
 from ...ir.arith import simplify
 from ...ir.buffer import Buffer
+from ...ir.dtype import dtype_info
 from ...ir.functor import pre_order, substitute
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, Range, SeqStmt, Stmt
 from .device import HW, PRIVATE_SCOPES, AllReduce, Barrier, DeviceKernel, DeviceProgram, Wmma
@@ -629,7 +630,7 @@ class _EmulatedKernel:
             text = (
                 "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else repr(float(v))
             )
-            return f"np.{_NP[e.dtype]}({text})"
+            return f"np.{dtype_info(e.dtype).numpy}({text})"
         if t is E.BufferLoad:
             ld = cast(E.BufferLoad, e)
             flat = self.flat(ld.buffer, ld.indices, m)
@@ -691,7 +692,6 @@ _BIN = {
     E.GT: ">",
     E.GE: ">=",
 }
-_NP = {"float16": "float16", "float32": "float32", "float64": "float64"}
 
 
 def _flat_of(buf: Buffer, indices) -> E.Expr:

@@ -19,24 +19,13 @@ from ...errors import BuildError
 from ...ir import expr as E
 from ...ir.arith import can_prove, simplify
 from ...ir.buffer import Buffer
+from ...ir.dtype import DTYPE_INFO
 from ...ir.functor import pre_order, substitute
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, Range, SeqStmt, Stmt
 from .device import HW, AllReduce, Barrier, DeviceKernel, DeviceProgram, Wmma
 
-C_TYPES = {
-    "bool": "bool",
-    "int8": "signed char",
-    "uint8": "unsigned char",
-    "int16": "short",
-    "uint16": "unsigned short",
-    "int32": "int",
-    "uint32": "unsigned int",
-    "int64": "long long",
-    "uint64": "unsigned long long",
-    "float16": "half",
-    "float32": "float",
-    "float64": "double",
-}
+#: the C spelling of each dtype (float16: ``half`` of cuda_fp16.h)
+C_TYPES = {n: d.c for n, d in DTYPE_INFO.items()}
 
 PRELUDE = """\
 #include <cuda_fp16.h>
