@@ -10,9 +10,10 @@
     >>> kernel(a, b, c)                                   # on the GPU  # doctest: +SKIP
     >>> wb.build(sch, target="cuda-emulate")(a, b, c)     # the same kernels, run on the CPU
 
-Both targets share one translation (:mod:`.device`: kernels, launch extents, guards,
-cross-thread reductions, barriers); :mod:`.source` prints it as CUDA C, :mod:`.emulate` runs
-it with numpy, all threads of the grid at once, and reports the races it sees. Without a GPU,
+Both targets share one translation (:mod:`..gpu.device`: kernels, launch extents, guards,
+cross-thread reductions, barriers); :mod:`.source` prints it as CUDA C (the C-family printer of
+:mod:`..gpu.cfamily` with CUDA's table), :mod:`..gpu.emulate` runs it with numpy, all threads of
+the grid at once, and reports the races it sees. Without a GPU,
 ``build(..., "cuda")`` still compiles (so a schedule is checked by nvcc) and the kernel says
 what is missing — pycuda, the driver, a device — when called.
 """
@@ -25,11 +26,11 @@ import numpy as np
 
 from ...errors import BuildError
 from ...ir.func import PrimFunc
+from ..gpu.device import DeviceProgram, device_program
+from ..gpu.emulate import EmulatedProgram, GPURaceError
 from ..kernel import Kernel
 from ..target import Target
 from .compile import compile_cuda, compiler_available
-from .device import DeviceProgram, device_program
-from .emulate import EmulatedProgram, GPURaceError
 from .launch import gpu_unavailable
 from .source import cuda_source
 

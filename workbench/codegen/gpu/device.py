@@ -1,8 +1,10 @@
-"""From a lowered function to GPU kernels: the form both the CUDA C printer and the emulator read.
+"""From a lowered function to GPU kernels: the form the C-family printers and the emulator read.
 
 A lowered function says *which* loops run on GPU threads (``For`` loops bound to ``blockIdx.*``,
 ``threadIdx.*``, ``vthread.*``); a CUDA kernel is one body that every thread runs. This pass
-makes that explicit, once, so the CUDA C source and the emulator cannot disagree:
+makes that explicit, once, so the kernel source (CUDA C, OpenCL C: :mod:`.cfamily`) and the
+emulator cannot disagree. Nothing here is particular to one GPU language (the ``cuda:`` of the
+error messages names the GPU backend family, as the target kinds do):
 
 * the function splits into **kernels**: each top-level statement bound to GPU threads is one
   launch; global buffers the function allocates become buffers the host allocates;
@@ -52,7 +54,8 @@ THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 
 #: scopes private to a thread (no races, no barriers, never guarded)
-PRIVATE_SCOPES = ("local", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
+FRAGMENT_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")  # tensor-core tiles
+PRIVATE_SCOPES = ("local", *FRAGMENT_SCOPES)
 SHARED_SCOPES = ("shared", "shared.dyn")
 
 
@@ -714,3 +717,14 @@ def _after_last_barrier(s: Stmt) -> tuple[set[Buffer], set[Buffer]]:
     """Accesses that may follow the last barrier inside ``s`` (conservatively: all of them
     when the barrier is inside a loop, since a loop may run again)."""
     return _accesses(s)
+
+
+def perfect_nest(f: For) -> tuple[list[For], BufferStore]:
+    """The loops of a perfect nest (a :class:`Wmma`'s) and the one store inside."""
+    loops = [f]
+    while isinstance(loops[-1].body, For):
+        loops.append(loops[-1].body)
+    body = loops[-1].body
+    if not isinstance(body, BufferStore):
+        raise BuildError(f"cuda: a wmma loop nest must hold one store, got {body}")
+    return loops, body

@@ -42,7 +42,7 @@ from ...ir.functor import pre_order, substitute
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, Range, SeqStmt, Stmt
 from ..printing import SourceWriter, flat_index
 from ..pyexpr import BINOPS, P_ATOM, PyExprPrinter
-from .device import HW, PRIVATE_SCOPES, AllReduce, Barrier, DeviceKernel, DeviceProgram, Wmma
+from .device import HW, PRIVATE_SCOPES, AllReduce, Barrier, DeviceKernel, DeviceProgram, Wmma, perfect_nest
 
 
 class GPURaceError(RuntimeError):
@@ -549,10 +549,8 @@ class _EmulatedKernel(SourceWriter, PyExprPrinter):
     def wmma_tiles(self, s: Wmma, d: int, m: str, leader: str) -> bool:
         """Emit ``s`` as whole-tile numpy operations (gathers and an einsum over the lanes)
         when its nest is a perfect one of affine accesses; False: not emitted."""
-        from .source import _innermost
-
         try:
-            loops, store = _innermost(s.loop)
+            loops, store = perfect_nest(s.loop)
         except BuildError:
             return False
         vars_ = [f.loop_var for f in loops]
