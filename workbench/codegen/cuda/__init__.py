@@ -26,7 +26,7 @@ import numpy as np
 
 from ...errors import BuildError
 from ...ir.func import PrimFunc
-from ..gpu.device import DeviceProgram, device_program
+from ..gpu.device import DeviceProgram, device_program, gpu_program
 from ..gpu.emulate import EmulatedProgram, GPURaceError
 from ..kernel import Kernel
 from ..target import Target
@@ -48,17 +48,10 @@ __all__ = [
 def _program(
     func: PrimFunc, target: Union[str, Target], kinds: tuple[str, ...]
 ) -> tuple[Target, PrimFunc, DeviceProgram]:
-    from ..lower import is_lowered, lower
-
     target = Target.of(target)
     if target.kind not in kinds:
         raise BuildError(f"target {str(target)!r} is not a {' or '.join(kinds)} target")
-    # the read_at / write_at copies dealt over the threads first (TVM's LowerAutoCopy; only GPU
-    # targets: a serial backend has no threads to deal them to)
-    from ..auto_copy import lower_auto_copy
-
-    lowered = lower(func if is_lowered(func) else lower_auto_copy(func, target.thread_warp_size))
-    return target, lowered, device_program(lowered, target)
+    return (target, *gpu_program(func, target))
 
 
 def emit_cuda(func: PrimFunc, target: Union[str, Target] = "cuda") -> str:

@@ -43,6 +43,8 @@ from ...ir.func import PrimFunc
 from ...ir.functor import pre_order, substitute, uses_var
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt, seq
 from ...ir.structural import structural_equal
+from ..auto_copy import lower_auto_copy
+from ..lower import is_lowered, lower
 from ..target import Target
 
 #: the hardware indices, one variable each; a thread loop's variable is replaced by one of these
@@ -177,6 +179,14 @@ def device_program(func: PrimFunc, target: Target) -> DeviceProgram:
         name = f"{_c_name(func.name)}_kernel{n}"
         kernels.append(_Kernelizer(name, item, target, func, host).kernel())
     return DeviceProgram(func, kernels, host)
+
+
+def gpu_program(func: PrimFunc, target: Target) -> tuple[PrimFunc, DeviceProgram]:
+    """``func`` lowered for a GPU (unless it is already lowered) and its kernels: the read_at /
+    write_at copies are dealt over the threads first (TVM's LowerAutoCopy; only GPU targets: a
+    serial backend has no threads to deal them to)."""
+    lowered = lower(func if is_lowered(func) else lower_auto_copy(func, target.thread_warp_size))
+    return lowered, device_program(lowered, target)
 
 
 def _uses_buffer(s: Stmt, buf: Buffer) -> bool:
