@@ -42,13 +42,13 @@ from __future__ import annotations
 import itertools
 import keyword
 import math
-import re
-from typing import Any, Callable, cast
+from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import BufferIndexError, BuildError
-from ..ir.arith import const_int_bound, int_range, simplify
+from ..ir.arith import const_int_bound, simplify
+from ..ir.dtype import poison
 from ..ir import expr as E
 from ..ir.buffer import Buffer
 from ..ir.func import PrimFunc
@@ -68,6 +68,8 @@ from ..ir.stmt import (
 )
 from .kernel import Kernel
 from .lower import lower
+from .printing import SourceWriter, flat_index
+from .pyexpr import P_ADD, P_ATOM, P_UNARY, PyExprPrinter
 
 # ---------------------------------------------------------------------------------------------
 # runtime: the names generated code may call
@@ -131,16 +133,6 @@ def _at(dims: tuple, *index: int) -> int:
     return flat
 
 
-def poison(dtype: str) -> Any:
-    """What an intermediate buffer of ``dtype`` holds before it is written."""
-    if dtype == "bool":
-        return False
-    if E.is_int(dtype):
-        lo, hi = int_range(dtype)
-        return hi if dtype.startswith("u") else lo
-    return math.nan
-
-
 def _store(arr: np.ndarray, flat: list) -> None:
     # via an array so out-of-range integers wrap (numpy casts arrays unsafely) instead of raising
     arr.reshape(-1)[:] = np.asarray(flat)
@@ -179,57 +171,25 @@ _RESERVED = set(RUNTIME) | {"abs", "min", "max", "int", "float", "bool", "range"
 #: indentation depth from which perfect loop nests are folded (CPython's limit is 20 blocks)
 _MAX_PLAIN_DEPTH = 12
 
-# Python operator precedence (higher binds tighter)
-_P_COND, _P_OR, _P_AND, _P_NOT, _P_CMP = 0, 1, 2, 3, 4
-_P_ADD, _P_MUL, _P_UNARY, _P_ATOM = 6, 7, 8, 10
 
-_BINOPS = {
-    E.Add: ("+", _P_ADD),
-    E.Sub: ("-", _P_ADD),
-    E.Mul: ("*", _P_MUL),
-    E.FloorDiv: ("//", _P_MUL),
-    E.FloorMod: ("%", _P_MUL),
-    E.EQ: ("==", _P_CMP),
-    E.NE: ("!=", _P_CMP),
-    E.LT: ("<", _P_CMP),
-    E.LE: ("<=", _P_CMP),
-    E.GT: (">", _P_CMP),
-    E.GE: (">=", _P_CMP),
-    E.And: ("and", _P_AND),
-    E.Or: ("or", _P_OR),
-}
-
-
-def _identifier(name: str) -> str:
-    ident = re.sub(r"\W", "_", name) or "_"
-    return "_" + ident if ident[0].isdigit() else ident
-
-
-class PythonCodegen:
+class PythonCodegen(SourceWriter, PyExprPrinter):
     """Emit the Python source of a lowered function (see the module docstring)."""
 
+    UNBOUND = "is not bound by a loop"
+
     def __init__(self, func: PrimFunc):
+        SourceWriter.__init__(self)
+        PyExprPrinter.__init__(self)
         self.func = func
         self.entry_name = ""  # the def's name, known after generate()
-        self.lines: list[str] = []
         self.taken = set(_RESERVED)
-        self.vars: dict[E.Var, str] = {}
         self.bufs: dict[Buffer, str] = {}
         self.strides: dict[Buffer, tuple[int, ...]] = {}
         self.ranges: dict[E.Var, Range] = {}  # of the enclosing loops
         self.dims: dict[Buffer, str] = {}  # buffers with checked accesses -> their dims local
 
-    def fresh(self, name: str) -> str:
-        base = _identifier(name)
-        out, n = base, 0
-        while out in self.taken or keyword.iskeyword(out):
-            n += 1
-            out = f"{base}_{n}"
-        self.taken.add(out)
-        return out
-
-    def emit(self, depth: int, line: str) -> None:
-        self.lines.append("    " * depth + line)
+    def reserved(self, name: str) -> bool:
+        return name in self.taken or keyword.iskeyword(name)
 
     # whole function --------------------------------------------------------------------------
     def generate(self) -> str:
@@ -345,7 +305,7 @@ class PythonCodegen:
         if isinstance(lo, E.IntImm) and isinstance(ext, E.IntImm):
             return f"{lo.value}, {lo.value + ext.value}"
         lo_s = self.expr(lo)[0]
-        return f"{lo_s}, {lo_s} + {self.paren(ext, _P_ADD + 1)}"
+        return f"{lo_s}, {lo_s} + {self.paren(ext, P_ADD + 1)}"
 
     # expressions -----------------------------------------------------------------------------
     def access(self, buf: Buffer, indices: tuple[E.Expr, ...]) -> str:
@@ -355,11 +315,8 @@ class PythonCodegen:
         if not all(self.in_bounds(idx, n) for idx, n in zip(indices, buf.shape)):
             args = ", ".join(self.expr(simplify(i, self.ranges))[0] for i in indices)
             return f"{self.bufs[buf]}[_at({self.dims_of(buf)}, {args})]"
-        flat: E.Expr = E.IntImm(0)
-        for idx, stride in zip(indices, self.strides[buf]):
-            flat = flat + idx * stride
         # under the loop ranges, split / fuse patterns fold: fused // 4 * 4 + fused % 4 -> fused
-        return f"{self.bufs[buf]}[{self.expr(simplify(flat, self.ranges))[0]}]"
+        return f"{self.bufs[buf]}[{self.text(simplify(flat_index(buf, indices), self.ranges))}]"
 
     def in_bounds(self, idx: E.Expr, extent: int) -> bool:
         """Whether the enclosing loops' ranges prove ``0 <= idx < extent``."""
@@ -376,77 +333,32 @@ class PythonCodegen:
             name = self.dims[buf] = self.fresh(self.bufs[buf] + "_dims")
         return name
 
-    def paren(self, e: E.Expr, prec: int) -> str:
-        """``e`` as an operand that needs at least precedence ``prec``."""
-        text, p = self.expr(e)
-        return text if p >= prec else f"({text})"
+    def float_imm(self, f: E.FloatImm) -> tuple[str, int]:
+        v = f.value
+        if math.isnan(v):
+            return "math.nan", P_ATOM
+        if math.isinf(v):
+            return ("math.inf", P_ATOM) if v > 0 else ("-math.inf", P_UNARY)
+        return repr(v), (P_ATOM if v >= 0 else P_UNARY)
 
-    def expr(self, e: E.Expr) -> tuple[str, int]:
-        """(text, precedence) of ``e``."""
-        t = type(e)
-        if t is E.Var:
-            var = cast(E.Var, e)
-            if var not in self.vars:
-                raise BuildError(f"python target: variable {var.name} is not bound by a loop")
-            return self.vars[var], _P_ATOM
-        if t is E.IntImm:
-            i = cast(E.IntImm, e)
-            if i.dtype == "bool":
-                return ("True" if i.value else "False"), _P_ATOM
-            return str(i.value), (_P_ATOM if i.value >= 0 else _P_UNARY)
-        if t is E.FloatImm:
-            v = cast(E.FloatImm, e).value
-            if math.isnan(v):
-                return "math.nan", _P_ATOM
-            if math.isinf(v):
-                return ("math.inf", _P_ATOM) if v > 0 else ("-math.inf", _P_UNARY)
-            return repr(v), (_P_ATOM if v >= 0 else _P_UNARY)
-        if t is E.BufferLoad:
-            ld = cast(E.BufferLoad, e)
-            return self.access(ld.buffer, ld.indices), _P_ATOM
-        if t in _BINOPS:
-            bop = cast(E.BinaryOp, e)
-            op, p = _BINOPS[t]
-            # left-associative: the right operand of an equal-precedence op needs parentheses;
-            # comparisons do not chain in the IR, so both of their operands do
-            left = p + 1 if p == _P_CMP else p
-            return f"{self.paren(bop.a, left)} {op} {self.paren(bop.b, p + 1)}", p
-        if t is E.Div:
-            bop = cast(E.BinaryOp, e)
-            if E.is_int(e.dtype):
-                return f"_truncdiv({self.expr(bop.a)[0]}, {self.expr(bop.b)[0]})", _P_ATOM
-            if isinstance(bop.b, (E.FloatImm, E.IntImm)) and bop.b.value != 0:
-                return f"{self.paren(bop.a, _P_MUL)} / {self.paren(bop.b, _P_MUL + 1)}", _P_MUL
-            return f"_div({self.expr(bop.a)[0]}, {self.expr(bop.b)[0]})", _P_ATOM
-        if t is E.Min or t is E.Max:
-            bop = cast(E.BinaryOp, e)
-            return f"{t.__name__.lower()}({self.expr(bop.a)[0]}, {self.expr(bop.b)[0]})", _P_ATOM
-        if t is E.Not:
-            return f"not {self.paren(cast(E.Not, e).a, _P_NOT)}", _P_NOT
-        if t is E.Select:
-            sel = cast(E.Select, e)
-            return (
-                f"{self.paren(sel.true_value, _P_OR)} if {self.paren(sel.condition, _P_OR)} "
-                f"else {self.paren(sel.false_value, _P_COND)}"
-            ), _P_COND
-        if t is E.Cast:
-            return self.cast(cast(E.Cast, e))
-        if t is E.Call:
-            call = cast(E.Call, e)
-            op = "abs" if call.op == "abs" else call.op
-            return f"{op}({', '.join(self.expr(a)[0] for a in call.args)})", _P_ATOM
-        raise BuildError(f"python target: unsupported expression {t.__name__}")
+    def load(self, ld: E.BufferLoad) -> tuple[str, int]:
+        return self.access(ld.buffer, ld.indices), P_ATOM
+
+    def div(self, e: E.Div) -> tuple[str, int]:
+        if E.is_int(e.dtype) or (isinstance(e.b, (E.FloatImm, E.IntImm)) and e.b.value != 0):
+            return super().div(e)
+        return f"_div({self.text(e.a)}, {self.text(e.b)})", P_ATOM
 
     def cast(self, e: E.Cast) -> tuple[str, int]:
         src, dst = e.value.dtype, e.dtype
         inner = self.expr(e.value)[0]
         if dst == "bool":
-            return f"bool({inner})", _P_ATOM
+            return f"bool({inner})", P_ATOM
         if E.is_float(dst):
-            return self.expr(e.value) if E.is_float(src) else (f"float({inner})", _P_ATOM)
+            return self.expr(e.value) if E.is_float(src) else (f"float({inner})", P_ATOM)
         if E.is_int(src):  # int -> int: Python ints are unbounded, nothing to do
             return self.expr(e.value)
-        return f"int({inner})", _P_ATOM  # float/bool -> int truncates towards zero
+        return f"int({inner})", P_ATOM  # float/bool -> int truncates towards zero
 
 
 def python_source(func: PrimFunc) -> str:

@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from .dtype import DTYPE_INFO, FLOAT_DTYPES, INT_DTYPES
+
 INDEX_DTYPE = "int32"
-INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-FLOAT_DTYPES = ("float16", "float32", "float64")
-DTYPES = INT_DTYPES + FLOAT_DTYPES + ("bool",)
+DTYPES = tuple(DTYPE_INFO)
 
 #: Intrinsic functions the IR knows (all elementwise, float in, float out unless noted).
 INTRINSICS = (

@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 from ..errors import TVMScriptError
 from .buffer import Buffer
+from .dtype import dtype_info
 from .expr import (
     DTYPES,
     INTRINSICS,
@@ -60,7 +61,6 @@ from .expr import (
     const,
     convert,
     if_then_else,
-    is_float,
 )
 from .func import PrimFunc
 from .region import infer_access_regions
@@ -1047,15 +1047,10 @@ def _extent(lo: Expr, hi: Expr) -> Expr:
 
 
 def _limit(dtype: str, largest: bool) -> Any:
-    import numpy as np
-
-    if is_float(dtype):
-        finfo = np.finfo(dtype)
-        return float(finfo.max if largest else finfo.min)
     if dtype == "bool":
         return largest
-    iinfo = np.iinfo(dtype)
-    return int(iinfo.max if largest else iinfo.min)
+    info = dtype_info(dtype)
+    return info.max if largest else info.min
 
 
 def _a(word: str) -> str:

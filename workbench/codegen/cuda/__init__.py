@@ -10,9 +10,10 @@
     >>> kernel(a, b, c)                                   # on the GPU  # doctest: +SKIP
     >>> wb.build(sch, target="cuda-emulate")(a, b, c)     # the same kernels, run on the CPU
 
-Both targets share one translation (:mod:`.device`: kernels, launch extents, guards,
-cross-thread reductions, barriers); :mod:`.source` prints it as CUDA C, :mod:`.emulate` runs
-it with numpy, all threads of the grid at once, and reports the races it sees. Without a GPU,
+Both targets share one translation (:mod:`..gpu.device`: kernels, launch extents, guards,
+cross-thread reductions, barriers); :mod:`.source` prints it as CUDA C (the C-family printer of
+:mod:`..gpu.cfamily` with CUDA's table), :mod:`..gpu.emulate` runs it with numpy, all threads of
+the grid at once, and reports the races it sees. Without a GPU,
 ``build(..., "cuda")`` still compiles (so a schedule is checked by nvcc) and the kernel says
 what is missing — pycuda, the driver, a device — when called.
 """
@@ -25,11 +26,11 @@ import numpy as np
 
 from ...errors import BuildError
 from ...ir.func import PrimFunc
+from ..gpu.device import DeviceProgram, device_program, gpu_program
+from ..gpu.emulate import EmulatedProgram, GPURaceError
 from ..kernel import Kernel
 from ...target import Target
 from .compile import compile_cuda, compiler_available
-from .device import DeviceProgram, device_program
-from .emulate import EmulatedProgram, GPURaceError
 from .launch import gpu_unavailable
 from .source import cuda_source
 
@@ -47,17 +48,10 @@ __all__ = [
 def _program(
     func: PrimFunc, target: Union[str, Target], kinds: tuple[str, ...]
 ) -> tuple[Target, PrimFunc, DeviceProgram]:
-    from ..lower import is_lowered, lower
-
     target = Target.of(target)
     if target.kind not in kinds:
         raise BuildError(f"target {str(target)!r} is not a {' or '.join(kinds)} target")
-    # the read_at / write_at copies dealt over the threads first (TVM's LowerAutoCopy; only GPU
-    # targets: a serial backend has no threads to deal them to)
-    from ..auto_copy import lower_auto_copy
-
-    lowered = lower(func if is_lowered(func) else lower_auto_copy(func, target.thread_warp_size))
-    return target, lowered, device_program(lowered, target)
+    return (target, *gpu_program(func, target))
 
 
 def emit_cuda(func: PrimFunc, target: Union[str, Target] = "cuda") -> str:

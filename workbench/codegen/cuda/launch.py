@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .device import DeviceProgram
+from ..gpu.device import DeviceProgram
 
 
 @lru_cache(maxsize=1)

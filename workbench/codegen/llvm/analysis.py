@@ -31,28 +31,13 @@ from ...ir.expr import (
     Var,
     is_int,
 )
+from ...ir.dtype import dtype_info
 from ...ir.functor import pre_order, uses_var
 from ...ir.stmt import BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt
 
 #: inclusive integer interval; None on a side means unbounded
 Interval = tuple[Optional[int], Optional[int]]
 UNKNOWN: Interval = (None, None)
-
-#: element bits of each dtype *in memory* (bool is one byte, like numpy's)
-DTYPE_BITS = {
-    "bool": 8,
-    "int8": 8,
-    "uint8": 8,
-    "int16": 16,
-    "uint16": 16,
-    "int32": 32,
-    "uint32": 32,
-    "int64": 64,
-    "uint64": 64,
-    "float16": 16,
-    "float32": 32,
-    "float64": 64,
-}
 
 
 def flat_offset(buffer: Buffer, indices: Sequence[Expr]) -> Expr:
@@ -118,7 +103,7 @@ def bounds(e: Expr, ranges: Mapping[Var, Interval]) -> Interval:
         isinstance(e, Cast)
         and is_int(e.dtype)
         and is_int(e.value.dtype)
-        and DTYPE_BITS[e.dtype] >= DTYPE_BITS[e.value.dtype]
+        and dtype_info(e.dtype).bits >= dtype_info(e.value.dtype).bits
         and e.dtype.startswith("u") == e.value.dtype.startswith("u")
     ):
         return bounds(e.value, ranges)
@@ -175,7 +160,7 @@ def _linear_terms(e: Expr) -> Optional[list[tuple[int, Expr]]]:
         isinstance(e, Cast)
         and is_int(e.dtype)
         and is_int(e.value.dtype)
-        and DTYPE_BITS[e.dtype] >= DTYPE_BITS[e.value.dtype]
+        and dtype_info(e.dtype).bits >= dtype_info(e.value.dtype).bits
     ):
         return _linear_terms(e.value)
     if isinstance(e, IntImm):
@@ -229,16 +214,15 @@ def vector_lanes(loop: For, vector_bits: int) -> Optional[int]:
             if c is None or c == 0:
                 return None
         if isinstance(node, (BufferStore, BufferLoad)):
-            widest = max(widest, DTYPE_BITS[node.buffer.dtype])
+            widest = max(widest, 8 * dtype_info(node.buffer.dtype).nbytes)
         elif isinstance(node, Expr) and node.dtype != "bool" and not isinstance(node, Var):
-            widest = max(widest, DTYPE_BITS[node.dtype])
+            widest = max(widest, 8 * dtype_info(node.dtype).nbytes)
     return max(vector_bits // widest, 1)
 
 
 __all__ = [
     "Interval",
     "UNKNOWN",
-    "DTYPE_BITS",
     "flat_offset",
     "bounds",
     "in_bounds",

@@ -11,23 +11,15 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ...ir.dtype import DTYPE_INFO, dtype_info
+
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 VOID = ir.VoidType()
 
-_FLOAT = {"float16": ir.HalfType(), "float32": ir.FloatType(), "float64": ir.DoubleType()}
-#: bits each integer dtype really has (int32 lives in i64 registers but has 32 bits)
-_INT_BITS = {
-    "bool": 1,
-    "int8": 8,
-    "uint8": 8,
-    "int16": 16,
-    "uint16": 16,
-    "int32": 32,
-    "uint32": 32,
-    "int64": 64,
-    "uint64": 64,
-}
+#: the float dtypes' LLVM types (integers are ``IntType`` of the dtype's bits: ``bool`` is ``i1``;
+#: int32 lives in i64 registers but has 32 bits)
+_FLOAT = {n: getattr(ir, d.llvm)() for n, d in DTYPE_INFO.items() if d.is_float}
 
 #: fast-math flags on float arithmetic: contraction into FMA and reassociation (so LLVM may
 #: vectorize float reductions); NaN and infinity semantics are kept.
@@ -47,7 +39,7 @@ def reg_type(dtype: str) -> ir.Type:
         return _FLOAT[dtype]
     if dtype == "int32":
         return I64
-    return ir.IntType(_INT_BITS[dtype])
+    return ir.IntType(dtype_info(dtype).bits)
 
 
 def mem_type(dtype: str) -> ir.Type:
@@ -105,19 +97,15 @@ def cast(b: ir.IRBuilder, v: ir.Value, src: str, dst: str) -> ir.Value:
     if dst in _FLOAT:
         t = vec(_FLOAT[dst], n)
         if src in _FLOAT:
-            return b.fpext(v, t) if _fbits(dst) > _fbits(src) else b.fptrunc(v, t)
+            return b.fpext(v, t) if dtype_info(dst).bits > dtype_info(src).bits else b.fptrunc(v, t)
         return b.sitofp(v, t) if is_signed(src) else b.uitofp(v, t)
-    bits = _INT_BITS[dst]
+    bits = dtype_info(dst).bits
     if src in _FLOAT:
         it = vec(ir.IntType(bits), n)
         v = b.fptosi(v, it) if is_signed(dst) else b.fptoui(v, it)
     else:
         v = _int_resize(b, v, bits, is_signed(src))
     return _int_resize(b, v, reg_type(dst).width, True)  # int32 back to its i64 register
-
-
-def _fbits(dtype: str) -> int:
-    return {"float16": 16, "float32": 32, "float64": 64}[dtype]
 
 
 def to_memory(b: ir.IRBuilder, v: ir.Value, dtype: str) -> ir.Value:

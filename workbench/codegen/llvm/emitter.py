@@ -29,15 +29,15 @@ from typing import Callable, Optional, Union, cast
 from llvmlite import ir
 
 from ...errors import BuildError
-from ..python import poison
 from ...ir import expr as E
 from ...ir.buffer import Buffer
+from ...ir.dtype import dtype_info, poison
 from ...ir.func import PrimFunc
 from ...ir.functor import pre_order
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt
 from ...target import Target
 from . import intrinsics as K
-from .analysis import DTYPE_BITS, Interval, loop_interval, vector_lanes
+from .analysis import Interval, loop_interval, vector_lanes
 from .dtypes import I1, I32, I64, PTR, const, lanes_of, mem_type, to_memory
 from .expressions import ExpressionEmitter, Ramp
 from .function import FunctionState, alloca
@@ -320,7 +320,7 @@ class KernelEmitter(ExpressionEmitter):
 
     def allocate(self, s: Allocate) -> None:
         buf = s.buffer
-        nbytes = buf.alloc_size() * DTYPE_BITS[buf.dtype] // 8
+        nbytes = buf.alloc_size() * dtype_info(buf.dtype).nbytes
         entry = self.fs.entry
         if nbytes <= STACK_BYTES:
             ptr = alloca(entry, ir.ArrayType(mem_type(buf.dtype), buf.alloc_size()), buf.name)
@@ -339,10 +339,10 @@ class KernelEmitter(ExpressionEmitter):
 
     # check_bounds --------------------------------------------------------------------------
     def _poison(self, buf: Buffer, ptr: ir.Value) -> None:
-        """Fill ``buf`` with :func:`~workbench.codegen.python.poison` (each time its
+        """Fill ``buf`` with :func:`~workbench.ir.dtype.poison` (each time its
         ``Allocate`` runs, as the python target does)."""
         value = to_memory(self.b, const(buf.dtype, poison(buf.dtype)), buf.dtype)
-        align = max(DTYPE_BITS[buf.dtype] // 8, 1)
+        align = dtype_info(buf.dtype).nbytes
 
         def fill(i: ir.Value) -> None:
             self.b.store(value, self.b.gep(ptr, [i], source_etype=mem_type(buf.dtype)), align=align)
@@ -460,6 +460,8 @@ def _int(value) -> int | float:
 
 def _widest(s: For) -> int:
     bits = [
-        DTYPE_BITS[n.buffer.dtype] for n in pre_order(s.body) if isinstance(n, (BufferStore, E.BufferLoad))
+        8 * dtype_info(n.buffer.dtype).nbytes
+        for n in pre_order(s.body)
+        if isinstance(n, (BufferStore, E.BufferLoad))
     ]
     return max(bits, default=32)

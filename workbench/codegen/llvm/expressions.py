@@ -21,12 +21,13 @@ from llvmlite import ir
 from ...errors import BuildError
 from ...ir import expr as E
 from ...ir.buffer import Buffer
+from ...ir.dtype import dtype_info
 from ...ir.functor import pre_order
 from ...ir.stmt import BufferStore
 from . import intrinsics as K
 from . import vector_math
 from ...target import Target
-from .analysis import DTYPE_BITS, Interval, bounds, flat_offset, in_bounds, linear_coeff
+from .analysis import Interval, bounds, flat_offset, in_bounds, linear_coeff
 from .dtypes import (
     FMF,
     I64,
@@ -74,7 +75,7 @@ class ExpressionEmitter:
         if self.check_bounds:
             self.check_access(buf, s.indices, "writes")
         off = flat_offset(buf, s.indices)
-        align = max(DTYPE_BITS[buf.dtype] // 8, 1)
+        align = dtype_info(buf.dtype).nbytes
         if self.vec is None:
             self.b.store(value, self._gep(buf, self.expr(off)), align=align)
             return
@@ -262,7 +263,7 @@ class ExpressionEmitter:
             self.check_access(buf, e.indices, "reads")
         off = flat_offset(buf, e.indices)
         guarded = self.mask is not None and not in_bounds(off, buf, self.ranges)
-        align = max(DTYPE_BITS[buf.dtype] // 8, 1)
+        align = dtype_info(buf.dtype).nbytes
         coeff = linear_coeff(off, self.vec[0]) if self.vec is not None else 0
         b = self.b
         if coeff == 0:  # the same element for every lane

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..dtype import dtype_info
 from ..expr import (
     EQ,
     GE,
@@ -46,36 +47,21 @@ from ..expr import (
     is_float,
 )
 
-_INT_BITS = {
-    "int8": 8,
-    "int16": 16,
-    "int32": 32,
-    "int64": 64,
-    "uint8": 8,
-    "uint16": 16,
-    "uint32": 32,
-    "uint64": 64,
-}
-
 
 def int_range(dtype: str) -> tuple[int, int]:
     """Smallest and largest value of an integer (or bool) dtype."""
-    if dtype == "bool":
-        return 0, 1
-    bits = _INT_BITS[dtype]
-    if dtype.startswith("u"):
-        return 0, (1 << bits) - 1
-    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    info = dtype_info(dtype)
+    return int(info.min), int(info.max)
 
 
 def wrap_int(value: int, dtype: str) -> int:
     """``value`` reduced to the range of ``dtype`` (two's complement wrap-around)."""
     if dtype == "bool":
         return int(value != 0)
-    bits = _INT_BITS[dtype]
-    value &= (1 << bits) - 1
-    if not dtype.startswith("u") and value >> (bits - 1):
-        value -= 1 << bits
+    info = dtype_info(dtype)
+    value &= (1 << info.bits) - 1
+    if info.kind == "int" and value >> (info.bits - 1):
+        value -= 1 << info.bits
     return value
 
 

@@ -48,6 +48,7 @@ from ..expr import (
     const,
     is_float,
 )
+from ..dtype import SIGNED_INT_DTYPES
 from ..stmt import Range
 from . import interval as iv
 from . import linear as lin
@@ -55,7 +56,7 @@ from .evaluate import fold_binary, fold_call, fold_cast, int_range, trunc_div, w
 from .linear import Lin
 from .rules import FALSE, TRUE, IntRules
 
-SIGNED = frozenset(("int8", "int16", "int32", "int64"))
+SIGNED = SIGNED_INT_DTYPES
 #: index-like dtypes whose unknown values are treated as unbounded (we reason on ideal ints)
 _UNBOUNDED_DTYPES = frozenset(("int32", "int64"))
 

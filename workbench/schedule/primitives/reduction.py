@@ -17,11 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Optional, cast
 
-import numpy as np
-
 from ...errors import ScheduleError
 from ...ir.arith.evaluate import int_range
 from ...ir.buffer import Buffer
+from ...ir.dtype import DTYPE_INFO
 from ...ir.expr import Add, And, BinaryOp, BufferLoad, Expr, FloatImm, IntImm, Max, Min, Mul, Var, is_float
 from ...ir.functor import free_vars, pre_order, substitute, transform
 from ...ir.region import infer_access_regions
@@ -111,12 +110,10 @@ class Reducer:
 
 
 def _largest_finite(dtype: str) -> float:
-    if dtype == "bfloat16":
+    if dtype == "bfloat16":  # not an IR dtype, but TVM's softmax may spell its identity so
         return 3.3895313892515355e38
-    try:
-        return float(np.finfo(np.dtype(dtype)).max)
-    except TypeError:
-        return float("inf")
+    info = DTYPE_INFO.get(dtype)
+    return float(info.max) if info is not None and info.is_float else float("inf")
 
 
 REDUCERS = (Reducer("sum", Add), Reducer("product", Mul), Reducer("max", Max), Reducer("min", Min))

@@ -1,8 +1,10 @@
-"""From a lowered function to GPU kernels: the form both the CUDA C printer and the emulator read.
+"""From a lowered function to GPU kernels: the form the C-family printers and the emulator read.
 
 A lowered function says *which* loops run on GPU threads (``For`` loops bound to ``blockIdx.*``,
 ``threadIdx.*``, ``vthread.*``); a CUDA kernel is one body that every thread runs. This pass
-makes that explicit, once, so the CUDA C source and the emulator cannot disagree:
+makes that explicit, once, so the kernel source (CUDA C, OpenCL C: :mod:`.cfamily`) and the
+emulator cannot disagree. Nothing here is particular to one GPU language (the ``cuda:`` of the
+error messages names the GPU backend family, as the target kinds do):
 
 * the function splits into **kernels**: each top-level statement bound to GPU threads is one
   launch; global buffers the function allocates become buffers the host allocates;
@@ -36,10 +38,13 @@ from typing import Optional, cast
 from ...errors import BuildError
 from ...ir import expr as E
 from ...ir.buffer import Buffer
+from ...ir.dtype import dtype_info
 from ...ir.func import PrimFunc
 from ...ir.functor import pre_order, substitute, uses_var
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt, seq
 from ...ir.structural import structural_equal
+from ..auto_copy import lower_auto_copy
+from ..lower import is_lowered, lower
 from ...target import Target
 
 #: the hardware indices, one variable each; a thread loop's variable is replaced by one of these
@@ -51,7 +56,8 @@ THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 
 #: scopes private to a thread (no races, no barriers, never guarded)
-PRIVATE_SCOPES = ("local", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
+FRAGMENT_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")  # tensor-core tiles
+PRIVATE_SCOPES = ("local", *FRAGMENT_SCOPES)
 SHARED_SCOPES = ("shared", "shared.dyn")
 
 
@@ -125,24 +131,8 @@ class DeviceProgram:
 
 
 def _padded_bytes(b: Buffer) -> int:
-    n = b.alloc_size() * E_ITEMSIZE[b.dtype]
+    n = b.alloc_size() * dtype_info(b.dtype).nbytes
     return (n + 15) // 16 * 16
-
-
-E_ITEMSIZE = {
-    "bool": 1,
-    "int8": 1,
-    "uint8": 1,
-    "int16": 2,
-    "uint16": 2,
-    "float16": 2,
-    "int32": 4,
-    "uint32": 4,
-    "float32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "float64": 8,
-}
 
 
 def _loop_name(f: For) -> str:
@@ -189,6 +179,14 @@ def device_program(func: PrimFunc, target: Target) -> DeviceProgram:
         name = f"{_c_name(func.name)}_kernel{n}"
         kernels.append(_Kernelizer(name, item, target, func, host).kernel())
     return DeviceProgram(func, kernels, host)
+
+
+def gpu_program(func: PrimFunc, target: Target) -> tuple[PrimFunc, DeviceProgram]:
+    """``func`` lowered for a GPU (unless it is already lowered) and its kernels: the read_at /
+    write_at copies are dealt over the threads first (TVM's LowerAutoCopy; only GPU targets: a
+    serial backend has no threads to deal them to)."""
+    lowered = lower(func if is_lowered(func) else lower_auto_copy(func, target.thread_warp_size))
+    return lowered, device_program(lowered, target)
 
 
 def _uses_buffer(s: Stmt, buf: Buffer) -> bool:
@@ -554,9 +552,7 @@ def _identity(op: str, dtype: str) -> E.Expr:
         return E.const(1, dtype)
     if E.is_float(dtype):
         return E.FloatImm(float("-inf") if op == "max" else float("inf"), dtype)
-    import numpy as np
-
-    info = np.iinfo(dtype)
+    info = dtype_info(dtype)
     return E.IntImm(int(info.min if op == "max" else info.max), dtype)
 
 
@@ -731,3 +727,14 @@ def _after_last_barrier(s: Stmt) -> tuple[set[Buffer], set[Buffer]]:
     """Accesses that may follow the last barrier inside ``s`` (conservatively: all of them
     when the barrier is inside a loop, since a loop may run again)."""
     return _accesses(s)
+
+
+def perfect_nest(f: For) -> tuple[list[For], BufferStore]:
+    """The loops of a perfect nest (a :class:`Wmma`'s) and the one store inside."""
+    loops = [f]
+    while isinstance(loops[-1].body, For):
+        loops.append(loops[-1].body)
+    body = loops[-1].body
+    if not isinstance(body, BufferStore):
+        raise BuildError(f"cuda: a wmma loop nest must hold one store, got {body}")
+    return loops, body

@@ -28,6 +28,7 @@ the same phase (or read in it, for a write), or another block wrote at all, rais
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable, Optional, cast
 
 import numpy as np
@@ -36,9 +37,12 @@ from ...errors import BuildError
 from ...ir import expr as E
 from ...ir.arith import simplify
 from ...ir.buffer import Buffer
+from ...ir.dtype import dtype_info
 from ...ir.functor import pre_order, substitute
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, Range, SeqStmt, Stmt
-from .device import HW, PRIVATE_SCOPES, AllReduce, Barrier, DeviceKernel, DeviceProgram, Wmma
+from ..printing import SourceWriter, flat_index
+from ..pyexpr import BINOPS, P_ATOM, PyExprPrinter
+from .device import HW, PRIVATE_SCOPES, AllReduce, Barrier, DeviceKernel, DeviceProgram, Wmma, perfect_nest
 
 
 class GPURaceError(RuntimeError):
@@ -379,21 +383,6 @@ class _State:
         return q + ((np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0)))
 
 
-_MATH = {
-    "exp": "np.exp",
-    "log": "np.log",
-    "sqrt": "np.sqrt",
-    "tanh": "np.tanh",
-    "fabs": "np.abs",
-    "abs": "np.abs",
-    "pow": "np.power",
-    "floor": "np.floor",
-    "ceil": "np.ceil",
-    "sin": "np.sin",
-    "cos": "np.cos",
-}
-
-
 def _rsqrt(x):
     return 1 / np.sqrt(x)
 
@@ -414,13 +403,39 @@ def _erf(x):
 # code generation
 
 
-class _EmulatedKernel:
+class _EmulatedKernel(SourceWriter, PyExprPrinter):
+    TARGET = "cuda-emulate"
+    FULL_PARENS = True
+    BINOPS = {t: op for t, op in BINOPS.items() if t not in (E.And, E.Or)}
+    MIN_MAX = {E.Min: "np.minimum", E.Max: "np.maximum"}
+    TRUNCDIV = "S.truncdiv"
+    CALLS = {
+        "exp": "np.exp",
+        "log": "np.log",
+        "sqrt": "np.sqrt",
+        "tanh": "np.tanh",
+        "fabs": "np.abs",
+        "abs": "np.abs",
+        "pow": "np.power",
+        "floor": "np.floor",
+        "ceil": "np.ceil",
+        "sin": "np.sin",
+        "cos": "np.cos",
+        "rsqrt": "_rsqrt",
+        "sigmoid": "_sigmoid",
+        "round": "_round",
+        "erf": "_erf",
+    }
+
     def __init__(self, kernel: DeviceKernel):
+        SourceWriter.__init__(self)
+        PyExprPrinter.__init__(self)
+        self._dispatch[E.And] = self.and_
+        self._dispatch[E.Or] = self.or_
+        self.mask = "None"  # the lanes the expression being printed runs in
         self.kernel = kernel
-        self.lines: list[str] = []
         self.names: dict[Buffer, str] = {}
         self.ids: dict[Buffer, int] = {}
-        self.vars: dict[E.Var, str] = {}
         self.ranges: dict[E.Var, Range] = {HW[t]: Range.from_extent(kernel.extent(t)) for t in HW}
         self.n = 0
         self.warp_store: Optional[str] = None  # the mask of stores inside a wmma operation
@@ -444,14 +459,10 @@ class _EmulatedKernel:
         with np.errstate(all="ignore"):  # IEEE results (inf, nan) as the GPU computes them
             self.fn(_State(self.kernel, mem))
 
-    def fresh(self, base: str) -> str:
-        import re
-
+    def fresh(self, name: str) -> str:
+        # numbered, not looked up: every name of the kernel is a local of one function
         self.n += 1
-        return f"{re.sub(r'[^0-9A-Za-z_]', '_', base)}_{self.n}"
-
-    def emit(self, d: int, line: str) -> None:
-        self.lines.append("    " * d + line)
+        return f"{re.sub(r'[^0-9A-Za-z_]', '_', name)}_{self.n}"
 
     def generate(self) -> str:
         k = self.kernel
@@ -477,7 +488,7 @@ class _EmulatedKernel:
             self.ranges[s.loop_var] = Range(s.min, s.extent)
             self.emit(
                 d,
-                f"for {var} in S.range({self.expr(s.min, m)}, {self.expr(s.extent, m)},"
+                f"for {var} in S.range({self.value(s.min, m)}, {self.value(s.extent, m)},"
                 f" {s.loop_var.name!r}):",
             )
             n = len(self.lines)
@@ -487,7 +498,7 @@ class _EmulatedKernel:
             del self.ranges[s.loop_var]
         elif isinstance(s, BufferStore):
             self.emit(d, f"S.at = {_describe(s)!r}")
-            value = self.expr(s.value, m)
+            value = self.value(s.value, m)
             flat = self.flat(s.buffer, s.indices, m)
             if s.buffer.scope in PRIVATE_SCOPES:
                 self.emit(d, f"S.stl({self.names[s.buffer]}, {flat}, {value}, {m})")
@@ -496,7 +507,7 @@ class _EmulatedKernel:
                 self.emit(d, f"S.st({self.buffer_id(s.buffer)}, {flat}, {value}, {mask})")
         elif isinstance(s, IfThenElse):
             c, m1 = self.fresh("c"), self.fresh("m")
-            self.emit(d, f"{c} = {self.expr(s.condition, m)}")
+            self.emit(d, f"{c} = {self.value(s.condition, m)}")
             self.emit(d, f"{m1} = S.band({m}, {c})")
             self.emit(d, f"if S.any({m1}):")
             n = len(self.lines)
@@ -538,10 +549,8 @@ class _EmulatedKernel:
     def wmma_tiles(self, s: Wmma, d: int, m: str, leader: str) -> bool:
         """Emit ``s`` as whole-tile numpy operations (gathers and an einsum over the lanes)
         when its nest is a perfect one of affine accesses; False: not emitted."""
-        from .source import _innermost
-
         try:
-            loops, store = _innermost(s.loop)
+            loops, store = perfect_nest(s.loop)
         except BuildError:
             return False
         vars_ = [f.loop_var for f in loops]
@@ -551,7 +560,7 @@ class _EmulatedKernel:
 
         def spec(buf: Buffer, indices) -> Any:
             """'(array or id, private?, base, offsets)' text, or None if not affine."""
-            flat = _flat_of(buf, indices)
+            flat = flat_index(buf, indices)
             zero = {v: E.IntImm(0) for v in vars_}
             base = simplify(substitute(flat, zero), self.ranges)
             coefs = []
@@ -567,7 +576,7 @@ class _EmulatedKernel:
                 return None
             private = buf.scope in PRIVATE_SCOPES
             where = self.names[buf] if private else str(self.buffer_id(buf))
-            return f"({where}, {private}, {self.expr(base, m)}, S.offsets({coefs}, {sizes}))"
+            return f"({where}, {private}, {self.value(base, m)}, S.offsets({coefs}, {sizes}))"
 
         dst = spec(store.buffer, store.indices)
         if dst is None:
@@ -593,7 +602,7 @@ class _EmulatedKernel:
             self.emit(d, f"S.tile_copy({dst}, {src}, {m}, {leader})")
             return True
         if isinstance(value, (E.FloatImm, E.IntImm)):
-            self.emit(d, f"S.tile_copy({dst}, None, {m}, {leader}, {self.expr(value, m)})")
+            self.emit(d, f"S.tile_copy({dst}, None, {m}, {leader}, {self.value(value, m)})")
             return True
         return False
 
@@ -606,99 +615,50 @@ class _EmulatedKernel:
         return self.ids[b]
 
     def flat(self, buf: Buffer, indices, m: str) -> str:
-        flat: E.Expr = E.IntImm(0)
-        for idx, stride in zip(indices, buf.strides()):
-            flat = flat + idx * stride
-        return self.expr(simplify(flat, self.ranges), m)
+        return self.value(simplify(flat_index(buf, indices), self.ranges), m)
 
-    # expressions ------------------------------------------------------------------------------
-    def expr(self, e: E.Expr, m: str) -> str:
-        t = type(e)
-        if t is E.Var:
-            var = cast(E.Var, e)
-            if var not in self.vars:
-                raise BuildError(f"cuda-emulate: variable {var.name} is not bound")
-            return self.vars[var]
-        if t is E.IntImm:
-            i = cast(E.IntImm, e)
-            if i.dtype == "bool":
-                return "True" if i.value else "False"
-            return f"({i.value})"
-        if t is E.FloatImm:
-            v = cast(E.FloatImm, e).value
-            text = (
-                "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else repr(float(v))
-            )
-            return f"np.{_NP[e.dtype]}({text})"
-        if t is E.BufferLoad:
-            ld = cast(E.BufferLoad, e)
-            flat = self.flat(ld.buffer, ld.indices, m)
-            if ld.buffer.scope in PRIVATE_SCOPES:
-                return f"S.ldl({self.names[ld.buffer]}, {flat}, {m})"
-            return f"S.ld({self.buffer_id(ld.buffer)}, {flat}, {m})"
-        if t is E.And:
-            op = cast(E.BinaryOp, e)
-            c = self.fresh("c")
-            return f"np.logical_and({c} := {self.expr(op.a, m)}, {self.expr(op.b, f'S.band({m}, {c})')})"
-        if t is E.Or:
-            op = cast(E.BinaryOp, e)
-            return f"np.logical_or({self.expr(op.a, m)}, {self.expr(op.b, m)})"
-        if t in _BIN:
-            op = cast(E.BinaryOp, e)
-            return f"({self.expr(op.a, m)} {_BIN[t]} {self.expr(op.b, m)})"
-        if t is E.Div:
-            op = cast(E.BinaryOp, e)
-            if E.is_int(e.dtype):
-                return f"S.truncdiv({self.expr(op.a, m)}, {self.expr(op.b, m)})"
-            return f"({self.expr(op.a, m)} / {self.expr(op.b, m)})"
-        if t is E.Min or t is E.Max:
-            op = cast(E.BinaryOp, e)
-            fn = "np.minimum" if t is E.Min else "np.maximum"
-            return f"{fn}({self.expr(op.a, m)}, {self.expr(op.b, m)})"
-        if t is E.Not:
-            return f"np.logical_not({self.expr(cast(E.Not, e).a, m)})"
-        if t is E.Select:
-            sel = cast(E.Select, e)
-            c = self.fresh("c")
-            return (
-                f"S.where({c} := {self.expr(sel.condition, m)}, "
-                f"{self.expr(sel.true_value, f'S.band({m}, {c})')}, "
-                f"{self.expr(sel.false_value, f'S.bandnot({m}, {c})')})"
-            )
-        if t is E.Cast:
-            return f"S.cast({self.expr(cast(E.Cast, e).value, m)}, {e.dtype!r})"
-        if t is E.Call:
-            call = cast(E.Call, e)
-            args = ", ".join(self.expr(a, m) for a in call.args)
-            fn = (
-                _MATH.get(call.op)
-                or {"rsqrt": "_rsqrt", "sigmoid": "_sigmoid", "round": "_round", "erf": "_erf"}[call.op]
-            )
-            return f"{fn}({args})"
-        raise BuildError(f"cuda-emulate: unsupported expression {t.__name__}")
+    # expressions (the rules this target does not share with the python target) -----------------
+    def value(self, e: E.Expr, m: str) -> str:
+        """``e`` evaluated for the lanes of mask ``m``."""
+        outer, self.mask = self.mask, m
+        try:
+            return self.text(e)
+        finally:
+            self.mask = outer
 
+    def float_imm(self, f: E.FloatImm) -> tuple[str, int]:
+        v = f.value
+        text = "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else repr(float(v))
+        return f"np.{dtype_info(f.dtype).numpy}({text})", P_ATOM
 
-_BIN = {
-    E.Add: "+",
-    E.Sub: "-",
-    E.Mul: "*",
-    E.FloorDiv: "//",
-    E.FloorMod: "%",
-    E.EQ: "==",
-    E.NE: "!=",
-    E.LT: "<",
-    E.LE: "<=",
-    E.GT: ">",
-    E.GE: ">=",
-}
-_NP = {"float16": "float16", "float32": "float32", "float64": "float64"}
+    def load(self, ld: E.BufferLoad) -> tuple[str, int]:
+        m = self.mask
+        flat = self.flat(ld.buffer, ld.indices, m)
+        if ld.buffer.scope in PRIVATE_SCOPES:
+            return f"S.ldl({self.names[ld.buffer]}, {flat}, {m})", P_ATOM
+        return f"S.ld({self.buffer_id(ld.buffer)}, {flat}, {m})", P_ATOM
 
+    def and_(self, e: E.And) -> tuple[str, int]:
+        c = self.fresh("c")  # the right side runs only in the lanes where the left holds
+        left = self.text(e.a)
+        return f"np.logical_and({c} := {left}, {self.value(e.b, f'S.band({self.mask}, {c})')})", P_ATOM
 
-def _flat_of(buf: Buffer, indices) -> E.Expr:
-    flat: E.Expr = E.IntImm(0)
-    for idx, stride in zip(indices, buf.strides()):
-        flat = flat + idx * stride
-    return flat
+    def or_(self, e: E.Or) -> tuple[str, int]:
+        return f"np.logical_or({self.text(e.a)}, {self.text(e.b)})", P_ATOM
+
+    def not_(self, e: E.Not) -> tuple[str, int]:
+        return f"np.logical_not({self.text(e.a)})", P_ATOM
+
+    def select(self, e: E.Select) -> tuple[str, int]:
+        m, c = self.mask, self.fresh("c")
+        return (
+            f"S.where({c} := {self.text(e.condition)}, "
+            f"{self.value(e.true_value, f'S.band({m}, {c})')}, "
+            f"{self.value(e.false_value, f'S.bandnot({m}, {c})')})"
+        ), P_ATOM
+
+    def cast(self, e: E.Cast) -> tuple[str, int]:
+        return f"S.cast({self.text(e.value)}, {e.dtype!r})", P_ATOM
 
 
 def _describe(s: BufferStore) -> str:
