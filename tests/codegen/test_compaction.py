@@ -64,12 +64,14 @@ def gmm(n=32, rows=8, cols=16, parallel=False, decompose=False, cache_x=None):
     if cache_x:
         sch.compute_at(sch.cache_read(block, 0, cache_x), ko)  # X (a reduction reads: X, Y)
     sch.reverse_compute_at(sch.cache_write(block, 0, "local"), io)
-    if decompose:
-        sch.decompose_reduction(block, ko)
     if parallel:
         sch.parallel(sch.fuse(b, jo))
     sch.unroll(ii)
     sch.vectorize(ji)
+    # decomposed last: the update block it leaves (reduce iterators, no init) is not a reduction
+    # block any more, and TVM refuses to vectorize or parallelize a loop above it
+    if decompose:
+        sch.decompose_reduction(block, ko)
     return sch
 
 

@@ -26,10 +26,13 @@ have the shapes split and fuse give them:
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 from typing import Optional, Sequence, cast
 
 from ...ir.arith import Simplifier
+from ...ir.arith.evaluate import evaluate
 from ...ir.expr import LT, Add, Expr, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, as_int, is_const
 from ...ir.functor import free_vars
 from ...ir.stmt import REDUCE, SPATIAL, BlockRealize, For, Range
@@ -218,5 +221,38 @@ def affine_binding_problem(realize: BlockRealize, loops: Sequence[For]) -> Optio
             space.radix(value, iv.var.name)
         space.check_disjoint()
     except _NotExact as exc:
+        # The simplifier may have rewritten a quasi-affine binding out of the form the slices
+        # read: `(f0 * 128 + f1) // 30` (a fused loop split by 128) becomes
+        # `f0 * 4 + (f0 * 8 + f1) // 30`. What the rule protects is that each iteration point
+        # maps to its own iterator point; where the loops are few enough, that is counted.
+        if _injective_on_loops(realize, loops):
+            return None
         return str(exc)
     return None
+
+
+#: the most loop points :func:`_injective_on_loops` enumerates
+MAX_ENUMERATED_POINTS = 1 << 16
+
+
+def _injective_on_loops(realize: BlockRealize, loops: Sequence[For]) -> bool:
+    """Whether the bindings of ``realize`` take a different iterator point at every point of
+    ``loops`` that its predicate admits (counted; False when there are too many points)."""
+    if not all(isinstance(l.min, IntImm) and isinstance(l.extent, IntImm) for l in loops):
+        return False
+    extents = [cast(IntImm, l.extent).value for l in loops]
+    if math.prod(extents) > MAX_ENUMERATED_POINTS:
+        return False
+    seen: set[tuple] = set()
+    for point in itertools.product(*(range(e) for e in extents)):
+        env = {l.loop_var: cast(IntImm, l.min).value + p for l, p in zip(loops, point)}
+        try:
+            if not evaluate(realize.predicate, env):
+                continue
+            key = tuple(evaluate(v, env) for v in realize.iter_values)
+        except (KeyError, ZeroDivisionError):
+            return False  # a variable bound outside these loops: not decidable here
+        if key in seen:
+            return False
+        seen.add(key)
+    return True
