@@ -16,9 +16,9 @@ import pytest
 import workbench as wb
 from workbench import fuzz
 from workbench.errors import ScheduleError
-from workbench.ir.expr import BufferLoad, Select
+from workbench.ir.expr import BufferLoad
 from workbench.ir.functor import pre_order
-from workbench.ir.stmt import OPAQUE, Block
+from workbench.ir.stmt import Block
 from workbench.schedule.rv import BlockRV, LoopRV
 
 #: about 0.45 s each on one core. Cases 7 and 87 (split / fuse above an opaque block), 8
@@ -30,14 +30,6 @@ CASES = range(0, 100)
 def _blocks_under(sch, loop) -> list[Block]:
     node = sch.get(loop)
     return [n for n in pre_order(node.body) if isinstance(n, Block)]
-
-
-def _opaque(block: Block) -> bool:
-    return not block.iter_vars or any(iv.iter_type == OPAQUE for iv in block.iter_vars)
-
-
-def _guarded(block: Block) -> bool:
-    return any(isinstance(n, Select) for n in pre_order(block.body))
 
 
 def _loop_arg(step) -> Optional[LoopRV]:
