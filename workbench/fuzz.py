@@ -76,6 +76,8 @@ PRIMITIVES: dict[str, float] = {
     "blockize": 0.8,
     "read_at": 0.5,
     "write_at": 0.5,
+    "merge": 0.7,
+    "reorder_block_iter_var": 0.5,
 }
 
 #: registered primitives the fuzzer does not draw, and why
@@ -88,6 +90,12 @@ NOT_DRAWN = {
     "get_producers": "query, changes nothing",
     "get_consumers": "query, changes nothing",
     "sample_perfect_tile": "drawn inside split steps",
+    "sample_partitioned_tile": "drawn inside split steps",
+    "get_output_blocks": "query, changes nothing",
+    "unsafe_set_dtype": "changes the computed values by design (unsafe)",
+    "unsafe_hide_buffer_access": "hides accesses from the dependence checks by design (unsafe)",
+    "annotate_buffer_access": "declares a region that is trusted, not checked: a random one misleads later "
+    "primitives by design",
     "sample_compute_location": "drawn inside compute_at steps",
     "sample_categorical": "yields a number only",
     "enter_postproc": "marker, changes nothing",
@@ -564,8 +572,12 @@ class StepDrawer:
         loop = self.rng.choice(loops)
         n = self._extent(loop)
         r = self.rng.random()
-        if r < 0.2:
+        if r < 0.15:
             factors = self.sch.sample_perfect_tile(loop, self.rng.choice((2, 3)), self.rng.choice((2, 4, 16)))
+        elif r < 0.2:
+            parts = self.rng.choice((2, 3))
+            inner = self.rng.choice([d for d in (1, 1, 2, 3, 4) if n % d == 0])
+            factors = self.sch.sample_partitioned_tile(loop, parts, self.rng.randrange(parts), inner)
         elif r < 0.45:
             factors = [None, self.rng.randint(1, n + 2)]
         elif r < 0.6:
@@ -599,6 +611,35 @@ class StepDrawer:
         loops = got[1]
         chosen = self.rng.sample(loops, self.rng.randint(2, min(4, len(loops))))
         return Step(name, tuple(chosen), {})
+
+    def _merge(self, name):
+        """Loops at one depth of two (or three) blocks' nests, most often with equal extents
+        from the top down to that depth (what merge needs)."""
+        names = self.blocks()
+        if len(names) < 2:
+            return None
+        chains = {n: self.loops_of(self.block(n)) for n in names}
+        chains = {n: c for n, c in chains.items() if c}
+        if len(chains) < 2:
+            return None
+        picked = self.rng.sample(sorted(chains), min(len(chains), self.rng.choice((2, 2, 3))))
+        depth = min(len(chains[n]) for n in picked)
+        same = [
+            d
+            for d in range(depth)
+            if len({tuple(self._extent(l) for l in chains[n][: d + 1]) for n in picked}) == 1
+        ]
+        d = self.rng.choice(same) if same and self.rng.random() < 0.85 else self.rng.randrange(depth)
+        return Step(name, tuple(chains[n][d] for n in picked), {})
+
+    def _reorder_block_iter_var(self, name):
+        block = self.block()
+        n = len(self.sch.get(block).iter_vars)
+        order = list(range(n))
+        self.rng.shuffle(order)
+        if self.rng.random() < 0.05:
+            order = order[:-1] or [1]  # not a permutation: refused
+        return Step(name, (block, order), {})
 
     def _loop_kind(self, name):
         got = self.any_loop()
@@ -960,6 +1001,8 @@ def reproduce(
                 )
             elif inst.kind.name == "reorder":
                 step = Step("reorder", tuple(args["ordered_loops"]), {})
+            elif inst.kind.name == "merge":
+                step = Step("merge", tuple(args["loops"]), {})
             before = len(sch.trace)
             if not apply_step(sch, step):
                 return None

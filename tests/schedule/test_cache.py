@@ -1,15 +1,18 @@
 """cache_read, cache_write, reindex: numeric equality (python and llvm), trace round-trips,
 where the copy stage goes, and every rule."""
 
+import numpy as np
 import pytest
 
+import workbench as wb
 from workbench import workloads
 from workbench.errors import ScheduleError
 from workbench.ir import dsl
-from workbench.ir.stmt import SeqStmt
+from workbench.ir.functor import pre_order
+from workbench.ir.stmt import Block, SeqStmt
 from workbench.ir.verify import verify
 from workbench.schedule import Schedule
-from workbench.testing import check_numeric, check_small, small_schedule
+from workbench.testing import check_numeric, check_small, check_trace_roundtrip, original_func, small_schedule
 
 
 def check_both(sch, name):
@@ -272,3 +275,131 @@ def test_reindex_needs_the_block_alone_under_its_loops():
     sch.compute_at("Conv2dOutput", j)
     with pytest.raises(ScheduleError, match="holds other statements"):
         sch.reindex("bias_add", ("write", 0))
+
+
+# ------------------------------------------------------------------------------------------
+# updates and blocks the fuzzer found wrong (workbench.fuzz): refused, or computed right
+
+MATMUL_SPLIT_INIT = """
+@T.prim_func
+def mm(A: T.Buffer((9, 5), "float32"), W: T.Buffer((5, 6), "float32"), C: T.Buffer((9, 6), "float32")):
+    B = T.alloc_buffer((9, 6), "float32")
+    for i in range(9):
+        with T.block("B_o"):
+            vi = T.axis.spatial(9, i)
+            T.reads(A[vi, 0:5], W[0:5, 0:6])
+            T.writes(B[vi, 0:6])
+            for j in range(6):
+                with T.block("B_init"):
+                    vj = T.axis.spatial(6, j)
+                    B[vi, vj] = T.float32(0)
+            for j, k in T.grid(6, 5):
+                with T.block("B"):
+                    vj, vk = T.axis.remap("SR", [j, k])
+                    B[vi, vj] = B[vi, vj] + A[vi, vk] * W[vk, vj]
+    for i, j in T.grid(9, 6):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(0.5)
+"""
+
+OWN_LOOPS = """
+@T.prim_func
+def own_loops(A: T.Buffer((6, 10), "float32"), C: T.Buffer((6, 10), "float32")):
+    with T.block("C"):
+        T.reads(A[0:6, 0:10])
+        T.writes(C[0:6, 0:10])
+        for i in range(6):
+            for j in range(10):
+                C[i, j] = A[i, 9 - j] * T.float32(3)
+"""
+
+
+def same_as_unscheduled(sch):
+    """The schedule on llvm computes what the unscheduled function computes (outputs start NaN,
+    so an element nobody writes shows), and its trace replays."""
+    func, orig = sch.func, original_func(sch)
+    rng = np.random.default_rng(0)
+    outs = {r.buffer for n in pre_order(orig.body) if isinstance(n, Block) for r in n.writes}
+    args = [
+        np.full(shape_of(p), np.nan, "float32")
+        if p in outs
+        else rng.uniform(-1, 1, shape_of(p)).astype("float32")
+        for p in orig.params
+    ]
+    got, want = [a.copy() for a in args], [a.copy() for a in args]
+    wb.build(func, target="llvm")(*got)
+    wb.build(orig, target="llvm")(*want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    check_trace_roundtrip(sch)
+
+
+def shape_of(buf):
+    return tuple(int(getattr(s, "value", s)) for s in buf.shape)
+
+
+def refused(sch, match, primitive, *args):
+    before, steps = sch.func, len(sch.trace)
+    with pytest.raises(ScheduleError, match=match):
+        getattr(sch, primitive)(*args)
+    assert sch.func is before and len(sch.trace) == steps
+
+
+def test_reindex_of_the_read_of_an_update_is_refused():
+    # the updates would go to B_reindex, never written back: B stayed 0 (fuzz seeds 587, 919)
+    sch = Schedule(wb.parse(MATMUL_SPLIT_INIT))
+    refused(sch, "also writes B.*never be written back", "reindex", "B", ("read", 0))
+
+
+def test_reindex_of_the_write_of_an_update_without_its_init_is_refused():
+    # B_init writes B, not the new buffer: the update would accumulate into what nobody wrote
+    sch = Schedule(wb.parse(MATMUL_SPLIT_INIT))
+    refused(sch, "no init of its own", "reindex", "B", ("write", 0))
+
+
+def test_reindex_of_the_write_of_an_update_with_its_init():
+    # the init moves to the new buffer with the update: right, as in TVM
+    sch = small_schedule("GMM")
+    copy = sch.reindex("Z", ("write", 0))
+    assert sch.get(copy).name == "Z_reindex"
+    assert sch.get(sch.get_block("Z")).init.buffer.name == "Z_reindex"
+    same_as_unscheduled(sch)
+
+
+def test_reindex_of_a_block_indexing_by_its_own_loops_is_refused():
+    # the copy block would use the loops i, j outside the block (fuzz seeds 335, 415; TVM crashes)
+    sch = Schedule(wb.parse(OWN_LOOPS))
+    refused(sch, r"indexes C by \['i', 'j'\].*not its iterators", "reindex", "C", ("write", 0))
+    refused(sch, r"indexes A by \['i', 'j'\]", "reindex", "C", ("read", 0))
+
+
+def test_reindex_names_as_tvm():
+    """TVM 0.27: the buffer ``<buffer>_reindex``; the copy block named after the buffer it
+    writes plus ``_reindex`` (so ``A_reindex_reindex`` for a read); a repeated name gets ``_1``."""
+    sch = small_schedule("GMM")
+    a, b = (r.buffer.name for r in sch.get(sch.get_block("Z")).reads[:2])
+    read_a = sch.reindex("Z", ("read", 0))
+    write = sch.reindex("Z", ("write", 0))
+    assert sch.get(read_a).name == f"{a}_reindex_reindex"
+    assert sch.get(read_a).writes[0].buffer.name == f"{a}_reindex"
+    assert sch.get(write).name == "Z_reindex"
+    again = sch.reindex("Z", ("read", 0))  # reads A_reindex now
+    assert sch.get(again).name == f"{a}_reindex_reindex_reindex"
+    assert sch.get(again).writes[0].buffer.name == f"{a}_reindex_reindex"
+    same_as_unscheduled(sch)
+
+
+def test_cache_write_of_an_update_whose_init_went_to_an_outer_block_is_refused():
+    # blockize twice moved the init to T0_o; the cache was read before written (fuzz seed 1859)
+    A = dsl.placeholder((24,), "float32", name="A")
+    k = dsl.reduce_axis(24, name="k")
+    T = dsl.compute((1,), lambda i: dsl.sum(A[k], axis=k), name="T")
+    sch = Schedule(dsl.create_func([A, T]))
+    sch.blockize(sch.get_loops("T")[1], preserve_unit_iters=False)
+    (loop,) = sch.get_loops("T")
+    sch.blockize(loop)
+    refused(sch, "no init of its own", "cache_write", "T", 0, "local")
+    # on the block holding the init it is fine
+    sch.cache_write("T_o", 0, "local")
+    same_as_unscheduled(sch)

@@ -469,3 +469,87 @@ def row_reduce(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16,), "float32")):
     a = np.random.default_rng(0).standard_normal((16, 16)).astype("float32")
     _same_on_llvm(sch, func, a, np.zeros(16, "float32"))
     check_trace_roundtrip(sch)
+
+
+# -- rfactor of an imperfect split (found by workbench.fuzz, seed 1060) --------------------
+
+
+def conv_2x2():
+    """``O[i, j] = sum(A[i + r, j + s] * W[r, s])`` over r, s in 2 x 2 (the fuzz program)."""
+    A = dsl.placeholder((7, 17), "float32", name="A")
+    W = dsl.placeholder((2, 2), "float32", name="W")
+    r, s = dsl.reduce_axis(2, name="r"), dsl.reduce_axis(2, name="s")
+    O = dsl.compute((6, 16), lambda i, j: dsl.sum(A[i + r, j + s] * W[r, s], axis=[r, s]), name="O")
+    return dsl.create_func([A, W, O])
+
+
+def same_as_unscheduled(sch):
+    """llvm against the unscheduled function, the output starting NaN (a partial result summed
+    without being written shows), and the trace round-trip."""
+    func = wb.testing.original_func(sch)
+    rng = np.random.default_rng(0)
+    shapes = [tuple(int(getattr(d, "value", d)) for d in p.shape) for p in func.params]
+    args = [rng.uniform(-1, 1, s).astype("float32") for s in shapes[:-1]]
+    got, want = np.full(shapes[-1], np.nan, "float32"), np.full(shapes[-1], np.nan, "float32")
+    wb.build(sch.func, target="llvm")(*args, got)
+    wb.build(func, target="llvm")(*args, want)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    check_trace_roundtrip(sch)
+
+
+@pytest.mark.parametrize("factor_axis", [0, 2])
+def test_rfactor_of_the_inner_loop_of_an_imperfect_split_is_refused(factor_axis):
+    # r = r_0 * 4 + r_1 < 2: the slots r_1 = 2, 3 are never written (init included), and the
+    # write-back block summed them (TVM accepts it and sums uninitialised memory)
+    sch = Schedule(conv_2x2())
+    _, _, r, _ = sch.get_loops("O")
+    _, r_1 = sch.split(r, [None, 4])
+    before, steps = sch.func, len(sch.trace)
+    with pytest.raises(ScheduleError, match=r"predicate r_0 \* 4 \+ r_1 < 2 .* never be initialised"):
+        sch.rfactor(r_1, factor_axis=factor_axis)
+    assert sch.func is before and len(sch.trace) == steps
+
+
+def test_rfactor_of_the_outer_loop_of_an_imperfect_split():
+    # every slot of the outer loop holds at least its first term: right
+    A = dsl.placeholder((3, 10), "float32", name="A")
+    k = dsl.reduce_axis(10, name="k")
+    C = dsl.compute((3,), lambda i: dsl.sum(A[i, k], axis=k), name="C")
+    sch = Schedule(dsl.create_func([A, C]))
+    k_0, _ = sch.split(sch.get_loops("C")[1], [None, 4])  # k_0 * 4 + k_1 < 10, k_0 in 0..2
+    sch.rfactor(k_0, factor_axis=0)
+    same_as_unscheduled(sch)
+
+
+def test_rfactor_of_a_loop_the_predicate_alone_guards():
+    # a predicate term on the rfactor loop alone stays on the write-back block, which does not
+    # read the slots it skips
+    sch = Schedule(
+        wb.parse(
+            """
+@T.prim_func
+def guarded(A: T.Buffer((3, 10), "float32"), C: T.Buffer((3,), "float32")):
+    for i, k in T.grid(3, 12):
+        with T.block("C"):
+            vi = T.axis.spatial(3, i)
+            vk = T.axis.reduce(10, k)
+            T.where(k < 10)
+            with T.init():
+                C[vi] = T.float32(0)
+            C[vi] = C[vi] + A[vi, vk]
+"""
+        )
+    )
+    sch.rfactor(sch.get_loops("C")[1], factor_axis=1)
+    assert "k < 10" in str(sch.index.realizes["C"].predicate)
+    same_as_unscheduled(sch)
+
+
+def test_rfactor_of_a_perfect_split_of_an_imperfectly_split_spatial_loop():
+    # the predicate is on spatial loops only: every slot is written at each valid (i, j)
+    sch = Schedule(conv_2x2())
+    i, _, r, _ = sch.get_loops("O")
+    sch.split(i, [None, 4])
+    _, r_1 = sch.split(r, [None, 2])
+    sch.rfactor(r_1, factor_axis=1)
+    same_as_unscheduled(sch)

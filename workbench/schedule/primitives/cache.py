@@ -364,7 +364,10 @@ def cache_write(
 
     A reduction's ``init`` moves with it. The copy goes right before the first later reader
     (after the block); the readers in ``consumer_blocks`` read the cache directly instead.
-    Returns the copy-back block. Rule: ``block`` is the only writer of the buffer in its scope.
+    Returns the copy-back block. Rules: ``block`` is the only writer of the buffer in its scope;
+    a block that reads the buffer has its own init (an update whose init went to another block,
+    by ``decompose_reduction`` or ``blockize``, would accumulate into a cache nothing
+    initialised: TVM accepts it and computes garbage, refused here).
 
     Before / after ``cache_write(C, 0, "local")``::
 
@@ -389,6 +392,15 @@ def cache_write(
             f"its only writer",
             argument="write_buffer_index",
             nodes=writers,
+        )
+    if node.init is None and loads(node, buf):
+        raise ScheduleError(
+            "cache_write",
+            f"block {node.name!r} reads {buf.name}, which it writes, and has no init of its own "
+            f"(an update whose init, if any, is another block's): the cache would be read where "
+            f"nothing wrote it; cache_write the block before decompose_reduction or blockize",
+            argument="write_buffer_index",
+            nodes=[node],
         )
     readers = [b for b in siblings if b is not node and buf in buffers(b.reads)]
     direct = _consumers(sch, "cache_write", consumer_blocks, readers, buf)
@@ -429,6 +441,18 @@ def buffer_of(primitive: str, block: Block, buffer: Any, argument: str = "buffer
         )
     raise ScheduleError(
         primitive, f'expected ("read" | "write", index) or a buffer name, got {buffer!r}', argument=argument
+    )
+
+
+def loads(block: Block, buf: Buffer) -> bool:
+    """Whether the body of ``block`` (not its init) loads ``buf`` (the read regions may leave out
+    the update of an accumulation)."""
+    return any(isinstance(n, BufferLoad) and n.buffer is buf for n in pre_order(block.body))
+
+
+def stores(block: Block, buf: Buffer) -> bool:
+    return buf in buffers(block.writes) or any(
+        isinstance(n, BufferStore) and n.buffer is buf for n in pre_order(block.body)
     )
 
 
@@ -533,9 +557,19 @@ def reindex(sch: Schedule, block: BlockRV, buffer: Any) -> BlockRV:
     after them for a write). ``buffer`` is ``("read" | "write", index)`` or a buffer name.
 
     The new buffer has one axis per iterator used in the original indices (in iterator order,
-    of the iterator's extent). Rules: the block is a leaf (it holds no other block, as in TVM);
+    of the iterator's extent). Rules: the block is a leaf (it holds no other block, as in TVM)
+    indexing the buffer by its iterators (not by loops of its own body: TVM crashes there);
     every access of the buffer in the block uses the same indices; the block is alone under its
-    loops; those iterators start at 0.
+    loops; those iterators start at 0. A buffer the block both reads and writes (an update) is
+    reindexed as a write, and only when the block has its own init: the read of an update would
+    send the updates to a copy never written back, and the write of an update whose init went to
+    another block (decompose_reduction, blockize) would accumulate into a buffer nothing
+    initialised. TVM accepts both and computes garbage; both are refused here.
+
+    Names as TVM: the new buffer is ``<buffer>_reindex`` and the copy block is named after the
+    buffer it writes, ``<buffer>_reindex_reindex`` for a read, ``<buffer>_reindex`` for a write.
+    Where TVM would repeat a buffer or block name (two reindexes of the same buffer), ours gets
+    a ``_1``, ``_2`` … suffix: blocks and buffers are looked up by their unique names here.
 
     An access under a condition (a padding stage's ``if_then_else``) keeps that condition in the
     copy block: a read copy reads the original only where the condition holds (and stores 0
@@ -546,7 +580,7 @@ def reindex(sch: Schedule, block: BlockRV, buffer: Any) -> BlockRV:
 
     Before / after ``reindex(C, ("read", 0))`` where C reads ``A[vj, vi]``::
 
-        for i, j: block C:                for ax0, ax1: block A_reindex:
+        for i, j: block C:                for ax0, ax1: block A_reindex_reindex:
           C[vi, vj] = A[vj, vi]             A_reindex[vax0, vax1] = A[vax1, vax0]
                                           for i, j: block C: C[vi, vj] = A_reindex[vi, vj]
     """
@@ -562,8 +596,39 @@ def reindex(sch: Schedule, block: BlockRV, buffer: Any) -> BlockRV:
             argument="block",
             nodes=[node],
         )
+    if kind == "read" and stores(node, buf):
+        raise ScheduleError(
+            "reindex",
+            f"block {node.name!r} also writes {buf.name}: the reindexed copy would take its "
+            f"updates and never be written back; reindex the write of {buf.name} instead (a "
+            f"block with its own init)",
+            argument="buffer",
+            nodes=[node],
+        )
+    if kind == "write" and node.init is None and loads(node, buf):
+        raise ScheduleError(
+            "reindex",
+            f"block {node.name!r} reads {buf.name}, which it writes, and has no init of its own "
+            f"(an update whose init, if any, is another block's): the new buffer would be read "
+            f"where nothing wrote it; reindex the block before decompose_reduction or blockize",
+            argument="buffer",
+            nodes=[node],
+        )
     indices = _single_access(node, buf)
     used = set().union(*(free_vars(i) for i in indices))
+    top = _chain_top(idx, node)
+    # the copy goes above the block's loops: it sees the block's iterators (as its own) and
+    # what is in scope there, not the loops of the block's own body
+    outside = used - {iv.var for iv in node.iter_vars} - set(idx.var_ranges(top))
+    if outside:
+        raise ScheduleError(
+            "reindex",
+            f"block {node.name!r} indexes {buf.name} by {sorted(v.name for v in outside)}, which are "
+            f"not its iterators (loops of its own body); reindex needs a leaf block indexing the "
+            f"buffer by its iterators",
+            argument="block",
+            nodes=[node],
+        )
     covered = [iv for iv in node.iter_vars if iv.var in used]
     for iv in covered:
         if not (
@@ -577,7 +642,6 @@ def reindex(sch: Schedule, block: BlockRV, buffer: Any) -> BlockRV:
                 argument="block",
                 nodes=[node],
             )
-    top = _chain_top(idx, node)
     new_buf = Buffer(
         fresh_name(f"{buf.name}_reindex", buffer_names(sch.func)),
         tuple(iv.dom.extent.value for iv in covered),
@@ -601,7 +665,8 @@ def reindex(sch: Schedule, block: BlockRV, buffer: Any) -> BlockRV:
     copy_body: Stmt = BufferStore(dst[0], value, dst[1])
     if kind == "write" and not is_const(guard, 1):  # elsewhere the block left buf as it was
         copy_body = IfThenElse(guard, copy_body)
-    name = fresh_name(f"{buf.name}_reindex", set(idx.realizes))
+    # TVM names the copy block after the buffer it writes, plus "_reindex"
+    name = fresh_name(f"{dst[0].name}_reindex", set(idx.realizes))
     copy = Block(name, ivs, (point_region(*src),), (point_region(*dst),), copy_body)
     loops = [Var(f"ax{k}") for k in range(len(ivs))]
     stage: Stmt = BlockRealize(tuple(loops), TRUE, copy)

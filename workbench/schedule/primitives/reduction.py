@@ -21,7 +21,21 @@ from ...errors import ScheduleError
 from ...ir.arith.evaluate import int_range
 from ...ir.buffer import Buffer
 from ...ir.dtype import DTYPE_INFO
-from ...ir.expr import Add, And, BinaryOp, BufferLoad, Expr, FloatImm, IntImm, Max, Min, Mul, Var, is_float
+from ...ir.expr import (
+    Add,
+    And,
+    BinaryOp,
+    BufferLoad,
+    Expr,
+    FloatImm,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    Var,
+    is_const,
+    is_float,
+)
 from ...ir.functor import free_vars, pre_order, substitute, transform
 from ...ir.region import infer_access_regions
 from ...ir.stmt import (
@@ -40,6 +54,7 @@ from ...ir.stmt import (
 )
 from ...ir.structural import structural_equal
 from ..instruction import schedule_primitive
+from ..rewrite import simplify
 from ..rv import BlockRV, LoopRV
 from .block_scope import buffer_names, buffers, fresh_name, reduction_problem, scope_blocks
 from .loops import const_extent, loop_name
@@ -295,6 +310,7 @@ def rfactor(sch: Schedule, loop: LoopRV, factor_axis: int) -> BlockRV:
     )
     v_rf = rf_realize.block.iter_vars[0].var
     removed = {l.loop_var for l in loops if l.loop_var in reduce and l is not rf_loop}
+    _check_every_slot_initialised(idx, realize, rf_loop, loops, removed)
     wb_realize = _write_back_block(
         block, realize, rf_loop, reducer, update, rf_buf, rf_indices, v_rf, removed
     )
@@ -304,6 +320,38 @@ def rfactor(sch: Schedule, loop: LoopRV, factor_axis: int) -> BlockRV:
     scope = sch.index.block(scope_name)
     sch.replace(scope, scope.with_(alloc_buffers=scope.alloc_buffers + (rf_buf,)))
     return sch.new_rv(BlockRV, rf_realize.block.name)
+
+
+def _check_every_slot_initialised(
+    idx, realize: BlockRealize, rf_loop: For, loops: list[For], removed: set
+) -> None:
+    """Each partial result the write-back block reads is initialised by the rfactor block.
+
+    The rfactor block initialises the slot of ``rf_loop = r`` on its first reduce iteration, the
+    other reduce loops at their minimum; a predicate term false there for some ``r`` (an
+    imperfect split of the reduction, rfactor by its inner loop: ``k0 * 4 + k1 < 2`` leaves the
+    slots ``k1 = 2, 3`` unwritten) would have the write-back block sum what nobody wrote. Terms
+    free of the other reduce loops stay on the write-back block, which then skips those slots;
+    a term on both must be true at that first iteration for every ``r``. TVM accepts it and
+    sums uninitialised memory; refused here."""
+    rf_var = rf_loop.loop_var
+    at_first = {l.loop_var: l.min for l in loops if l.loop_var in removed}
+    ranges = idx.var_ranges(realize)
+    for term in split_conjuncts(realize.predicate):
+        used = free_vars(term)
+        if rf_var not in used or not used & removed:
+            continue
+        if not is_const(simplify(substitute(term, at_first), ranges), 1):
+            block = realize.block
+            raise ScheduleError(
+                "rfactor",
+                f"the predicate {term} of block {block.name!r} is false on the first reduce "
+                f"iteration for some values of {loop_name(rf_loop)}: their partial results would "
+                f"never be initialised, and the write-back block would sum them (split the "
+                f"reduction perfectly, or rfactor its outer loop)",
+                argument="loop",
+                nodes=[rf_loop, block],
+            )
 
 
 def _check_stage_pipeline(primitive: str, idx, block: Block) -> None:
