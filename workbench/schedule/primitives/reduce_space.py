@@ -225,21 +225,27 @@ def affine_binding_problem(realize: BlockRealize, loops: Sequence[For]) -> Optio
         # read: `(f0 * 128 + f1) // 30` (a fused loop split by 128) becomes
         # `f0 * 4 + (f0 * 8 + f1) // 30`. What the rule protects is that each iteration point
         # maps to its own iterator point; where the loops are few enough, that is counted.
-        if _injective_on_loops(realize, loops):
+        if _bijective_on_loops(realize, loops):
             return None
         return str(exc)
     return None
 
 
-#: the most loop points :func:`_injective_on_loops` enumerates
+#: the most loop points :func:`_bijective_on_loops` enumerates
 MAX_ENUMERATED_POINTS = 1 << 16
 
 
-def _injective_on_loops(realize: BlockRealize, loops: Sequence[For]) -> bool:
-    """Whether the bindings of ``realize`` take a different iterator point at every point of
-    ``loops`` that its predicate admits (counted; False when there are too many points)."""
+def _bijective_on_loops(realize: BlockRealize, loops: Sequence[For]) -> bool:
+    """Whether the points of ``loops`` that the predicate of ``realize`` admits map one to one
+    onto the block's iteration domain, every iterator point once: what a quasi-affine binding
+    guarantees, counted (False when there are too many points). A binding with gaps
+    (``vi = i * 2``) or overlaps is not such a map."""
+    doms = [iv.dom for iv in realize.block.iter_vars]
     if not all(isinstance(l.min, IntImm) and isinstance(l.extent, IntImm) for l in loops):
         return False
+    if not all(isinstance(d.min, IntImm) and isinstance(d.extent, IntImm) for d in doms):
+        return False
+    box = [(cast(IntImm, d.min).value, cast(IntImm, d.extent).value) for d in doms]
     extents = [cast(IntImm, l.extent).value for l in loops]
     if math.prod(extents) > MAX_ENUMERATED_POINTS:
         return False
@@ -252,7 +258,7 @@ def _injective_on_loops(realize: BlockRealize, loops: Sequence[For]) -> bool:
             key = tuple(evaluate(v, env) for v in realize.iter_values)
         except (KeyError, ZeroDivisionError):
             return False  # a variable bound outside these loops: not decidable here
-        if key in seen:
+        if key in seen or any(not lo <= k < lo + n for k, (lo, n) in zip(key, box)):
             return False
         seen.add(key)
-    return True
+    return len(seen) == math.prod(n for _, n in box)
