@@ -8,7 +8,9 @@ from workbench import workloads
 from workbench.codegen import build
 from workbench.errors import ScheduleError
 from workbench.ir import dsl
+from workbench.ir.parser import parse as wb_parse
 from workbench.ir.expr import Var, is_const
+from workbench.ir.structural import assert_structural_equal
 from workbench.ir.stmt import TRUE, Block, BlockRealize, make_for, seq
 from workbench.ir.verify import verify
 from workbench.schedule import Schedule
@@ -414,24 +416,64 @@ def test_compute_at_refuses_opaque_block():
         sch.compute_at(sch.get_block("B"), sch.get_loops("C")[0])
 
 
-def test_reverse_compute_at_refuses_split_reduction():
-    """expsum under exp's column loop would run each row's sum piecewise."""
+def test_reverse_compute_at_sums_a_row_piecewise():
+    """expsum under exp's column loop adds one term per iteration, the first iteration (vk = 0)
+    running the init: each iteration of the serial loop holds the next piece of the reduce
+    domain, as TVM's reverse_compute_at of an rfactor'd reduction."""
     sch = small_schedule("SFM")
+    sch.reverse_compute_at(sch.get_block("T_softmax_expsum"), sch.get_loops("T_softmax_exp")[1])
+    check(sch, "SFM")
+
+
+def test_reverse_compute_at_refuses_split_reduction_on_parallel_loop():
+    """The same split over a parallel loop: its iterations would update one sum at once."""
+    sch = small_schedule("SFM")
+    sch.parallel(sch.get_loops("T_softmax_exp")[1])
+    func = sch.func
     with pytest.raises(
         ScheduleError,
-        match=r"reduction block 'T_softmax_expsum' would have its "
-        r"reduce iterator 'vk' split",
+        match=r"reduction block 'T_softmax_expsum' would have its reduce iterator split across "
+        r"iterations of loop 'i1': the loop is parallel",
     ):
         sch.reverse_compute_at(sch.get_block("T_softmax_expsum"), sch.get_loops("T_softmax_exp")[1])
+    assert sch.func is func
+
+
+REVERSED_SUM = """
+@T.prim_func
+def f(A: T.Buffer((8,), "float32"), C: T.Buffer((1,), "float32")):
+    B = T.alloc_buffer((8,), "float32")
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[7 - vi] = A[7 - vi] * T.float32(2)
+    for k in range(8):
+        with T.block("C"):
+            vk = T.axis.reduce(8, k)
+            with T.init():
+                C[0] = T.float32(0)
+            C[0] = C[0] + B[vk]
+"""
+
+
+def test_reverse_compute_at_refuses_split_reduction_out_of_order():
+    """B is written from the end: the term vk = 0, which runs the init, would come last and
+    wipe the sum of the others."""
+    sch = Schedule(wb_parse(REVERSED_SUM))
+    func = sch.func
+    with pytest.raises(ScheduleError, match=r"does not cut \[0, 0 \+ 8\) into consecutive pieces"):
+        sch.reverse_compute_at(sch.get_block("C"), sch.get_loops("B")[0])
+    assert sch.func is func
 
 
 def test_reverse_compute_at_refuses_unsolvable_index():
-    """The conv reads its padded input at ``vh * 2 + vrh``: no iterator range can be solved."""
+    """The conv reads its padded input at ``vh * 2 + vrh`` (two iterators, overlapping
+    windows): no iterator range can be solved (TVM refuses it too)."""
     sch = small_schedule("C2D")
     with pytest.raises(
         ScheduleError,
         match=r"cannot infer the iteration range of block "
-        r"'conv2d_nhwc': it accesses PadInput at vh \* 2 \+ vrh",
+        r"'conv2d_nhwc': it accesses PadInput\[vn, vh \* 2 \+ vrh",
     ):
         sch.reverse_compute_at(sch.get_block("conv2d_nhwc"), sch.get_loops("PadInput")[1])
 
@@ -568,3 +610,50 @@ def test_sample_compute_location_bad_decision(bad):
     sch = small_schedule("C2D")
     with pytest.raises(ScheduleError, match=r"sample_compute_location \(argument 'decision'\)"):
         sch.sample_compute_location(sch.get_block("PadInput"), decision=bad)
+
+
+# -- regressions ----------------------------------------------------------------------------
+
+COPY_THEN_SUB = """
+@T.prim_func
+def f(A0: T.Buffer((5, 12), "float32"), A1: T.Buffer((5, 12), "float32"), T0: T.Buffer((5, 12), "float32")):
+    A0_local = T.alloc_buffer((5, 12), "float32")
+    for i0, i1 in T.grid(5, 12):
+        with T.block("A0_local"):
+            v0, v1 = T.axis.remap("SS", [i0, i1])
+            A0_local[v0, v1] = A0[v0, v1]
+    for i0, i1 in T.grid(5, 12):
+        with T.block("T0"):
+            vi0, vi1 = T.axis.remap("SS", [i0, i1])
+            T0[vi0, vi1] = A0_local[vi0, vi1] - A1[vi0, vi1] * T.float32(0.5)
+"""
+
+
+def test_reverse_compute_at_of_a_block_reading_nothing_produced_there():
+    """(fuzzer) The copy has no producer under T0's loop, so nothing bounds its iterators: as in
+    TVM, each iteration recomputes the whole copy. Its new loops were named after ``v0, v1``
+    minus the ``v``, i.e. ``0, 1``, and the printed function did not parse back."""
+    before = wb_parse(COPY_THEN_SUB)
+    sch = Schedule(before)
+    copy = sch.get_block("A0_local")
+    sch.reverse_compute_at(copy, sch.get_loops(sch.get_block("T0"))[1], preserve_unit_loops=True)
+    assert [l.loop_var.name for l in sch.get(sch.get_loops(copy))] == ["i0", "i1", "ax0", "ax1"]
+    assert extents(sch, sch.get_block("A0_local")) == [5, 12, 5, 12]
+    reparsed = wb_parse(str(sch.func))
+    assert_structural_equal(reparsed, sch.func)
+    check_trace_roundtrip(sch)
+    rng = np.random.default_rng(0)
+    args = [rng.uniform(-1, 1, (5, 12)).astype("float32") for _ in range(3)]
+    want = [a.copy() for a in args]
+    build(before, target="llvm")(*want)
+    build(sch.func, target="llvm")(*args)
+    np.testing.assert_allclose(args[2], want[2])
+
+
+def test_new_loops_named_after_iterators():
+    """``v_ax1`` gives ``ax1`` (not ``_ax1``); ``vi`` gives ``i``."""
+    text = COPY_THEN_SUB.replace("v0, v1", "v_ax0, v_ax1").replace("[v0, v1]", "[v_ax0, v_ax1]")
+    sch = Schedule(wb_parse(text))
+    copy = sch.get_block("A0_local")
+    sch.compute_at(copy, sch.get_loops(sch.get_block("T0"))[0], preserve_unit_loops=True)
+    assert [l.loop_var.name for l in sch.get(sch.get_loops(copy))] == ["i0", "ax0", "ax1"]

@@ -48,13 +48,6 @@ def known_bug(sch, step) -> Optional[str]:
         loop = None  # a compute location drawn by sample_compute_location
     block = _block_arg(sch, step)
     under = _blocks_under(sch, loop) if loop is not None else []
-    # new (fuzzer, reported): reverse_compute_at of a block that reads nothing produced under
-    # the loop (a producer of the loop's block) is accepted and yields a loop whose variable
-    # is the constant 0 (`for 0 in range(5)`: the printed function does not parse back)
-    if step.name == "reverse_compute_at" and block is not None and loop is not None:
-        produced = {r.buffer for b in under for r in b.writes}
-        if not any(r.buffer in produced for r in block.reads):
-            return "reverse_compute_at of a block reading nothing produced under the loop"
     # new (fuzzer, reported): merge does not check data dependences (as TVM, documented): a
     # nest moved before (or interleaved with) a block it depends on computes something else
     if step.name == "merge" and _merge_breaks_a_dependence(sch, step):

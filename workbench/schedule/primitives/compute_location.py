@@ -12,13 +12,20 @@ Region inference, per moved block:
    (consumers for compute_at, producers for reverse_compute_at) access, with their iterators
    replaced by their bindings and relaxed over the loops between ``loop`` and them
    (:func:`workbench.ir.region.block_access_regions`), united per buffer;
-2. *provided*: the moved block accesses those buffers at single points ``v`` or ``v + c`` of its
-   own iterators, so ``v`` must range over the required range (shifted by ``-c``);
+2. *provided*: the instances of the moved block whose accesses to those buffers meet the
+   required region, bounded per iterator as TVM does (``CalculateBlockVarDomain``): each index
+   that is one iterator through ``+ c``, ``* c``, ``// c`` and ``% c`` is solved backwards
+   (``B[vi // 4]`` needed over ``[lo, hi]`` gives ``vi`` in ``[lo * 4, hi * 4 + 3]``; ``9 - vi``,
+   ``vio * 16`` likewise; ``% c`` bounds nothing); indices mixing iterators that are together an
+   affine bijection of them (``(v1*8 + v4) // 16, (v1*8 + v4) % 16``: splits and fuses, TVM's
+   ``DetectIterMap``) are inverted and the inverse relaxed over the required box. The bounds of
+   one access are intersected over its dimensions and united over the accesses; anything else
+   is refused (``vh * 2 + vrh``);
 3. each iterator gets a new loop over that range, intersected with the iterator's domain. The
    extent must be a constant: a range whose extent varies gets its largest extent and a
    predicate, and so does a range that may stick out of the domain (the last tile of an
-   imperfect split). Iterators nothing constrains (a reduction's reduce iterators) keep their
-   whole domain.
+   imperfect split). Iterators nothing constrains (a reduction's reduce iterators, or every
+   iterator of a block reading nothing produced under the loop) keep their whole domain.
 
 A reduction block's new reduce loops thus sum over the box of its reduce domains, which is its
 original reduction only if its loops visited each point of that box exactly once: tied
@@ -29,13 +36,29 @@ element is only redundant.
 
 from __future__ import annotations
 
+import keyword
+
 from typing import TYPE_CHECKING, Callable, Optional
 
 from ...errors import ScheduleError
 from ...ir.arith import Analyzer
 from ...ir.buffer import Buffer
-from ...ir.expr import Add, BufferLoad, Expr, IntImm, Not, Select, Sub, Var, as_int, is_const
+from ...ir.expr import (
+    BufferLoad,
+    Expr,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Not,
+    Select,
+    Var,
+    as_int,
+    is_const,
+)
 from ...ir.func import PrimFunc
+from ...ir.index_map import IndexMap
 from ...ir.functor import children, free_vars
 from ...ir.region import block_access_regions
 from ...ir.stmt import (
@@ -69,7 +92,7 @@ from .block_scope import (
     producers,
     removal_root,
 )
-from .inline import compute_inline_func, reverse_compute_inline_func
+from .inline import _invert, compute_inline_func, reverse_compute_inline_func
 from .loops import loop_name
 from .reduce_space import reduce_space_problem
 
@@ -240,15 +263,141 @@ def _threads_share(scope: str, tag: Optional[str]) -> bool:
     return scope == "global"
 
 
-def _solve_index(e: Expr, ivars: set[Var]) -> Optional[tuple[Var, int]]:
-    """``e`` as ``v + c`` with ``v`` an iterator and ``c`` a constant, or None."""
-    if isinstance(e, Var) and e in ivars:
-        return e, 0
-    if isinstance(e, (Add, Sub)) and isinstance(e.b, IntImm) and isinstance(e.a, Var) and e.a in ivars:
-        return e.a, e.b.value if isinstance(e, Add) else -e.b.value
-    if isinstance(e, Add) and isinstance(e.a, IntImm) and isinstance(e.b, Var) and e.b in ivars:
-        return e.b, e.a.value
-    return None
+#: the preimage of a dimension says nothing about the iterator (``v % 4``: every value of
+#: ``v`` lands in any range of residues the consumers need)
+FREE = "free"
+
+
+def _chain(e: Expr, ivars: set[Var], sim) -> Optional[list]:
+    """``e`` as a chain ``a*x + b`` (``b`` free of iterators), ``x`` an iterator or ``g // c``
+    or ``g % c`` of such a chain: ``[(a, b, x), ...]`` outermost first, ending at the iterator;
+    None if ``e`` mixes several iterators (``v*8 + w``) or any other operation."""
+    out: list = []
+    while True:
+        lin = sim.lin(e)
+        moving = [(x, c) for x, c in lin.terms.items() if free_vars(x) & ivars]
+        if len(moving) != 1:
+            return None
+        x, a = moving[0]
+        b = sim.simplify(e - IntImm(a, e.dtype) * x)
+        out.append((a, b, x))
+        if isinstance(x, Var):
+            return out if x in ivars else None
+        if not (isinstance(x, (FloorDiv, FloorMod)) and isinstance(x.b, IntImm) and x.b.value > 0):
+            return None
+        e = x.a
+
+
+def _preimage(e: Expr, lo: Expr, hi: Expr, ivars: set[Var], ana: Analyzer):
+    """``(v, vlo, vhi)``: inclusive bounds of the iterator ``v`` holding every value for which
+    ``e`` falls in ``[lo, hi]`` (so instances in these bounds produce the whole range), ``(v,
+    FREE)`` when ``e`` does not bound ``v`` (a ``%``), or None (several iterators). As TVM's
+    SolveBlockVarDomain, through ``+ c``, ``* c`` (either sign), ``// c`` and ``% c``."""
+    sim = ana.session()
+    chain = _chain(sim.simplify(e), ivars, sim)
+    if chain is None:
+        return None
+    for a, b, x in chain:
+        if a > 0:  # a*x + b in [lo, hi]  <=>  x in [ceil((lo - b) / a), floor((hi - b) / a)]
+            lo, hi = (lo - b + (a - 1)) // a, (hi - b) // a
+        else:
+            lo, hi = (b - hi + (-a - 1)) // -a, (b - lo) // -a
+        if isinstance(x, FloorMod):
+            return chain[-1][2], FREE
+        if isinstance(x, FloorDiv):  # g // c in [lo, hi]  <=>  g in [lo * c, hi * c + c - 1]
+            c = as_int(x.b)
+            lo, hi = lo * c, hi * c + (c - 1)
+    return chain[-1][2], ana.simplify(lo), ana.simplify(hi)
+
+
+def _joint_preimage(
+    dims: list[tuple[Expr, Expr, Expr]], block: Block, ana: Analyzer
+) -> Optional[dict[Var, tuple[Expr, Expr]]]:
+    """Bounds of the iterators of the dimensions ``(index, lo, hi)`` that mix several of them
+    (``(v1*8 + v4) // 16, (v1*8 + v4) % 16``): the indices, an affine bijection of these
+    iterators (splits and fuses, TVM's DetectIterMap), are inverted and the inverse relaxed
+    over the required box. The inverse gives back every instance from the index it writes, so
+    the relaxed range holds each instance whose index is in the box."""
+    used = sorted({v for e, _, _ in dims for v in free_vars(e)}, key=lambda v: v.name)
+    doms = {iv.var: iv.dom for iv in block.iter_vars}
+    if not used or any(v not in doms for v in used):
+        return None
+    if not all(is_const(doms[v].min, 0) and isinstance(doms[v].extent, IntImm) for v in used):
+        return None
+    try:
+        imap = IndexMap(tuple(used), tuple(e for e, _, _ in dims))
+    except ValueError:
+        return None
+    inverse = _invert(imap, [as_int(doms[v].extent) for v in used])
+    if inverse is None:
+        return None
+    box = {p: Range(lo, ana.simplify(hi - lo + 1)) for p, (_, lo, hi) in zip(inverse.params, dims)}
+    out = {}
+    for v, h in zip(used, inverse.results):
+        vlo, vhi = ana.relax(h, box)
+        if vlo is None or vhi is None:
+            return None
+        out[v] = (ana.simplify(vlo), ana.simplify(vhi))
+    return out
+
+
+def _tighter(ana: Analyzer, a: Expr, b: Expr, holds, both) -> Expr:
+    """Of two bounds, the one that provably ``holds`` against the other, else ``both(a, b)``."""
+    return a if ana.can_prove(holds(a, b)) else b if ana.can_prove(holds(b, a)) else both(a, b)
+
+
+def _access_bounds(
+    block: Block, indices: tuple[Range, ...], need: Region, ana: Analyzer
+) -> Optional[dict[Var, tuple[Expr, Expr]]]:
+    """Per iterator of ``block``, inclusive bounds holding every instance whose access
+    ``indices`` (ranges in the iterators) meets the region ``need``; iterators the access does
+    not bound are left out. None if some dimension cannot be solved."""
+    ivars = {iv.var for iv in block.iter_vars}
+    bounds: dict[Var, tuple[Expr, Expr]] = {}
+    mixed: list[tuple[Expr, Expr, Expr]] = []
+
+    def meet(v: Var, lo: Expr, hi: Expr) -> None:
+        old = bounds.get(v)
+        if old is not None:  # both dimensions hold: the intersection
+            lo = _tighter(ana, old[0], lo, lambda a, b: a >= b, Max)
+            hi = _tighter(ana, old[1], hi, lambda a, b: a <= b, Min)
+        bounds[v] = (ana.simplify(lo), ana.simplify(hi))
+
+    points: list[tuple[Expr, Expr, Expr]] = []
+    for have, want in zip(indices, need):
+        at = ana.simplify(have.min)
+        if not free_vars(at) & ivars:
+            continue  # a constant index: every instance touches the same place
+        ext = ana.simplify(have.extent)
+        if free_vars(ext) & ivars:
+            return None
+        # an access [at, at + ext) meets [lo, hi] when at is in [lo - ext + 1, hi]
+        lo, hi = ana.simplify(want.min - ext + 1), ana.simplify(want.min + want.extent - 1)
+        if is_const(ext, 1):
+            points.append((at, lo, hi))
+        solved = _preimage(at, lo, hi, ivars, ana)
+        if solved is None:
+            if not is_const(ext, 1):
+                return None
+            mixed.append((at, lo, hi))
+        elif solved[1] is not FREE:
+            meet(*solved)
+    if mixed:
+        # the simplifier may have split a fused index over several dimensions (``(v1*8 + v4)
+        # // 16`` is ``v1 // 2``): invert together every dimension sharing an iterator
+        group = {v for e, _, _ in mixed for v in free_vars(e)}
+        while True:
+            dims = [d for d in points if free_vars(d[0]) & group]
+            grown = group | {v for e, _, _ in dims for v in free_vars(e)}
+            if grown == group:
+                break
+            group = grown
+        joint = _joint_preimage(dims, block, ana)
+        if joint is None:
+            return None
+        for v, (lo, hi) in joint.items():
+            meet(v, lo, hi)
+    return bounds
 
 
 def _iter_requirements(
@@ -259,30 +408,28 @@ def _iter_requirements(
     ana: Analyzer,
 ) -> dict[Var, Range]:
     """The range each iterator of ``block`` must cover so that its accesses ``provided``
-    cover ``required``; iterators left out are unconstrained."""
-    ivars = {iv.var for iv in block.iter_vars}
+    cover ``required`` (TVM's CalculateBlockVarDomain): per access, the instances meeting the
+    required region (the iterators' bounds of all dimensions intersected), united over the
+    accesses; iterators left out are unconstrained."""
     out: dict[Var, Range] = {}
     for region in provided:
         need = required.get(region.buffer)
         if need is None:
             continue
-        for dim, (have, want) in enumerate(zip(region.region, need)):
-            at = ana.simplify(have.min)
-            if not free_vars(at) & ivars:
-                continue  # a constant index: every iteration touches the same place
-            solved = _solve_index(at, ivars) if is_const(ana.simplify(have.extent), 1) else None
-            if solved is None:
-                raise ScheduleError(
-                    primitive,
-                    f"cannot infer the iteration range of block "
-                    f"{block.name!r}: it accesses {region.buffer.name} at {at} "
-                    f"in dimension {dim}; only an iterator plus a constant can be "
-                    f"solved",
-                    argument="block",
-                    nodes=[block],
-                )
-            var, offset = solved
-            rng = Range(ana.simplify(want.min - offset), want.extent)
+        bounds = _access_bounds(block, region.region, need, ana)
+        if bounds is None:
+            at = ", ".join(str(ana.simplify(r.min)) for r in region.region)
+            raise ScheduleError(
+                primitive,
+                f"cannot infer the iteration range of block {block.name!r}: it accesses "
+                f"{region.buffer.name}[{at}], which is not an iterator through + - * // % by "
+                f"constants in each dimension nor an affine bijection of its iterators (splits "
+                f"and fuses), so the instances that access a given region cannot be solved",
+                argument="block",
+                nodes=[block],
+            )
+        for var, (lo, hi) in bounds.items():
+            rng = Range(lo, ana.simplify(hi - lo + 1))
             out[var] = rng if var not in out else ana.union_regions((out[var],), (rng,))[0]
     return out
 
@@ -332,7 +479,6 @@ def _check_covered(
     inside what the producers write. A padding stage fails this (its border instances read
     nothing, the read being under ``if_then_else``): TVM accepts it and never writes the
     border."""
-    ivars = {iv.var for iv in block.iter_vars}
     doms = {iv.var: iv.dom for iv in block.iter_vars}
     partial = {
         v
@@ -358,25 +504,19 @@ def _check_covered(
         if conds:
             reasons.append(f"it reads {access.buffer.name} only where {' and '.join(map(str, conds))}")
             continue
-        fixed, read = set(), []
-        for e in access.indices:
-            at = ana.simplify(e)
-            if not free_vars(at) & ivars:
-                read.append(Range(at, IntImm(1)))
-                continue
-            solved = _solve_index(at, ivars)
-            if solved is None:
-                break
-            fixed.add(solved[0])
-            read.append(Range(ana.simplify(doms[solved[0]].min + solved[1]), doms[solved[0]].extent))
+        point = tuple(Range(ana.simplify(e), IntImm(1)) for e in access.indices)
+        bounds = _access_bounds(block, point, written[access.buffer], ana)
+        if bounds is None:
+            reasons.append(f"its read of {access.buffer.name} cannot be solved for its iterators")
+            continue
+        # every instance whose read lies in what some iteration writes runs in that iteration
+        if not partial <= set(bounds):
+            names = sorted(v.name for v in partial - set(bounds))
+            reasons.append(f"its read of {access.buffer.name} does not fix {names}")
+        elif not ana.region_covers(written[access.buffer], ana.relax_region(point, doms)):
+            reasons.append(f"it reads {access.buffer.name} outside what the producers write")
         else:
-            if not partial <= fixed:
-                names = sorted(v.name for v in partial - fixed)
-                reasons.append(f"its read of {access.buffer.name} does not fix {names}")
-            elif not ana.region_covers(written[access.buffer], tuple(read)):
-                reasons.append(f"it reads {access.buffer.name} outside what the producers write")
-            else:
-                return
+            return
     raise ScheduleError(
         primitive,
         f"block {block.name!r} would not cover its whole iteration domain under "
@@ -407,6 +547,9 @@ def _loop_plan(
     if need is None:
         return iv.dom.min, dn, []
     lo, ext = ana.simplify(need.min), ana.simplify(need.extent)
+    lo_lo, lo_hi = ana.const_int_bound(lo)
+    if lo_lo is not None and lo_lo == lo_hi:  # a start over unit loops only (``i0`` of range(1))
+        lo = IntImm(lo_lo, lo.dtype)
     ext_hi = ana.const_int_bound(ext)[1]
     if ext_hi is None:
         if forward:  # computing more than needed is only redundant
@@ -440,10 +583,60 @@ def _loop_plan(
     return lo, ext_hi, conds
 
 
-def _loop_var_name(iv: IterVar) -> str:
-    """New loops are named after the iterators (``vi`` -> ``i``, the DSL's convention)."""
+def _loop_var_name(iv: IterVar, position: int) -> str:
+    """New loops are named after the iterators (``vi`` -> ``i``, the DSL's convention; ``v_ax1``
+    -> ``ax1``); where that is no name (``v0`` -> ``0``), TVM's ``ax<position>``."""
     name = iv.var.name
-    return name[1:] if name.startswith("v") and len(name) > 1 else name
+    name = (name[1:] if name.startswith("v") and len(name) > 1 else name).lstrip("_")
+    return name if name.isidentifier() and not keyword.iskeyword(name) else f"ax{position}"
+
+
+def _check_split_reduction(primitive: str, block: Block, loop: For, plans: list, ana: Analyzer) -> None:
+    """A reduction consumer runs, per iteration of ``loop``, the terms its producers have just
+    written. That sums each term once, init first, only if the iterations cut one reduce
+    iterator's domain into consecutive pieces in order (``vk = i_o * 4 + k``: TVM's
+    reverse_compute_at of an rfactor'd reduction) while the spatial ones stay put, and only if
+    the iterations run one after another: the pieces of a thread-bound or parallel loop would
+    update one element at once (TVM accepts that; we refuse it, decision 9)."""
+
+    def refuse(why: str) -> ScheduleError:
+        return ScheduleError(
+            primitive,
+            f"reduction block {block.name!r} would have its reduce iterator split across "
+            f"iterations of {loop_name(loop)}: {why}; move it to a loop where its producers "
+            f"produce whole reductions",
+            argument="loop",
+            nodes=[loop, block],
+        )
+
+    split = [
+        (iv, start, extent, conds)
+        for iv, (start, extent, conds) in zip(block.iter_vars, plans)
+        if iv.iter_type == REDUCE
+        and not (is_const(start, as_int(iv.dom.min)) and extent == as_int(iv.dom.extent) and not conds)
+    ]
+    if not split:
+        return
+    for iv, (start, _, _) in zip(block.iter_vars, plans):
+        if iv.iter_type != REDUCE and loop.loop_var in free_vars(start):
+            raise refuse(f"its spatial iterator {iv.var.name!r} moves with the loop too")
+    if len(split) > 1:
+        raise refuse(f"the pieces of {[iv.var.name for iv, *_ in split]} would not tile their domains")
+    iv, start, extent, conds = split[0]
+    if loop.kind not in (ForKind.SERIAL, ForKind.UNROLLED):
+        raise refuse(f"the loop is {loop.kind.value}, so its iterations would update one element at once")
+    base = ana.simplify(start - IntImm(extent, start.dtype) * (loop.loop_var - loop.min))
+    tiles = (
+        not conds
+        and loop.loop_var not in free_vars(base)
+        and ana.can_prove(base == iv.dom.min)
+        and ana.can_prove(loop.extent * extent == iv.dom.extent)
+    )
+    if not tiles:
+        raise refuse(
+            f"{iv.var.name!r} would range over [{start}, {start} + {extent}), which does not cut "
+            f"[{iv.dom.min}, {iv.dom.min} + {iv.dom.extent}) into consecutive pieces, one per iteration"
+        )
 
 
 def _build_nest(
@@ -453,24 +646,12 @@ def _build_nest(
     outer: dict[Var, Range],
     preserve_unit_loops: bool,
     forward: bool,
+    loop: For,
 ) -> Stmt:
     ana = Analyzer(outer)
     plans = [_loop_plan(primitive, block, iv, needs.get(iv.var), ana, forward) for iv in block.iter_vars]
     if not forward and block.init is not None:
-        # a reduction consumer must run each instance's whole reduction in one iteration:
-        # split over several, the partial updates would meet repeated or missing inits
-        for iv, (start, extent, conds) in zip(block.iter_vars, plans):
-            full = is_const(start, as_int(iv.dom.min)) and extent == as_int(iv.dom.extent)
-            if iv.iter_type == REDUCE and not (full and not conds):
-                raise ScheduleError(
-                    primitive,
-                    f"reduction block {block.name!r} would have its "
-                    f"reduce iterator {iv.var.name!r} split across iterations of "
-                    f"the target loop; move it to a loop where its producers "
-                    f"produce whole reductions",
-                    argument="loop",
-                    nodes=[block],
-                )
+        _check_split_reduction(primitive, block, loop, plans, ana)
     scope = dict(outer)
     loops: list[tuple[Var, int]] = []
     values: list[Expr] = []
@@ -479,20 +660,22 @@ def _build_nest(
         if extent == 1 and not preserve_unit_loops:
             value = start
         else:
-            var = Var(_loop_var_name(iv), iv.var.dtype)
+            var = Var(_loop_var_name(iv, len(loops)), iv.var.dtype)
             loops.append((var, extent))
             scope[var] = Range.from_extent(extent)
             value = var if is_const(start, 0) else start + var
         values.append(value)
+        # a unit loop's variable is 0 in the guard (TVM's analyzer drops it there)
+        guarded = start if extent == 1 else value
         for cond in conds:
-            predicate = conjoin(predicate, cond(value))
+            predicate = conjoin(predicate, cond(guarded))
     inner = Analyzer(scope)
-    values = [inner.simplify(v) for v in values]
+    # as TVM, each binding is its start plus the new loop variable, not simplified further
     if not is_const(predicate, 1):
         predicate = TRUE if inner.can_prove(predicate) else inner.simplify(predicate)
     nest: Stmt = BlockRealize(tuple(values), predicate, block)
     for var, extent in reversed(loops):
-        nest = make_for(var, extent, nest)
+        nest = make_for(var, IntImm(extent, var.dtype), nest)  # min 0 is int32, as TVM
     return nest
 
 
@@ -544,7 +727,7 @@ def relocate(
     needs = _iter_requirements(primitive, block, provided, required, ana)
     if not forward:
         _check_covered(primitive, idx, block, loop, prods, needs, ana)
-    nest = _build_nest(primitive, block, needs, outer, preserve_unit_loops, forward)
+    nest = _build_nest(primitive, block, needs, outer, preserve_unit_loops, forward, loop)
     subtrees = _subtrees(loop)
     body = seq(*subtrees[:position], nest, *subtrees[position:])
     removed = removal_root(primitive, idx, block)
@@ -644,9 +827,13 @@ def reverse_compute_at(
     Rules: ``block`` is a complete or reduction block (the latter visiting each point of its
     reduce domains once, as for ``compute_at``); the loop is in the same block scope and
     is not one of the block's own loops; every producer of ``block`` is under ``loop``, before
-    every consumer of it there; a reduction block's reduce iterators must not be split across
-    iterations. ``index`` and ``preserve_unit_loops`` as in ``compute_at``; the location
-    "inline" means ``reverse_compute_inline``.
+    every consumer of it there. A reduction block's reduce iterator may be split across the
+    iterations only if they cut its domain into consecutive pieces, in order, with the spatial
+    iterators fixed, and the loop is serial or unrolled (a row sum under its producer's column
+    loop; TVM's rfactor'd ``B_rf`` / ``B``): TVM also accepts a thread-bound loop there, whose
+    threads would then update one element at once, which we refuse (decision 9). ``index`` and
+    ``preserve_unit_loops`` as in ``compute_at``; the location "inline" means
+    ``reverse_compute_inline``.
 
     Each iteration runs the instances of ``block`` whose reads the producers have just written,
     so the moved block must still run every one of its instances over the whole loop: one of
