@@ -18,7 +18,7 @@ from .errors import (
     UnknownInstructionKind,
     WorkbenchError,
 )
-from .ir import Buffer, PrimFunc
+from .ir import Buffer, IRModule, PrimFunc
 from .codegen import Kernel, aligned, build, empty, lower, zeros
 from .target import Target
 from .ir.structural import assert_structural_equal, structural_equal, structural_hash

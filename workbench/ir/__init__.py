@@ -38,6 +38,7 @@ from .expr import (
     is_int,
 )
 from .func import PrimFunc
+from .module import IRModule
 from .stmt import (
     OPAQUE,
     REDUCE,

@@ -16,7 +16,21 @@ Safety: the text is only ever walked as a syntax tree. Only the names ``T.*`` (a
 ``range``) are understood; a name with a double underscore anywhere in the text is rejected
 before anything else is looked at, so ``__import__('os').system(...)`` never runs.
 
-Every error is a :class:`~workbench.errors.TVMScriptError` with the line and column (1-based)
+What TVM 0.27 prints is read as the IR can hold it:
+
+* ``x: T.let[T.int32] = v`` / ``x: T.int32 = v``: the IR has no Let node, so ``v`` is
+  substituted at each use; a use after a store to a buffer ``v`` reads is refused.
+* ``T.int64`` shapes, extents, iterator domains and indices: int64 index arithmetic is narrowed
+  to int32 (constants that fit, casts of int32 values dropped) when every extent fits, which
+  the static shapes guarantee; int64 *data* keeps its dtype.
+* ``T.likely(c)`` is ``c``; ``T.axis.scan`` is an opaque iterator; ``T.Add(x, 0)`` and the other
+  node-name calls are the operation as written; buffer keywords (``elem_offset=0``, dense
+  ``strides``, ``offset_factor``, an int ``align``) are accepted where they change nothing.
+* an ``@I.ir_module`` of several functions is an :class:`~workbench.ir.module.IRModule`.
+
+Symbolic shapes, scalar parameters, ``T.match_buffer`` inside a block and the opaque
+intrinsics (``T.tvm_access_ptr``, ``buf.data``, ``T.call_extern`` ...) are refused, naming the
+construct. Every error is a :class:`~workbench.errors.TVMScriptError` with the line and column (1-based)
 of the text it is about. ``T.reads`` / ``T.writes`` are optional: when absent they are inferred
 by :func:`~workbench.ir.region.infer_access_regions`, the rule the compute DSL uses.
 """
@@ -36,6 +50,8 @@ from .expr import (
     INTRINSICS,
     Add,
     And,
+    BinaryOp,
+    BufferLoad,
     Cast,
     Div,
     EQ,
@@ -63,6 +79,7 @@ from .expr import (
     if_then_else,
 )
 from .func import PrimFunc
+from .module import IRModule
 from .region import infer_access_regions
 from .stmt import (
     OPAQUE,
@@ -99,7 +116,16 @@ _LOOPS = {
     "unroll": ForKind.UNROLLED,
     "thread_binding": ForKind.THREAD_BINDING,
 }
-_AXES = {"spatial": SPATIAL, "S": SPATIAL, "reduce": REDUCE, "R": REDUCE, "opaque": OPAQUE}
+#: ``T.axis.scan`` (TVM's ordered iterator) has no kind of its own here: it is read as opaque,
+#: which every primitive treats at least as conservatively as TVM treats a scan iterator
+_AXES = {
+    "spatial": SPATIAL,
+    "S": SPATIAL,
+    "reduce": REDUCE,
+    "R": REDUCE,
+    "opaque": OPAQUE,
+    "scan": OPAQUE,
+}
 _BINOPS: dict[type, Callable[[Any, Any], Expr]] = {
     ast.Add: Add.make,
     ast.Sub: Sub.make,
@@ -122,11 +148,45 @@ _FUNCS2 = {
     "floordiv": FloorDiv.make,
     "floormod": FloorMod.make,
     "truncdiv": Div.make,
+    # the node-name spellings TVM prints for arithmetic it kept as written (T.Add(x, 0), T.Mul(x, 1))
+    "Add": Add.make,
+    "Sub": Sub.make,
+    "Mul": Mul.make,
+    "Div": Div.make,
+    "FloorDiv": FloorDiv.make,
+    "FloorMod": FloorMod.make,
+    "Min": Min.make,
+    "Max": Max.make,
 }
+#: intrinsics TVM writes for opaque accesses (pointers, external calls, tensor-core fragments):
+#: the IR has no opaque call, so they are refused by name
+_OPAQUE_CALLS = (
+    "tvm_access_ptr",
+    "type_annotation",
+    "call_extern",
+    "call_pure_extern",
+    "call_packed",
+    "call_intrin",
+    "call_llvm_intrin",
+    "call_llvm_pure_intrin",
+    "address_of",
+    "reinterpret",
+    "q_multiply_shift",
+    "q_multiply_shift_per_axis",
+    "tvm_fill_fragment",
+    "tvm_load_matrix_sync",
+    "tvm_store_matrix_sync",
+    "tvm_mma_sync",
+    "tvm_bmma_sync",
+)
+#: keyword arguments of T.Buffer / T.alloc_buffer / T.match_buffer that the IR does not model;
+#: each is accepted where its value means what a dense workbench buffer already is
+_NEUTRAL_BUFFER_ARGS = ("data", "strides", "elem_offset", "offset_factor", "buffer_type", "axis_separators")
 #: the T.* functions an expression may call (for "did you mean" hints)
 _EXPR_FUNCS = (
     *_FUNCS2,
     *INTRINSICS,
+    "likely",
     *DTYPES,
     "if_then_else",
     "Select",
@@ -141,24 +201,26 @@ _DROPPED_ATTRS = ("global_symbol", "tir.noalias", "tirx.noalias")
 _MODULES = ("tvm.script", "tvm.script.tir", "tvm.script.tirx", "tvm.script.ir", "tvm.script.ir_builder")
 
 
-def parse(text: str) -> PrimFunc:
+def parse(text: str) -> Union[PrimFunc, IRModule]:
     """The function a TVMScript text defines (one ``@T.prim_func``, or an ``@I.ir_module``
-    holding one). Raises :class:`~workbench.errors.TVMScriptError` naming line and column, and
+    holding one), or the :class:`~workbench.ir.module.IRModule` of an ``@I.ir_module`` holding
+    several. Raises :class:`~workbench.errors.TVMScriptError` naming line and column, and
     :class:`~workbench.errors.OutOfBoundsError` for an access provably outside its buffer."""
     if not isinstance(text, str):
         raise TypeError(f"parse expects TVMScript text (a str), got {type(text).__name__}")
     try:
         tree = ast.parse(text)
         _reject_dunders(tree, text)
-        func = _Parser(text).module(tree)
+        result = _Parser(text).module(tree)
     except SyntaxError as exc:
         raise TVMScriptError(
             f"not valid Python syntax: {exc.msg}", exc.lineno or 1, exc.offset or 1, text
         ) from None
     except (RecursionError, MemoryError):
         raise TVMScriptError("the text nests too deeply to be read", 1, 1, text) from None
-    verify_bounds(func)  # OutOfBoundsError: an access provably outside its buffer
-    return func
+    for func in result.values() if isinstance(result, IRModule) else [result]:
+        verify_bounds(func)  # OutOfBoundsError: an access provably outside its buffer
+    return result
 
 
 from_tvmscript = parse
@@ -237,23 +299,41 @@ class _Parser:
         return self.t_name(node.func) if isinstance(node, ast.Call) else None
 
     # the module -----------------------------------------------------------------------
-    def module(self, tree: ast.Module) -> PrimFunc:
+    def module(self, tree: ast.Module) -> Union[PrimFunc, IRModule]:
         funcs = []
+        in_module = False
         for node in tree.body:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.imports(node)
             elif isinstance(node, ast.FunctionDef):
                 funcs.append(node)
             elif isinstance(node, ast.ClassDef):
+                if in_module:
+                    raise self.error(node, "expected one @I.ir_module, found a second class")
                 funcs.extend(self.ir_module(node))
+                in_module = True
             elif not _is_docstring(node):
                 raise self.error(
                     node, f"expected one @T.prim_func (and imports of tvm.script), found {_a(_what(node))}"
                 )
-        if len(funcs) != 1:
-            where = funcs[1] if funcs else tree
-            raise self.error(where, f"expected exactly one @T.prim_func, found {len(funcs)}")
-        return self.prim_func(funcs[0])
+        if len(funcs) == 1:
+            return self.prim_func(funcs[0])
+        top = [f for f in tree.body if isinstance(f, ast.FunctionDef)]
+        if not in_module or top:
+            where = (top or funcs)[1 if len(top or funcs) > 1 else 0] if funcs else tree
+            raise self.error(
+                where,
+                "expected exactly one @T.prim_func (several go in an @I.ir_module class), "
+                f"found {len(funcs)}",
+            )
+        out: dict[str, PrimFunc] = {}
+        for f in funcs:
+            if f.name in out:
+                raise self.error(f, f"two functions are named {f.name} in the module")
+            # each function has its own names and blocks; the parser state is per function
+            self.scopes, self.loops, self.block_names = [{}], {}, set()
+            out[f.name] = self.prim_func(f)
+        return IRModule(out)
 
     def imports(self, node: ast.stmt) -> None:
         if isinstance(node, ast.ImportFrom) and node.module in _MODULES:
@@ -277,12 +357,8 @@ class _Parser:
         for f in node.body:
             if not isinstance(f, ast.FunctionDef) and not _is_docstring(f):
                 raise self.error(f, f"an @I.ir_module holds functions only, found {_a(_what(f))}")
-        if len(funcs) != 1:
-            raise self.error(
-                node,
-                f"@I.ir_module {node.name} has {len(funcs)} functions; "
-                "workbench reads a module with one (main)",
-            )
+        if not funcs:
+            raise self.error(node, f"@I.ir_module {node.name} has no @T.prim_func")
         return funcs
 
     @staticmethod
@@ -308,6 +384,13 @@ class _Parser:
             if self.t_name(arg.annotation) == "handle":
                 params.append(arg)
                 continue
+            if self.t_name(arg.annotation) in DTYPES:
+                raise self.error(
+                    arg,
+                    f"parameter {arg.arg}: {ast.unparse(arg.annotation)} is a scalar parameter "
+                    "(a size variable when it appears in shapes); symbolic shapes and scalar "
+                    "parameters are not supported yet: workbench functions take buffers only",
+                )
             buf = self.buffer_type(arg.annotation, arg.arg)
             self.define(arg.arg, buf)
             params.append(buf)
@@ -322,6 +405,14 @@ class _Parser:
                 attrs.update(self.literal(_one_arg(self, typing.cast(ast.Call, stmt.value), "T.func_attr")))
             elif isinstance(stmt, ast.Assign) and name == "match_buffer":
                 self.match_buffer(stmt, params)
+            elif (
+                isinstance(stmt, ast.Assign) and name in DTYPES and not typing.cast(ast.Call, stmt.value).args
+            ):
+                raise self.error(
+                    stmt,
+                    f"`{ast.unparse(stmt.targets[0])} = T.{name}()` declares a size variable: symbolic "
+                    "shapes are not supported yet (the IR has static shapes only)",
+                )
             else:
                 rest.append(stmt)
         for p in params:
@@ -387,6 +478,7 @@ class _Parser:
     ) -> Buffer:
         """A buffer from ``(shape, dtype="float32", scope="global", align=[...])`` arguments."""
         opts: dict[str, Optional[ast.expr]] = {"shape": None, "dtype": None, "scope": None, "align": None}
+        opts.update(dict.fromkeys(_NEUTRAL_BUFFER_ARGS))
         if len(args) > 2:
             raise self.error(args[2], f"{what} takes (shape, dtype) and keywords scope=, align=")
         for key, arg in zip(("shape", "dtype"), args):
@@ -401,16 +493,26 @@ class _Parser:
         dims = shape_node.elts if isinstance(shape_node, (ast.Tuple, ast.List)) else [shape_node]
         shape = []
         for d in dims:
-            value = d.value if isinstance(d, ast.Constant) else None
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            value = self.int_constant(d)
+            if value is None:
+                symbolic = not isinstance(d, ast.Constant) or isinstance(d.value, str)
                 raise self.error(
-                    d, f"buffer {name}: shapes are non-negative integer constants, found {ast.unparse(d)}"
+                    d,
+                    f"buffer {name}: symbolic shape {ast.unparse(d)} is not supported yet "
+                    "(the IR has static shapes only)"
+                    if symbolic
+                    else f"buffer {name}: shapes are non-negative integer constants, found {ast.unparse(d)}",
                 )
+            if value < 0:
+                raise self.error(d, f"buffer {name}: shapes are non-negative integer constants, not {value}")
             shape.append(value)
+        self.neutral_buffer_args(opts, name, shape, what)
         dtype = self.dtype(opts["dtype"]) if opts["dtype"] is not None else "float32"
         scope = self.string(opts["scope"], "scope") if opts["scope"] is not None else "global"
         align: tuple[tuple[int, int, int], ...] = ()
-        if opts["align"] is not None:
+        if opts["align"] is not None and isinstance(self.literal(opts["align"]), int):
+            pass  # TVM's align=: the allocation's byte alignment, which changes no value
+        elif opts["align"] is not None:
             value = self.literal(opts["align"])
             if not (
                 isinstance(value, (list, tuple))
@@ -427,6 +529,56 @@ class _Parser:
             return Buffer(name, tuple(shape), dtype, scope, align)
         except ValueError as exc:
             raise self.error(node, str(exc)) from None
+
+    def int_constant(self, node: ast.expr) -> Optional[int]:
+        """The value of ``7``, ``T.int64(7)`` or ``T.int32(7)`` (how TVM writes shapes and
+        extents), else None."""
+        if isinstance(node, ast.Constant):
+            ok = isinstance(node.value, int) and not isinstance(node.value, bool)
+            return node.value if ok else None
+        name = self.call_name(node)
+        if name in ("int64", "int32", "int16", "int8") and not typing.cast(ast.Call, node).keywords:
+            args = typing.cast(ast.Call, node).args
+            if len(args) == 1:
+                return self.int_constant(args[0])
+        return None
+
+    def neutral_buffer_args(self, opts: dict, name: str, shape: list[int], what: str) -> None:
+        """Accept TVM's buffer keywords whose value describes a dense, unaliased buffer (what
+        every workbench buffer is); refuse the others naming the keyword, as the IR would read
+        a different buffer than the text means."""
+
+        def refuse(key: str, why: str) -> TVMScriptError:
+            return self.error(opts[key], f"{what} {name}: {key}={ast.unparse(opts[key])} {why}")
+
+        if opts["data"] is not None:
+            raise refuse("data", "shares another buffer's storage; workbench buffers never alias")
+        if opts["elem_offset"] is not None and self.int_constant(opts["elem_offset"]) != 0:
+            raise refuse("elem_offset", "is not supported: workbench buffers start at their first element")
+        if opts["offset_factor"] is not None and self.int_constant(opts["offset_factor"]) is None:
+            raise refuse("offset_factor", "is not supported: only a constant factor (of offset 0) is")
+        if opts["buffer_type"] is not None:
+            kind = opts["buffer_type"]
+            if not (isinstance(kind, ast.Constant) and kind.value in ("", "default")):
+                raise refuse("buffer_type", 'is not supported: only "default" buffers are')
+        if opts["axis_separators"] is not None:
+            seps = opts["axis_separators"]
+            if not (isinstance(seps, (ast.List, ast.Tuple)) and not seps.elts):
+                raise refuse("axis_separators", "is not supported: buffers are flat (no axis separators)")
+        if opts["strides"] is not None:
+            node = opts["strides"]
+            items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else None
+            given = [self.int_constant(x) for x in items] if items is not None else None
+            dense, acc = [], 1
+            for extent in reversed(shape):
+                dense.insert(0, acc)
+                acc *= extent
+            if given != dense:
+                raise refuse(
+                    "strides",
+                    f"is not supported: only the dense row-major strides {tuple(dense)} of shape "
+                    f"{tuple(shape)} are (use T.sblock_alloc_buffer's align= / storage_align for padding)",
+                )
 
     def match_buffer(self, stmt: ast.Assign, params: list[Any]) -> None:
         target = stmt.targets[0]
@@ -498,6 +650,9 @@ class _Parser:
             raise self.error(ctx, f'expected `with T.block("name")`, found {ast.unparse(ctx)}')
         if isinstance(node, ast.Assign):
             return self.assign(node, owner)
+        if isinstance(node, ast.AnnAssign):
+            self.let(node)
+            return None
         if isinstance(node, ast.AugAssign):
             if not isinstance(node.target, ast.Subscript) or type(node.op) not in _BINOPS:
                 raise self.error(node, "augmented assignment works on buffer elements: A[i] += x")
@@ -523,6 +678,35 @@ class _Parser:
             return Evaluate(self.as_expr(node.value))
         raise self.error(node, f"{_a(_what(node))} is not a TVMScript statement")
 
+    def let(self, node: ast.AnnAssign) -> None:
+        """``x: T.let[T.int32] = value`` (or ``x: T.int32 = value``): ``x`` stands for ``value``
+        in the rest of the body. The IR has no Let node, so uses are substituted; a value that
+        reads a buffer stored to before a use would change meaning, and that use is refused."""
+        target, ann = node.target, node.annotation
+        if not isinstance(target, ast.Name):
+            raise self.error(target, "a let binds one name: x: T.let[T.int32] = ...")
+        if isinstance(ann, ast.Subscript) and self.t_name(ann.value) == "let":
+            ann = ann.slice
+        dtype = self.t_name(ann)
+        if dtype not in DTYPES:
+            raise self.error(ann, f"a let is typed T.let[T.<dtype>] or T.<dtype>, found {ast.unparse(ann)}")
+        if node.value is None:
+            raise self.error(
+                node,
+                f"`{target.id}: T.{dtype}` declares a size variable: symbolic shapes are not "
+                "supported yet (the IR has static shapes only)",
+            )
+        value = self.expr(node.value)
+        if not isinstance(value, Expr):
+            value = self.checked(node.value, convert, value, dtype)
+        if value.dtype != dtype and not (dtype == "int64" and value.dtype == "int32"):
+            raise self.error(
+                node.value,
+                f"let {target.id}: T.{dtype} is bound to {_a(value.dtype)} value {ast.unparse(node.value)}",
+            )
+        reads = {n.buffer for n in _loads(value)}
+        self.define(target.id, _Let(target.id, value, frozenset(reads)))
+
     def assign(self, node: ast.Assign, owner: _Block) -> Optional[Stmt]:
         if len(node.targets) != 1:
             raise self.error(node, "chained assignment (a = b = ...) is not TVMScript")
@@ -541,7 +725,20 @@ class _Parser:
         if name and name.startswith("axis."):
             raise self.error(node, f"T.{name} belongs directly inside a `with T.block(...)`, before its body")
         if name == "match_buffer":
-            raise self.error(node, "T.match_buffer belongs at the top of the function body")
+            call = typing.cast(ast.Call, value)
+            source = ast.unparse(call.args[0]) if call.args else "a region"
+            raise self.error(
+                node,
+                f"T.match_buffer inside a block ({ast.unparse(target)} as a view of {source}) is not "
+                "supported: workbench buffers never alias, so a sub-region view cannot be represented; "
+                "index the buffer itself",
+            )
+        if name in DTYPES and not typing.cast(ast.Call, value).args:
+            raise self.error(
+                node,
+                f"`{ast.unparse(target)} = T.{name}()` declares a size variable: symbolic shapes "
+                "are not supported yet (the IR has static shapes only)",
+            )
         raise self.error(
             target,
             "only buffer elements can be assigned (A[i] = ...); "
@@ -553,6 +750,10 @@ class _Parser:
         buf, indices = self.subscript(target)
         if any(isinstance(i, Range) for i in indices):
             raise self.error(target, f"cannot store into a slice of {buf.name}; store one element")
+        for scope in self.scopes:
+            for bound in scope.values():
+                if isinstance(bound, _Let) and buf in bound.reads and bound.stale is None:
+                    bound.stale = (buf.name, getattr(node, "lineno", 0))
         try:
             return BufferStore(buf, self.value_for(value, buf.dtype, node), tuple(indices))
         except TypeError as exc:
@@ -595,7 +796,7 @@ class _Parser:
                 raise self.error(
                     it, f"T.grid has {_n(len(it.args), 'extent')} for {_n(len(targets), 'loop variable')}"
                 )
-            headers = [(IntImm(0), self.as_expr(e), ForKind.SERIAL, None, {}) for e in it.args]
+            headers = [(IntImm(0), _narrow(self.as_expr(e)), ForKind.SERIAL, None, {}) for e in it.args]
         elif name in _LOOPS or is_range:
             if len(targets) != 1:
                 raise self.error(
@@ -650,8 +851,8 @@ class _Parser:
         """(min, extent) of ``stop`` or ``start, stop``: the extent is read off ``start + n``
         as the printer writes it, so the tree comes back the same."""
         if len(args) == 1:
-            return IntImm(0), self.as_expr(args[0])
-        lo, hi = self.as_expr(args[0]), self.as_expr(args[1])
+            return IntImm(0), _narrow(self.as_expr(args[0]))
+        lo, hi = _narrow(self.as_expr(args[0])), _narrow(self.as_expr(args[1]))
         return lo, _extent(lo, hi)
 
     # blocks ---------------------------------------------------------------------------
@@ -695,7 +896,9 @@ class _Parser:
                 else:
                     writes = regions
             elif isinstance(node, ast.Expr) and cname == "where":
-                predicate = self.as_expr(_one_arg(self, typing.cast(ast.Call, node.value), "T.where"), "bool")
+                predicate = _narrow(
+                    self.as_expr(_one_arg(self, typing.cast(ast.Call, node.value), "T.where"), "bool")
+                )
             elif (
                 isinstance(node, ast.With)
                 and len(node.items) == 1
@@ -784,7 +987,7 @@ class _Parser:
             if len(dom_args) not in (1, 2):
                 raise self.error(dom_node, f"T.{kind}: the domain is an extent or (lo, hi)")
             lo, extent = self.span(dom_args)
-            value = self.as_expr(value_node)
+            value = _narrow(self.as_expr(value_node))
             out.append((IterVar(Var(names[0].id, value.dtype), Range(lo, extent), _AXES[axis]), value))
         for t, (iv, _) in zip(names, out):
             self.define(t.id, iv.var)
@@ -796,6 +999,14 @@ class _Parser:
             items.extend(a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])
         out = []
         for item in items:
+            if (  # TVM lists a let-bound scalar it reads as `x.source[0]`: not a buffer access
+                isinstance(item, ast.Subscript)
+                and isinstance(item.value, ast.Attribute)
+                and item.value.attr == "source"
+                and isinstance(item.value.value, ast.Name)
+                and isinstance(self.lookup(item.value.value.id), _Let)
+            ):
+                continue
             if isinstance(item, ast.Name) and isinstance(self.lookup(item.id), Buffer):
                 out.append(BufferRegion.full(self.lookup(item.id)))
                 continue
@@ -835,7 +1046,7 @@ class _Parser:
                     raise self.error(it, "a region slice is lo:hi, both given, no step")
                 out.append(Range(*self.span([it.lower, it.upper])))
             else:
-                out.append(self.as_expr(it))
+                out.append(_narrow(self.as_expr(it)))
         return buf, out
 
     # expressions ----------------------------------------------------------------------
@@ -859,6 +1070,15 @@ class _Parser:
             found = self.lookup(node.id)
             if isinstance(found, Expr):
                 return found
+            if isinstance(found, _Let):
+                if found.stale is not None:
+                    raise self.error(
+                        node,
+                        f"let {node.id} reads {found.stale[0]}, which line {found.stale[1]} stores to "
+                        "before this use; the IR has no Let node and substitutes let values, which "
+                        "would read the new value here",
+                    )
+                return found.value
             if isinstance(found, Buffer):
                 raise self.error(node, f"buffer {node.id} used as a value; index it: {node.id}[...]")
             raise self.error(node, f"unknown name {node.id}")
@@ -908,6 +1128,16 @@ class _Parser:
             return buf[tuple(indices)]
         if isinstance(node, ast.Call):
             return self.call(node)
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and isinstance(self.lookup(node.value.id), Buffer)
+        ):
+            raise self.error(
+                node,
+                f"{ast.unparse(node)} (the buffer's raw {node.attr}) is an opaque access: "
+                "the IR has no pointers or opaque calls, so it cannot be read",
+            )
         raise self.error(node, f"{_a(_what(node))} is not a TVMScript expression")
 
     def bool_expr(self, node: ast.expr, value: Any) -> Expr:
@@ -944,9 +1174,18 @@ class _Parser:
             raise self.error(
                 node.func, f"unknown function {called}: TVMScript expressions call T.* functions only{hint}"
             )
+        if name in _OPAQUE_CALLS or name.startswith(("tvm_", "ptx_", "call_")):
+            raise self.error(
+                node,
+                f"T.{name} is an opaque intrinsic (pointers, external calls, hardware fragments): "
+                "the IR has no opaque calls, so a program using it cannot be read",
+            )
         if node.keywords:
             raise self.error(node.keywords[0], f"T.{name}: unexpected argument {node.keywords[0].arg}=")
         args = node.args
+        if name == "likely":  # a branch-prediction hint: the condition itself is what it means
+            arg = _one_arg(self, node, "T.likely")
+            return self.bool_expr(arg, self.expr(arg))
         if name in DTYPES:  # T.float32(0), T.int64(4), T.float32(x)
             arg = _one_arg(self, node, f"T.{name}")
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
@@ -958,6 +1197,8 @@ class _Parser:
             if isinstance(value, Expr) and not isinstance(value, (IntImm, FloatImm)):
                 return self.checked(node, cast, name, value)
             value = value.value if isinstance(value, (IntImm, FloatImm)) else value
+            if name == "int64" and isinstance(value, int) and _fits_int32(value):
+                return value  # narrowed: a literal takes its dtype from where it is used
             return self.checked(node, const, value, name)
         if name in ("Cast", "cast"):
             if len(args) != 2:
@@ -1034,6 +1275,49 @@ class _Parser:
         if value not in DTYPES:
             raise self.error(node, f'unknown dtype "{value}"; expected one of {", ".join(DTYPES)}')
         return value
+
+
+class _Let:
+    """A let-bound name: its value, the buffers the value reads, and the first store to one of
+    them after the binding (buffer name, line), if any."""
+
+    def __init__(self, name: str, value: Expr, reads: frozenset) -> None:
+        self.name, self.value, self.reads = name, value, reads
+        self.stale: Optional[tuple[str, int]] = None
+
+
+def _loads(e: Expr) -> list[BufferLoad]:
+    from .functor import pre_order
+
+    return [n for n in pre_order(e) if isinstance(n, BufferLoad)]
+
+
+def _fits_int32(value: int) -> bool:
+    return -(2**31) <= value < 2**31
+
+
+def _narrow(e: Expr) -> Expr:
+    """Index arithmetic TVM writes in int64 (``T.int64(128)`` shapes, ``T.Cast("int64", v)``)
+    as the int32 arithmetic of the IR: int64 constants that fit become int32, and casts of int32
+    values to int64 are dropped (every extent fits in int32, so no index value overflows)."""
+    if e.dtype not in ("int64", "bool") or isinstance(e, (Var, BufferLoad)):
+        return e
+    if isinstance(e, IntImm):
+        return IntImm(e.value) if e.dtype == "int64" and _fits_int32(e.value) else e
+    if isinstance(e, Cast):
+        inner = _narrow(e.value)
+        return inner if inner.dtype == "int32" else e
+    if isinstance(e, BinaryOp):
+        a, b = _narrow(e.a), _narrow(e.b)
+        if a is e.a and b is e.b:
+            return e
+        if a.dtype != b.dtype:
+            return e  # one side is real int64 data: leave the whole operation as written
+        return type(e)(a, b)
+    if isinstance(e, Not):
+        a = _narrow(e.a)
+        return e if a is e.a else Not(a)
+    return e
 
 
 def _extent(lo: Expr, hi: Expr) -> Expr:

@@ -446,3 +446,14 @@ def _is_grid_loop(s: For) -> bool:
         and not s.annotations
         and s.thread_tag is None
     )
+
+
+def module_str(mod: Any) -> str:
+    """An :class:`~workbench.ir.module.IRModule` as TVMScript: ``@I.ir_module class Module:``
+    with each function as a method (what ``wb.parse`` reads back)."""
+    lines = ["@I.ir_module", "class Module:"]
+    for k, func in enumerate(mod.values()):
+        if k:
+            lines.append("")
+        lines += ["    " + line if line else line for line in func_str(func).splitlines()]
+    return "\n".join(lines)

@@ -35,6 +35,7 @@ from typing import Any, Mapping, Optional
 from .buffer import Buffer
 from .expr import Expr, FloatImm, Var
 from .func import PrimFunc
+from .module import IRModule
 from .stmt import Allocate, Block, BufferRegion, For, IterVar, Range, Stmt
 
 __all__ = [
@@ -233,6 +234,11 @@ class _Serializer:
         if cls is tuple or cls is list:
             self.emit(len(node))
             pushed.extend((x, self.sub(f"[{k}]")) for k, x in enumerate(node))
+            return
+        if cls is IRModule:  # function names are part of a module (callers name them)
+            self.emit("IRModule")
+            self.emit(tuple(node))
+            pushed.extend((f, self.sub(f"[{name!r}]")) for name, f in node.items())
             return
         if not isinstance(node, _NODES):
             raise TypeError(f"cannot compare or hash {cls.__name__} {node!r}")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ..errors import ScheduleError
 from ..ir.func import PrimFunc
+from ..ir.module import IRModule
 from ..ir.stmt import BlockRealize, Stmt
 from ..ir.verify import bounds_problems
 from . import trace as _trace
@@ -74,9 +75,20 @@ class Schedule(metaclass=_RegisteredPrimitives):
     l4, l5 = sch.split(loop=l1, factors=[None, 16], preserve_unit_iters=True)
     """
 
-    def __init__(self, func: PrimFunc, seed: Optional[int] = None):
+    #: the module's functions by name (``self.func`` is the current one's latest version) and
+    #: the name of the current one; a schedule of a PrimFunc has a module of one
+    _funcs: dict[str, PrimFunc]
+    _func_name: str
+
+    def __init__(self, func: Union[PrimFunc, IRModule], seed: Optional[int] = None):
+        if isinstance(func, IRModule):
+            mod = func
+            func = mod[mod.default_name]
+            self._funcs, self._func_name = dict(mod), func.name
+        elif isinstance(func, PrimFunc):
+            self._funcs, self._func_name = {func.name: func}, func.name
         if not isinstance(func, PrimFunc):
-            raise TypeError(f"Schedule expects a PrimFunc, got {type(func).__name__}")
+            raise TypeError(f"Schedule expects a PrimFunc or an IRModule, got {type(func).__name__}")
         if not isinstance(func.body, BlockRealize):
             raise TypeError(f"function {func.name}: the body must be the root block's realize")
         self.func: PrimFunc = func
@@ -174,6 +186,36 @@ class Schedule(metaclass=_RegisteredPrimitives):
         exec(compile(text, "<trace>", "exec"), {"sch": sch})
         return sch
 
+    # modules ----------------------------------------------------------------------------
+    @property
+    def mod(self) -> IRModule:
+        """The scheduled module: the current function as scheduled so far, the others as the
+        last :meth:`work_on` left them (unscheduled ones as they were)."""
+        return IRModule({**self._funcs, self._func_name: self.func})
+
+    def work_on(self, func_name: str) -> None:
+        """Schedule the module's function ``func_name`` from now on (``sch.func`` becomes it).
+
+        As in TVM, this is not a traced instruction; a trace that must replay on a module
+        names the function in ``get_block(name, func_name=...)``, which switches too. Unlike
+        TVM, random variables belong to the function they were made in: one of another
+        function is refused until :meth:`work_on` switches back."""
+        if func_name not in self._funcs:
+            raise ScheduleError(
+                "work_on",
+                f"no function named {func_name!r}; the module has {', '.join(map(repr, self._funcs))}",
+                argument="func_name",
+            )
+        if func_name == self._func_name:
+            return
+        parked = self.__dict__.setdefault("_parked", {})
+        parked[self._func_name] = {rv: v for rv, v in self.symbols.items() if not isinstance(rv, ExprRV)}
+        self._funcs = {**self._funcs, self._func_name: self.func}
+        self.symbols = {rv: v for rv, v in self.symbols.items() if isinstance(rv, ExprRV)}
+        self.symbols.update(parked.pop(func_name, {}))
+        self._func_name = func_name
+        self.func = self._funcs[func_name]
+
     # state ------------------------------------------------------------------------------
     @property
     def index(self) -> FuncIndex:
@@ -212,6 +254,14 @@ class Schedule(metaclass=_RegisteredPrimitives):
         try:
             value = self.symbols[rv]
         except KeyError:
+            owner = next((f for f, syms in self.__dict__.get("_parked", {}).items() if rv in syms), None)
+            if owner is not None:
+                raise ScheduleError(
+                    primitive,
+                    f"this {type(rv).__name__} belongs to function {owner!r}, not to "
+                    f"{self._func_name!r} scheduled now; call sch.work_on({owner!r}) first",
+                    argument=argument,
+                ) from None
             raise ScheduleError(
                 primitive,
                 f"this {type(rv).__name__} is not a random variable "
@@ -298,7 +348,7 @@ class Schedule(metaclass=_RegisteredPrimitives):
                         f"a pinned decision is kept or refused, never replaced",
                         argument="decision",
                     )
-            if outer and self.func is not saved[0]:
+            if outer and self.func is not saved[0] and self.func.name == saved[0].name:
                 _check_bounds(kind.name, saved[0], self.func)
         except BaseException:
             self._restore(saved)
@@ -332,6 +382,9 @@ class Schedule(metaclass=_RegisteredPrimitives):
         out.rng = random.Random()
         out.rng.setstate(self.rng.getstate())
         out._running = []
+        out._funcs, out._func_name = self._funcs, self._func_name
+        if "_parked" in self.__dict__:
+            out.__dict__["_parked"] = {f: dict(syms) for f, syms in self.__dict__["_parked"].items()}
         return out
 
     def fork_seed(self) -> int:

@@ -37,15 +37,29 @@ def _render_get_block(inst, names) -> str:
 def get_block(sch: Schedule, name: str, func_name: Optional[str] = None) -> BlockRV:
     """The block called ``name`` (block names are unique in a function; ``"root"`` included).
 
-    ``func_name``: TVM's traces name the function of an IRModule (``"main"``); a schedule here
-    has one function, so ``"main"`` and that function's own name are accepted."""
-    if func_name not in (None, "main", sch.func.name):
+    ``func_name``: the function of a module it is in; the schedule then works on that function
+    (as :meth:`Schedule.work_on`). A schedule of one function also accepts ``"main"`` for it
+    (TVM's traces name the function of their IRModule so)."""
+    funcs = sch._funcs
+    if func_name is not None and not isinstance(func_name, str):
+        raise ScheduleError("get_block", f"expected a function name, got {func_name!r}", argument="func_name")
+    if func_name is not None and func_name not in funcs and not (func_name == "main" and len(funcs) == 1):
         raise ScheduleError(
             "get_block",
-            f"no function named {func_name!r}: this schedule has "
-            f"one function, {sch.func.name!r} (also called 'main')",
+            f"no function named {func_name!r}: this schedule has {', '.join(map(repr, funcs))}"
+            + (" (also called 'main')" if len(funcs) == 1 else ""),
             argument="func_name",
         )
+    if func_name is not None and func_name in funcs and func_name != sch._func_name:
+        target = sch.func if func_name == sch._func_name else funcs[func_name]
+        if name not in {b.name for b in target.blocks()}:
+            raise ScheduleError(
+                "get_block",
+                f"no block named {name!r} in {func_name}; blocks: "
+                + ", ".join(b.name for b in target.blocks()),
+                argument="name",
+            )
+        sch.work_on(func_name)
     if not isinstance(name, str):
         raise ScheduleError("get_block", f"expected a block name, got {name!r}", argument="name")
     if name not in sch.index.realizes:
