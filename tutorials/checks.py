@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import math
 import random
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -164,17 +165,62 @@ def _rng(seed=0):
     return np.random.default_rng(seed)
 
 
+_OOB = re.compile(
+    r"(?:reads|writes) (\w+)\[([^\]]*)\] out of bounds: index (.+?) of dimension (\d+) reaches "
+    r"(-?\d+), but \w+ has extent (\d+)"
+)
+_ORDINAL = ["first", "second", "third", "fourth"]
+
+
+def _student_index(expr: str) -> str:
+    """Block variables (vi, vj) are the student's loop variables (i, j)."""
+    return re.sub(r"\bv(\w)\b", r"\1", expr)
+
+
+def _out_of_bounds(err: wb.OutOfBoundsError) -> str:
+    """The first problem of ``err`` in a student's words: which index runs past which buffer."""
+    for problem in err.problems:
+        m = _OOB.search(problem)
+        if m is None:
+            continue
+        buf, indices, idx, dim, reach, extent = m.groups()
+        dim, extent = int(dim), int(extent)
+        which = _ORDINAL[dim] if dim < len(_ORDINAL) else f"index {dim}"
+        idx = _student_index(idx)
+        return (
+            f"{buf}[{_student_index(indices)}] reads past the end of {buf}: its {which} index is {idx}, "
+            f"which goes up to {reach}, but {buf} has only {extent} entries along that axis "
+            f"(0..{extent - 1}). Which of your loop variables runs over that axis of {buf}?"
+        )
+    return str(err)
+
+
+def _func_from(answer) -> wb.PrimFunc:
+    """The student's PrimFunc: given, or made by calling their function (so that an
+    out-of-bounds access, refused by ``wb.create_func``, becomes feedback)."""
+    if callable(answer) and not isinstance(answer, wb.PrimFunc):
+        try:
+            answer = answer()
+        except wb.OutOfBoundsError as err:
+            raise _Wrong(_out_of_bounds(err)) from None
+        except Exception as exc:
+            raise _Wrong(f"your function raised {type(exc).__name__}: {exc}") from None
+    _require(
+        isinstance(answer, wb.PrimFunc),
+        f"`func` should be a PrimFunc made by wb.create_func, not a {type(answer).__name__}",
+    )
+    return answer
+
+
 # -- lesson 1: the IR and loop nests ------------------------------------------------------------
 
 
-def check_exercise_1(func) -> Feedback:
-    """D[i, j] = A[i, j] + B[j, i] for A of shape (32, 16) and B of shape (16, 32)."""
+def check_exercise_1(answer) -> Feedback:
+    """D[i, j] = A[i, j] + B[j, i] for A of shape (32, 16) and B of shape (16, 32). ``answer``:
+    the PrimFunc, or a function without arguments that returns it."""
 
     def body():
-        _require(
-            isinstance(func, wb.PrimFunc),
-            f"`func` should be a PrimFunc made by wb.create_func, not a {type(func).__name__}",
-        )
+        func = _func_from(answer)
         names = [p.name for p in func.params]
         _require(
             len(func.params) == 3,
@@ -195,20 +241,20 @@ def check_exercise_1(func) -> Feedback:
         got = _run(func, [x, y], (32, 16))
         if np.allclose(got, x - y.T, atol=1e-5):
             raise _Wrong("it computes A - B.T: the exercise adds")
-        _same_as_numpy(got, x + y.T, " (D[i, j] reads B at [j, i]: swap the indices of B)")
+        if np.allclose(got, x * y.T, atol=1e-5):
+            raise _Wrong("it computes A * B.T: the exercise adds")
+        _same_as_numpy(got, x + y.T)
         return "D = A + B.T, and the loop nest has one block per compute stage."
 
     return _check(1, body)
 
 
-def check_exercise_2(func) -> Feedback:
-    """M[i] = max_j A[i, j] for A of shape (32, 16): a reduction with wb.max."""
+def check_exercise_2(answer) -> Feedback:
+    """M[i] = max_j A[i, j] for A of shape (32, 16): a reduction with wb.max. ``answer``: the
+    PrimFunc, or a function without arguments that returns it."""
 
     def body():
-        _require(
-            isinstance(func, wb.PrimFunc),
-            f"`func` should be a PrimFunc made by wb.create_func, not a {type(func).__name__}",
-        )
+        func = _func_from(answer)
         _require(
             len(func.params) == 2,
             f"the function has {len(func.params)} parameters; it needs 2: A and the output M",
@@ -223,8 +269,20 @@ def check_exercise_2(func) -> Feedback:
         reductions = [n for n, r in blocks.items() if any(iv.iter_type == "R" for iv in r.block.iter_vars)]
         _require(
             reductions,
-            "no block has a reduction axis: take the maximum over "
-            "j = wb.reduce_axis(16) with wb.max(A[i, j], axis=j)",
+            "no block has a reduction axis: each M[i] is computed from one element of row i. "
+            "A maximum has to visit every column of the row: declare an axis that is reduced "
+            "over (section 2 declares one for the matmul's sum) and combine with a maximum "
+            "instead of a sum",
+        )
+        rows = [
+            int(iv.dom.extent.value)
+            for r in blocks.values()
+            for iv in r.block.iter_vars
+            if iv.iter_type == "R"
+        ]
+        _require(
+            16 in rows,
+            f"the reduction axis has {rows[0]} iterations; a row of A has 16 columns",
         )
         x = _rng().standard_normal((32, 16)).astype("float32")
         got = _run(func, [x], (32,))
@@ -303,37 +361,83 @@ def _dense_expected(x, y, bias):
     return np.maximum(x @ y + bias, 0)
 
 
-def check_exercise_4(sch) -> Feedback:
-    """dense_relu(): two blocks left, the matmul and one epilogue doing bias and relu."""
+def _applied(answer, n: int) -> wb.Schedule:
+    """A Schedule: given, or ``answer(sch)`` applied to a fresh ``dense_relu()`` schedule, so that
+    a refused primitive becomes feedback with a hint (``_refused``)."""
+    if isinstance(answer, wb.Schedule) or not callable(answer):
+        return _schedule(answer, n)
+    sch = wb.Schedule(dense_relu())
+    try:
+        answer(sch)
+    except wb.ScheduleError as err:
+        raise _Wrong(_refused(err)) from None
+    except Exception as exc:
+        raise _Wrong(f"your function raised {type(exc).__name__}: {exc}") from None
+    return sch
+
+
+def _refused(err: wb.ScheduleError) -> str:
+    """A refused primitive of lesson 3, with what the student probably meant."""
+    msg = f"{err.primitive} refused: {err.short}"
+    if err.primitive == "compute_at" and "output block" in str(err):
+        return (
+            f"{msg}. compute_at moves a *producer* under the loops of the block that reads it; "
+            f"the epilogue is the matmul's *consumer*, so it needs the primitive that moves a "
+            f"consumer under its producer's loops (section 3)"
+        )
+    if err.primitive == "compute_inline" and "output" in str(err):
+        return (
+            f"{msg}. compute_inline folds a block into the blocks that read it, and nobody reads the "
+            f"output: go the other way, fold the consumer into its producer (section 2)"
+        )
+    if err.primitive in ("compute_inline", "reverse_compute_inline") and "matmul" in str(err):
+        return f"{msg}. The matmul is a reduction: it stays a block; inline the elementwise stages"
+    return msg
+
+
+def check_exercise_4(answer) -> Feedback:
+    """dense_relu(): two blocks left, the matmul and ``bias_add``, the ReLU folded into it.
+    ``answer``: the Schedule, or a function that schedules a fresh ``wb.Schedule(dense_relu())``."""
 
     def body():
-        _schedule(sch, 4)
+        sch = _applied(answer, 4)
         blocks = sorted(_blocks(sch.func))
         _require(
             "matmul" in blocks,
             "the block 'matmul' is gone: a reduction cannot be inlined; inline the elementwise blocks",
         )
         _require(
-            len(blocks) == 2,
-            f"there are {len(blocks)} blocks ({', '.join(blocks)}); "
-            f"inline 'bias_add' into 'relu' (compute_inline) or 'relu' into 'bias_add' "
-            f"(reverse_compute_inline) to leave two",
+            len(blocks) < 3,
+            f"there are {len(blocks)} blocks ({', '.join(blocks)}): the ReLU is still a stage of its "
+            f"own. It writes the output, so it cannot be folded into a consumer (it has none); which "
+            f"primitive folds a consumer into its producer?",
+        )
+        _require(
+            "bias_add" in blocks,
+            f"blocks {blocks}: that is section 2's demo (bias_add folded into relu). This time keep "
+            f"'bias_add' and make the ReLU part of it: the other direction",
         )
         x, y, bias = _dense_inputs()
         _same_as_numpy(_run(sch, [x, y, bias], (64, 64)), _dense_expected(x, y, bias))
         return (
-            f"blocks {blocks}: the intermediate buffer of the inlined block is gone, its "
-            f"expression is computed where it is used."
+            "blocks ['bias_add', 'matmul']: the ReLU is computed inside 'bias_add', whose buffer is now "
+            "the output; the intermediate 'relu' stage is gone."
         )
 
     return _check(4, body)
 
 
-def check_exercise_5(sch) -> Feedback:
-    """dense_relu(): the epilogue computed inside the matmul's outer tile loop."""
+def _feeds(func: wb.PrimFunc, block: str, loop, axis: int) -> bool:
+    return _uses(index(func).realizes[block].iter_values[axis], loop.loop_var)
+
+
+def check_exercise_5(answer) -> Feedback:
+    """dense_relu() tiled in 8 x 16 tiles of (i, j): the epilogue finishes each tile right after
+    its reduction, i.e. under the tile loops of both i and j and outside the reduction loop.
+    ``answer``: the Schedule, or a function that schedules a fresh ``wb.Schedule(dense_relu())``."""
 
     def body():
-        _schedule(sch, 5)
+        sch = _applied(answer, 5)
         func = sch.func
         blocks = _blocks(func)
         epilogue = [n for n in blocks if n != "matmul"]
@@ -346,13 +450,33 @@ def check_exercise_5(sch) -> Feedback:
             shared = [lp for lp in _loops(func, name) if lp in mm_loops]
             _require(
                 shared,
-                f"block {name!r} is still in its own loop nest after the matmul: "
-                f"move it into the matmul's outer loop with "
-                f"sch.reverse_compute_at(sch.get_block({name!r}), <matmul loop>)",
+                f"block {name!r} is still in its own loop nest after the whole matmul: move it "
+                f"into the matmul's loop nest, under the loop after which a tile is finished",
+            )
+            under_k = [lp for lp in shared if _feeds(func, "matmul", lp, 2)]
+            if under_k:
+                raise _Wrong(
+                    f"block {name!r} sits under loop {under_k[0].loop_var.name}, which runs the matmul's "
+                    f"reduction over k: it runs {int(under_k[0].extent.value)} times per tile, on "
+                    f"partial sums (only the last pass sees the finished sum, so the numbers come out "
+                    f"right, but every earlier pass is wasted work). Move it to a loop outside the "
+                    f"reduction, so it runs once per finished tile"
+                )
+            over_i = any(_feeds(func, "matmul", lp, 0) for lp in shared)
+            over_j = any(_feeds(func, "matmul", lp, 1) for lp in shared)
+            _require(
+                over_i and over_j,
+                f"block {name!r} runs once per {'row strip' if over_i else 'column strip'} "
+                f"(under loop(s) {[lp.loop_var.name for lp in shared]}), after several tiles: the "
+                f"exercise finishes each 8 x 16 tile, so it belongs under the tile loops of both i "
+                f"and j",
             )
         x, y, bias = _dense_inputs()
         _same_as_numpy(_run(sch, [x, y, bias], (64, 64)), _dense_expected(x, y, bias))
-        return "each tile of the matmul is finished (bias, relu) while it is still in the cache."
+        return (
+            "each 8 x 16 tile gets its bias and ReLU once, right after its last k, while it is still "
+            "in the cache."
+        )
 
     return _check(5, body)
 

@@ -3,6 +3,7 @@ the mistakes the lessons start from among them, get the message that says what i
 
 import math
 
+import numpy as np
 import pytest
 
 import workbench as wb
@@ -28,33 +29,54 @@ def right(feedback):
 # -- lesson 1 -----------------------------------------------------------------------------------
 
 
-def _transposed_add(op):
-    A = wb.placeholder((32, 16), "float32", name="A")
-    B = wb.placeholder((16, 32), "float32", name="B")
-    D = wb.compute((32, 16), lambda i, j: op(A[i, j], B[j, i]), name="D")
-    return wb.create_func([A, B, D], name="f")
+def _transposed_add(op, b_index=lambda i, j: (j, i)):
+    def make():
+        A = wb.placeholder((32, 16), "float32", name="A")
+        B = wb.placeholder((16, 32), "float32", name="B")
+        D = wb.compute((32, 16), lambda i, j: op(A[i, j], B[b_index(i, j)]), name="D")
+        return wb.create_func([A, B, D], name="f")
+
+    return make
 
 
 def test_exercise_1():
     right(checks.check_exercise_1(solutions.solution_1()))
+    right(checks.check_exercise_1(solutions.solution_1))  # the lesson passes the function
     wrong(checks.check_exercise_1(_transposed_add(lambda a, b: a - b)), "it computes A - B.T")
-    wrong(
-        checks.check_exercise_1(_transposed_add(lambda a, b: a * b)),
-        "the result is wrong: at index [0, 0]",
-        "swap the indices of B",
+    wrong(checks.check_exercise_1(_transposed_add(lambda a, b: a * b)), "it computes A * B.T")
+    # B's indices not swapped: wb.create_func refuses the out-of-bounds read, the check explains it
+    feedback = wrong(
+        checks.check_exercise_1(_transposed_add(lambda a, b: a + b, lambda i, j: (i, j))),
+        "B[i, j] reads past the end of B",
+        "its first index is i, which goes up to 31",
+        "only 16 entries along that axis",
     )
+    assert "[j, i]" not in feedback.message  # names the mistake, not the answer
+    wrong(checks.check_exercise_1(_transposed_add(lambda a, b: a + b, lambda i, j: (j, i + 1))), "reads past")
     wrong(checks.check_exercise_1(matmul(16, 16, 16)), "A has shape (16, 16)")
     wrong(checks.check_exercise_1("D = A + B.T"), "not a str")
 
 
+def _row_reduce(reducer, extent=16, name="M"):
+    def make():
+        A = wb.placeholder((32, 16), "float32", name="A")
+        j = wb.reduce_axis(extent, name="j")
+        return wb.create_func([A, wb.compute((32,), lambda i: reducer(A[i, j], axis=j), name=name)])
+
+    return make
+
+
 def test_exercise_2():
     right(checks.check_exercise_2(solutions.solution_2()))
+    right(checks.check_exercise_2(solutions.solution_2))
+    wrong(checks.check_exercise_2(_row_reduce(wb.sum)), "the row sums: use wb.max")
+    wrong(checks.check_exercise_2(_row_reduce(wb.min)), "the row minimum")
+    wrong(checks.check_exercise_2(_row_reduce(wb.max, extent=8)), "8 iterations; a row of A has 16")
+    wrong(checks.check_exercise_2(_row_reduce(wb.max, extent=32)), "reads past the end of A")
     A = wb.placeholder((32, 16), "float32", name="A")
-    j = wb.reduce_axis(16, name="j")
-    total = wb.compute((32,), lambda i: wb.sum(A[i, j], axis=j), name="M")
-    wrong(checks.check_exercise_2(wb.create_func([A, total])), "the row sums: use wb.max")
-    first = wb.compute((32,), lambda i: A[i, 0], name="M")
-    wrong(checks.check_exercise_2(wb.create_func([A, first])), "no block has a reduction axis")
+    first = wb.compute((32,), lambda i: A[i, 0], name="M")  # the lesson's starting point
+    feedback = wrong(checks.check_exercise_2(wb.create_func([A, first])), "no block has a reduction axis")
+    assert "wb.max(" not in feedback.message and "reduce_axis(" not in feedback.message
 
 
 # -- lesson 2 -----------------------------------------------------------------------------------
@@ -81,19 +103,67 @@ def test_exercise_3():
 # -- lesson 3 -----------------------------------------------------------------------------------
 
 
-def test_exercise_4_and_5():
+def test_exercise_4():
     right(checks.check_exercise_4(solutions.solution_4()))
-    right(checks.check_exercise_5(solutions.solution_5()))
-    wrong(
-        checks.check_exercise_4(wb.Schedule(dense_relu())),
-        "there are 3 blocks",
-        "inline 'bias_add' into 'relu'",
+    right(checks.check_exercise_4(lambda sch: sch.reverse_compute_inline(sch.get_block("relu"))))
+    # the lesson's starting point: relu is the output, compute_inline refuses it
+    feedback = wrong(
+        checks.check_exercise_4(lambda sch: sch.compute_inline(sch.get_block("relu"))),
+        "compute_inline refused",
+        "fold the consumer into its producer",
     )
-    unmoved = solutions.solution_4()
-    i, j, k = unmoved.get_loops("matmul")
-    io, ii = unmoved.split(i, factors=[None, 8])
-    unmoved.reorder(io, j, k, ii)
-    wrong(checks.check_exercise_5(unmoved), "block 'relu' is still in its own loop nest")
+    assert "reverse_compute_inline" not in feedback.message
+    wrong(
+        checks.check_exercise_4(lambda sch: sch.compute_inline(sch.get_block("bias_add"))),
+        "that is section 2's demo",
+        "keep 'bias_add'",
+    )
+    wrong(
+        checks.check_exercise_4(lambda sch: sch.reverse_compute_inline(sch.get_block("bias_add"))),
+        "The matmul is a reduction",
+    )
+    wrong(checks.check_exercise_4(lambda sch: None), "there are 3 blocks", "which primitive folds")
+    wrong(checks.check_exercise_4(wb.Schedule(dense_relu())), "there are 3 blocks")
+
+
+def _ex5(where=None, primitive="reverse_compute_at"):
+    def answer(sch):
+        loops = dict(zip(["io", "jo", "k", "ii", "ji"], solutions.exercise_5_start(sch)))
+        if where:
+            getattr(sch, primitive)(sch.get_block("relu"), loops[where])
+
+    return answer
+
+
+def test_exercise_5():
+    right(checks.check_exercise_5(solutions.solution_5()))
+    right(checks.check_exercise_5(_ex5("jo")))
+    wrong(checks.check_exercise_5(_ex5()), "block 'relu' is still in its own loop nest")
+    # relu under the reduction loop: the numbers are right (the last pass wins), the schedule is not
+    under_k = wrong(
+        checks.check_exercise_5(_ex5("k")),
+        "sits under loop k, which runs the matmul's reduction",
+        "on partial sums",
+        "outside the reduction",
+    )
+    assert "jo" not in under_k.message
+    wrong(checks.check_exercise_5(_ex5("ii")), "on partial sums")
+    wrong(checks.check_exercise_5(_ex5("io")), "once per row strip", "tile loops of both i and j")
+    wrong(
+        checks.check_exercise_5(_ex5("jo", primitive="compute_at")),
+        "compute_at refused",
+        "moves a consumer under its producer's loops",
+    )
+
+
+def test_exercise_5_under_k_computes_the_right_numbers():
+    """Why the check must look at the loop nest: the values alone would pass."""
+    sch = wb.Schedule(dense_relu())
+    _ex5("k")(sch)
+    x, y, bias = checks._dense_inputs()
+    out = np.zeros((64, 64), "float32")
+    wb.build(sch, target="llvm")(x, y, bias, out)
+    np.testing.assert_allclose(out, checks._dense_expected(x, y, bias), rtol=1e-3, atol=1e-3)
 
 
 # -- lesson 4 -----------------------------------------------------------------------------------
