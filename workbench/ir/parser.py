@@ -534,8 +534,8 @@ class _Parser:
         """The value of ``7``, ``T.int64(7)`` or ``T.int32(7)`` (how TVM writes shapes and
         extents), else None."""
         if isinstance(node, ast.Constant):
-            ok = isinstance(node.value, int) and not isinstance(node.value, bool)
-            return node.value if ok else None
+            value = node.value
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
         name = self.call_name(node)
         if name in ("int64", "int32", "int16", "int8") and not typing.cast(ast.Call, node).keywords:
             args = typing.cast(ast.Call, node).args
@@ -569,7 +569,8 @@ class _Parser:
             node = opts["strides"]
             items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else None
             given = [self.int_constant(x) for x in items] if items is not None else None
-            dense, acc = [], 1
+            dense: list[int] = []
+            acc = 1
             for extent in reversed(shape):
                 dense.insert(0, acc)
                 acc *= extent

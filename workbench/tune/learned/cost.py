@@ -12,6 +12,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ...ir.func import PrimFunc
 from ...ir.parser import parse
 from ..cost_model import XGBModel
 from ..database.base import Database
@@ -129,6 +130,8 @@ class DecisionAwareModel(XGBModel):
                     try:
                         func = parse(entry.ir)
                     except Exception:  # text of another version: skip the workload
+                        continue
+                    if not isinstance(func, PrimFunc):  # a workload is one function
                         continue
                     for rec in db.records_of(entry)[:limit_per_task]:
                         try:
