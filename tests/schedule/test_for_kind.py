@@ -461,7 +461,7 @@ def test_parallel_after_decompose_reduction_refused():
     sch = small_schedule("GMM")
     i = sch.get_loops("Z")[1]
     sch.decompose_reduction("Z", i)
-    _refused(sch, "parallel", i, r"block 'Z' under it is neither.*reduce iterators but no init")
+    _refused(sch, "parallel", i, r"block 'Z_update' under it is neither.*reduce iterators but no init")
     sch = small_schedule("GMM")
     i = sch.get_loops("Z")[1]
     sch.parallel(i)
