@@ -150,7 +150,7 @@ def matmul(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
             vi_init, vj_init = T.axis.remap("SS", [i, j])
             C[vi_init, vj_init] = T.float32(0)
         for k in range(16):
-            with T.block("C"):
+            with T.block("C_update"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 """,

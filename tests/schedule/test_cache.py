@@ -246,10 +246,10 @@ def test_cache_read_of_a_buffer_the_block_updates_in_place():
     would leave the block updating a copy."""
     sch = small_schedule("GMM")
     sch.decompose_reduction("Z", sch.get_loops("Z")[0])
-    assert reads_of(sch, "Z")[0] == "Z"
+    assert reads_of(sch, "Z_update")[0] == "Z"
     before, steps = sch.func, len(sch.trace)
     with pytest.raises(ScheduleError, match="updates it in place"):
-        sch.cache_read("Z", 0, "local")
+        sch.cache_read("Z_update", 0, "local")
     assert sch.func is before and len(sch.trace) == steps
 
 

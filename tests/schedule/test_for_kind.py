@@ -1,7 +1,9 @@
 """parallel / vectorize / unroll / bind: numeric equality, round-trip, and their rules."""
 
+import numpy as np
 import pytest
 
+import workbench as wb
 from workbench.errors import ScheduleError
 from workbench.ir.stmt import REDUCE, ForKind
 from workbench.schedule import Schedule
@@ -14,6 +16,8 @@ from workbench.testing import (
     small_schedule,
     triangular_func,
 )
+
+from .tvm_port import check_after, check_refused
 
 WORKLOADS = ["GMM", "C2D", "SFM"]
 
@@ -144,28 +148,138 @@ def test_opaque_iterator_refused_or_not(primitive):
             getattr(sch, primitive)(i)
 
 
-@pytest.mark.parametrize("primitive", ["parallel", "vectorize", "unroll"])
-def test_already_non_serial(primitive):
-    sch = Schedule(elementwise_func())
-    j = sch.get_loops("B")[1]
-    if primitive == "unroll":
-        sch.parallel(j)
-    else:
-        sch.unroll(j)
-    with pytest.raises(
-        ScheduleError,
-        match=rf"{primitive} \(argument 'loop'\): loop 'j' is already "
-        rf"(unrolled|parallel); {primitive} applies to serial loops",
-    ):
-        getattr(sch, primitive)(j)
+# -- a loop that already has a kind (TVM's test_unroll_after_bind, test_bind_after_bind) ---------
+
+ROWSUM = """
+@T.prim_func
+def rowsum(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16,), "float32")):
+    for i, k in T.grid(16, 16):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+"""
+
+ELEMENTWISE = """
+@T.prim_func
+def elementwise(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32")):
+    for i, j in T.grid(16, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+"""
+
+ELEMENTWISE_NEST = """
+@T.prim_func
+def elementwise(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32")):
+    for i in {i}:
+        for j in range(16):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+"""
+
+ROWSUM_NEST = """
+@T.prim_func
+def rowsum(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16,), "float32")):
+    for i in {i}:
+        for k in {k}:
+            with T.block("B"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    B[vi] = T.float32(0)
+                B[vi] = B[vi] + A[vi, vk]
+"""
+
+ELEMENTWISE_I_BOUND = """
+@T.prim_func
+def elementwise(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32")):
+    for i in T.thread_binding(16, thread="threadIdx.x"):
+        for j in range(16):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+"""
 
 
-def test_bind_twice():
-    sch = Schedule(elementwise_func())
-    i = sch.get_loops("B")[0]
+def test_unroll():
+    def steps(sch):
+        i, _ = sch.get_loops(sch.get_block("B"))
+        sch.unroll(i)
+
+    check_after(ROWSUM, steps, ROWSUM_NEST.format(i="T.unroll(16)", k="range(16)"))
+
+
+def test_unroll_after_bind_drops_the_binding():
+    def steps(sch):
+        i, _ = sch.get_loops(sch.get_block("B"))
+        sch.bind(i, "blockIdx.x")
+        sch.unroll(i)
+
+    check_after(ROWSUM, steps, ROWSUM_NEST.format(i="T.unroll(16)", k="range(16)"))
+
+
+def test_unroll_of_a_cross_thread_reduction_loop():
+    """k bound to threadIdx.x feeds a reduce iterator; unrolling it has no rule to break."""
+
+    def steps(sch):
+        _, k = sch.get_loops(sch.get_block("B"))
+        sch.bind(k, "threadIdx.x")
+        sch.unroll(k)
+
+    check_after(ROWSUM, steps, ROWSUM_NEST.format(i="range(16)", k="T.unroll(16)"))
+
+
+def test_bind_after_bind_rebinds():
+    sch = wb.Schedule(wb.parse(ELEMENTWISE))
+    i, _ = sch.get_loops(sch.get_block("B"))
     sch.bind(i, "blockIdx.x")
-    with pytest.raises(ScheduleError, match=r"bind.*loop 'i' is already thread_binding \(blockIdx.x\)"):
-        sch.bind(i, "blockIdx.y")
+    sch.bind(i, "threadIdx.x")
+    wb.assert_structural_equal(sch.func, wb.parse(ELEMENTWISE_I_BOUND))
+    check_trace_roundtrip(sch)
+    a = np.random.default_rng(0).standard_normal((16, 16)).astype("float32")
+    out = np.zeros_like(a)
+    wb.build(sch, target="cuda-emulate")(a, out)
+    np.testing.assert_allclose(out, a * 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("first", ["parallel", "vectorize", "unroll", "blockIdx.x"])
+@pytest.mark.parametrize("second", ["parallel", "vectorize", "unroll"])
+def test_any_kind_replaces_any_other(first, second):
+    def apply(sch, loop, what):
+        if "." in what:
+            sch.bind(loop, what)
+        else:
+            getattr(sch, what)(loop)
+
+    def steps(sch):
+        i, _ = sch.get_loops(sch.get_block("B"))
+        apply(sch, i, first)
+        apply(sch, i, second)
+
+    head = {"parallel": "T.parallel(16)", "vectorize": "T.vectorized(16)", "unroll": "T.unroll(16)"}[second]
+    check_after(ELEMENTWISE, steps, ELEMENTWISE_NEST.format(i=head))
+
+
+def test_parallel_of_a_cross_thread_reduction_loop_refused():
+    """The rules are those of the new kind: k feeds a reduce iterator, which threadIdx.x allows
+    and parallel does not."""
+
+    def prepare(sch):
+        _, k = sch.get_loops(sch.get_block("B"))
+        sch.bind(k, "threadIdx.x")
+
+    def steps(sch):
+        sch.parallel(sch.get_loops(sch.get_block("B"))[1])
+
+    check_refused(ROWSUM, steps, r"parallel.*loop 'k' feeds reduce iterator 'vk'", prepare=prepare)
+    check_refused(
+        ROWSUM,
+        lambda sch: sch.bind(sch.get_loops(sch.get_block("B"))[1], "blockIdx.x"),
+        r"bind.*loop 'k' feeds reduce iterator 'vk'",
+        prepare=prepare,
+    )
 
 
 @pytest.mark.parametrize("primitive", ["parallel", "vectorize", "unroll"])
@@ -347,7 +461,7 @@ def test_parallel_after_decompose_reduction_refused():
     sch = small_schedule("GMM")
     i = sch.get_loops("Z")[1]
     sch.decompose_reduction("Z", i)
-    _refused(sch, "parallel", i, r"block 'Z' under it is neither.*reduce iterators but no init")
+    _refused(sch, "parallel", i, r"block 'Z_update' under it is neither.*reduce iterators but no init")
     sch = small_schedule("GMM")
     i = sch.get_loops("Z")[1]
     sch.parallel(i)

@@ -3,8 +3,10 @@ index maps: numeric equality (python and llvm), trace round-trips, the IR, every
 
 import json
 
+import numpy as np
 import pytest
 
+import workbench as wb
 from workbench import workloads
 from workbench.errors import ScheduleError
 from workbench.ir import dsl
@@ -12,7 +14,14 @@ from workbench.ir.index_map import IndexMap
 from workbench.ir.stmt import REDUCE, SPATIAL
 from workbench.ir.verify import verify
 from workbench.schedule import Schedule
-from workbench.testing import check_numeric, check_small, small_schedule
+from workbench.ir.buffer import Buffer
+from workbench.ir.expr import Var
+from workbench.testing import check_numeric, check_small, check_trace_roundtrip, small_schedule
+
+from .tvm_port import check_after, check_refused, check_same_numbers
+
+OTHER = Buffer("other", (1,), "int32")
+UNKNOWN = Var("n")
 
 
 def check_both(sch, name):
@@ -234,7 +243,6 @@ def test_transform_layout_cbr_chain():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda s: s.transform_layout("T_softmax_norm", ("write", 0), lambda i, j: (j, i)), "parameter of"),
         (lambda s: s.transform_layout("T_softmax_exp", 0, lambda i, j: (i,)), "same place"),
         (lambda s: s.transform_layout("T_softmax_exp", 0, lambda i: (i,)), "takes 1 indices"),
         (lambda s: s.transform_layout("T_softmax_exp", 0, lambda i, j: (i - 1, j)), "non-negative"),
@@ -394,3 +402,337 @@ def test_decompose_padding_after_split_keeps_a_predicate():
     assert [l.extent.value for l in sch.get(sch.get_loops("PadInput"))] == [1, 3, 4, 3, 4, 3]
     assert "<" in str(sch.index.realizes["PadInput"].predicate)
     check_both(sch, "C2D")
+
+
+# ------------------------------------------------------------------------------------------
+# transform_layout: TVM's cases (test_tir_schedule_transform_layout.py) in our words. A
+# parameter changes layout as in TVM: the kernel then takes its arrays in the new layout.
+
+TWO_ELEMENTWISE = """
+@T.prim_func
+def two(A: T.Buffer((32, 32), "float32"), C: T.Buffer((32, 32), "float32")):
+    B = T.alloc_buffer((32, 32), "float32")
+    for i, j in T.grid(32, 32):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(32, 32):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+"""
+
+TWO_ELEMENTWISE_NEW_A = """
+@T.prim_func
+def two(A: T.Buffer((2, 2, 16, 16), "float32"), C: T.Buffer((32, 32), "float32")):
+    B = T.alloc_buffer((32, 32), "float32")
+    for i, j in T.grid(32, 32):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi // 16, vj // 16, vi % 16, vj % 16] * T.float32(2)
+    for i, j in T.grid(32, 32):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+"""
+
+TWO_ELEMENTWISE_NEW_C = """
+@T.prim_func
+def two(A: T.Buffer((32, 32), "float32"), C: T.Buffer((2, 2, 16, 16), "float32")):
+    B = T.alloc_buffer((32, 32), "float32")
+    for i, j in T.grid(32, 32):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(32, 32):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi // 16, vj // 16, vi % 16, vj % 16] = B[vi, vj] + T.float32(1)
+"""
+
+
+def packed(m, n):
+    return m // 16, n // 16, m % 16, n % 16
+
+
+def relayout(array, index_map, shape, fill=0):
+    """``array`` in the layout ``index_map`` gives (numpy; ``fill`` in the padding)."""
+    out = np.full(shape, fill, dtype=array.dtype)
+    out[tuple(np.broadcast_to(x, array.shape) for x in index_map(*np.indices(array.shape)))] = array
+    return out
+
+
+def run_both(before, after_func, arrays, relaid):
+    """Run ``before`` on ``arrays`` and ``after_func`` on them relaid out (``relaid``: index
+    -> (index_map, new shape, fill)); the results agree once relaid out the same way."""
+    want = [a.copy() for a in arrays]
+    wb.build(wb.parse(before), target="llvm")(*want)
+    got = [relayout(a, *relaid[k]) if k in relaid else a.copy() for k, a in enumerate(arrays)]
+    wb.build(after_func, target="llvm")(*got)
+    for k, (g, w) in enumerate(zip(got, want)):
+        expect = relayout(w, *relaid[k]) if k in relaid else w
+        np.testing.assert_allclose(g, expect, rtol=1e-6, err_msg=f"argument {k}")
+
+
+def check_param_layout(before, steps, after, relaid, dtype="float32"):
+    sch = wb.Schedule(wb.parse(before))
+    steps(sch)
+    wb.assert_structural_equal(sch.func, wb.parse(after))
+    check_trace_roundtrip(sch)
+    rng = np.random.default_rng(0)
+    arrays = [rng.integers(-50, 50, size=p.shape).astype(p.dtype) for p in wb.parse(before).params]
+    run_both(before, sch.func, arrays, relaid)
+    return sch
+
+
+@pytest.mark.parametrize("by_name", [False, True])
+def test_transform_layout_of_an_input_parameter(by_name):
+    def steps(sch):
+        if by_name:
+            sch.transform_layout("B", "A", packed)
+        else:
+            sch.transform_layout(sch.get_block("B"), ("read", 0), packed)
+
+    sch = check_param_layout(TWO_ELEMENTWISE, steps, TWO_ELEMENTWISE_NEW_A, {0: (packed, (2, 2, 16, 16))})
+    assert [p.shape for p in sch.func.params] == [(2, 2, 16, 16), (32, 32)]
+    kernel = wb.build(sch, target="llvm")
+    with pytest.raises(ValueError, match="A"):  # arrays in the old layout no longer fit
+        kernel(np.zeros((32, 32), "float32"), np.zeros((32, 32), "float32"))
+
+
+@pytest.mark.parametrize("by_name", [False, True])
+def test_transform_layout_of_an_output_parameter(by_name):
+    def steps(sch):
+        if by_name:
+            sch.transform_layout("C", "C", packed)
+        else:
+            sch.transform_layout(sch.get_block("C"), ("write", 0), packed)
+
+    check_param_layout(TWO_ELEMENTWISE, steps, TWO_ELEMENTWISE_NEW_C, {1: (packed, (2, 2, 16, 16))})
+
+
+def test_transform_layout_of_a_written_parameter_with_padding_pads_only_the_padding():
+    """TVM's test_padded_transform_without_loop: the function writes one element of A; the
+    pad value goes to the padding (a block at the end), the caller's other elements stay."""
+    before = """
+@T.prim_func
+def main(A: T.Buffer((14,), "int32")):
+    with T.block("root"):
+        with T.block("block"):
+            T.reads()
+            T.writes(A[0])
+            A[0] = 0
+"""
+    after = """
+@T.prim_func
+def main(A: T.Buffer((4, 4), "int32")):
+    with T.block("root"):
+        with T.block("block"):
+            T.reads()
+            T.writes(A[0, 0])
+            A[0, 0] = 0
+        for ax0, ax1 in T.grid(4, 4):
+            with T.block("A_pad"):
+                vax0, vax1 = T.axis.remap("SS", [ax0, ax1])
+                T.where(14 <= ax1 + ax0 * 4)
+                A[vax0, vax1] = 5
+"""
+
+    def quad(i):
+        return i // 4, i % 4
+
+    sch = check_param_layout(
+        before, lambda s: s.transform_layout("block", "A", quad, pad_value=5), after, {0: (quad, (4, 4), 5)}
+    )
+    out = np.full((4, 4), -1, "int32")
+    wb.build(sch, target="llvm")(out)
+    assert out.tolist() == [[0, -1, -1, -1], [-1, -1, -1, -1], [-1, -1, -1, -1], [-1, -1, 5, 5]]
+
+
+def test_transform_layout_of_a_written_parameter_with_padding_after_a_loop():
+    """TVM's test_index_map_dtype_legalize (int32 here): A[58] written in a loop, laid out
+    as (8, 8) with padding."""
+    before = """
+@T.prim_func
+def main(A: T.Buffer((58,), "int32")):
+    for i in range(58):
+        with T.block("block"):
+            vi = T.axis.remap("S", [i])
+            A[vi] = vi
+"""
+    after = """
+@T.prim_func
+def main(A: T.Buffer((8, 8), "int32")):
+    for i in range(58):
+        with T.block("block"):
+            vi = T.axis.remap("S", [i])
+            A[vi // 8, vi % 8] = vi
+    for ax0, ax1 in T.grid(8, 8):
+        with T.block("A_pad"):
+            vax0, vax1 = T.axis.remap("SS", [ax0, ax1])
+            T.where(58 <= ax1 + ax0 * 8)
+            A[vax0, vax1] = 0
+"""
+
+    def split8(h):
+        return h // 8, h % 8
+
+    check_param_layout(
+        before,
+        lambda s: s.transform_layout(s.get_block("block"), "A", split8, pad_value=0),
+        after,
+        {0: (split8, (8, 8), 0)},
+    )
+
+
+def test_transform_layout_of_a_read_parameter_with_padding_adds_nothing():
+    """TVM's test_padded_transform_of_input_creates_assumption: TVM records a T.assume that
+    the caller filled the padding with the pad value; the function never reads it, so
+    workbench adds no block (and the padding may hold anything)."""
+    before = """
+@T.prim_func
+def main(A: T.Buffer((14,), "int32"), B: T.Buffer((14,), "int32")):
+    for i in range(14):
+        with T.block("block"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi]
+"""
+    after = """
+@T.prim_func
+def main(A: T.Buffer((4, 4), "int32"), B: T.Buffer((14,), "int32")):
+    for i in range(14):
+        with T.block("block"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi // 4, vi % 4]
+"""
+
+    def quad(i):
+        return i // 4, i % 4
+
+    check_param_layout(
+        before, lambda s: s.transform_layout("block", "A", quad, pad_value=42), after, {0: (quad, (4, 4), 99)}
+    )
+
+
+def test_transform_layout_with_a_sampled_tile_size():
+    """TVM's test_transform_layout_with_sampling: the map uses two sampled integers; the trace
+    keeps them (JSON and Python), and a replay with other decisions follows them."""
+    sch = wb.Schedule(wb.parse(TWO_ELEMENTWISE))
+    block = sch.get_block("B")
+    _, j = sch.get_loops(block)
+    _, v1, v2 = sch.sample_perfect_tile(j, n=3, decision=[2, 4, 4])
+    sch.transform_layout(block, ("write", 0), lambda i, j: (i, j // (v1 * v2), j % (v1 * v2)))
+    assert alloc(sch, "B").shape == (32, 2, 16)
+    assert "index_map=lambda i, j: (i, j // (v4 * v5), j % (v4 * v5))" in str(sch.trace)
+    args = json.loads(json.dumps(sch.trace.as_json()))["insts"][-1]["args"]
+    assert args["index_map"] == [
+        "lambda i, j: (i, j // (_0 * _1), j % (_0 * _1))",
+        [{"rv": "v4"}, {"rv": "v5"}],
+    ]
+    check_trace_roundtrip(sch)
+    check_same_numbers(sch.func, TWO_ELEMENTWISE)
+    other = wb.Schedule(wb.parse(TWO_ELEMENTWISE))
+    sampling = next(i for i in sch.trace.insts if i.kind.name == "sample_perfect_tile")
+    sch.trace.with_decision(sampling, [4, 2, 4]).apply_to_schedule(other)
+    assert alloc(other, "B").shape == (32, 4, 8)
+
+
+def test_transform_layout_with_an_index_dependent_pad_value():
+    """TVM's test_padded_transform_non_constant_value: ``pad_value=lambda i, j: i + j`` is a
+    value per element of the new layout (TVM writes it in the producer's if_then_else,
+    workbench in the pad block that fills the buffer first)."""
+    before = """
+@T.prim_func
+def main(A: T.Buffer((14,), "int32"), C: T.Buffer((14,), "int32")):
+    B = T.alloc_buffer((14,), "int32")
+    for i in range(14):
+        with T.block("block"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi]
+    for i in range(14):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = B[vi]
+"""
+    after = """
+@T.prim_func
+def main(A: T.Buffer((14,), "int32"), C: T.Buffer((14,), "int32")):
+    B = T.alloc_buffer((4, 4), "int32")
+    for ax0, ax1 in T.grid(4, 4):
+        with T.block("B_pad"):
+            vax0, vax1 = T.axis.remap("SS", [ax0, ax1])
+            B[vax0, vax1] = vax0 + vax1
+    for i in range(14):
+        with T.block("block"):
+            vi = T.axis.remap("S", [i])
+            B[vi // 4, vi % 4] = A[vi]
+    for i in range(14):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = B[vi // 4, vi % 4]
+"""
+
+    def steps(sch):
+        sch.transform_layout("block", "B", lambda i: (i // 4, i % 4), pad_value=lambda i, j: i + j)
+
+    sch = check_after(before, steps, after)
+    assert "pad_value=lambda i, j: (i + j,)" in str(sch.trace)
+    # written to an output parameter, the padding holds the values
+    sch = wb.Schedule(wb.parse(before))
+    sch.transform_layout("C", "C", lambda i: (i // 4, i % 4), pad_value=lambda i, j: i * 10 + j)
+    check_trace_roundtrip(sch)
+    a, c = np.arange(14, dtype="int32"), np.full((4, 4), -1, "int32")
+    wb.build(sch, target="llvm")(a, c)
+    assert c.ravel().tolist() == list(range(14)) + [32, 33]
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        # TVM's test_pad_value_may_not_reference_other_buffer
+        (
+            lambda s: s.transform_layout(
+                "block", "B", lambda i: (i // 4, i % 4), pad_value=lambda i, j: OTHER[0]
+            ),
+            "pad_value must be",
+        ),
+        (
+            lambda s: s.transform_layout("block", "B", lambda i: (i // 4, i % 4), pad_value=lambda i: i),
+            "takes the 2 indices",
+        ),
+        (
+            lambda s: s.transform_layout("block", "B", lambda i: (i // 4, i % 4), pad_value="zero"),
+            "pad_value must be",
+        ),
+        # a written parameter whose padding is not a padded split: (i + 1) // 8 is not one
+        (
+            lambda s: s.transform_layout("block", "A", lambda i: ((i + 1) // 8, (i + 1) % 8), pad_value=0),
+            "padding elements only",
+        ),
+        (lambda s: s.transform_layout("block", "B", lambda i: (i // UNKNOWN,)), "neither a parameter"),
+    ],
+)
+def test_transform_layout_pad_and_parameter_rules(call, match):
+    before = """
+@T.prim_func
+def main(A: T.Buffer((14,), "int32")):
+    B = T.alloc_buffer((14,), "int32")
+    for i in range(14):
+        with T.block("block"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = vi
+            A[vi] = vi
+"""
+    check_refused(before, call, match)
+
+
+def test_transform_block_layout_with_a_sampled_tile_size():
+    sch = wb.Schedule(wb.parse(TWO_ELEMENTWISE))
+    block = sch.get_block("B")
+    _, j = sch.get_loops(block)
+    _, v = sch.sample_perfect_tile(j, n=2, decision=[4, 8])
+    sch.transform_block_layout(block, lambda i, j: (i, j // v, j % v))
+    assert [l.extent.value for l in sch.get(sch.get_loops(block))] == [32, 4, 8]
+    assert "index_map=lambda i, j: (i, j // v4, j % v4)" in str(sch.trace)
+    check_trace_roundtrip(sch)
+    check_same_numbers(sch.func, TWO_ELEMENTWISE)

@@ -22,6 +22,8 @@ from workbench.testing import (
     small_schedule,
 )
 
+from .tvm_port import check_after
+
 
 def check(sch, name):
     """Valid IR, the numpy reference through both targets, and the trace round-trip."""
@@ -116,7 +118,7 @@ def test_decompose_gmm(at):
     loops = sch.get_loops("Z")
     init = sch.decompose_reduction("Z", loops[at])
     init_block = sch.get(init)
-    assert init_block.name == "Z_init" and sch.get(sch.get_block("Z")).init is None
+    assert init_block.name == "Z_init" and sch.get(sch.get_block("Z_update")).init is None
     assert [iv.var.name for iv in init_block.iter_vars] == ["vb_init", "vi_init", "vj_init"]
     copied = [l.loop_var.name for l in sch.get(sch.get_loops(init))]
     assert copied == (["b", "i_init", "j_init"] if at == 1 else ["b", "i", "j"])
@@ -279,9 +281,9 @@ def test_decompose_below_a_reduce_loop():
 def test_decompose_twice():
     sch = small_schedule("GMM")
     sch.decompose_reduction("Z", sch.get_loops("Z")[0])
-    assert "Z_init" in block_names(sch)
-    with pytest.raises(ScheduleError, match="block 'Z' is not a reduction block: it has no init"):
-        sch.decompose_reduction("Z", sch.get_loops("Z")[0])
+    assert {"Z_init", "Z_update"} <= set(block_names(sch))
+    with pytest.raises(ScheduleError, match="block 'Z_update' is not a reduction block: it has no init"):
+        sch.decompose_reduction("Z_update", sch.get_loops("Z_update")[0])
 
 
 # -- bindings, stage pipeline, identities, unit loops (TVM's rfactor rules) --------------------
@@ -553,3 +555,203 @@ def test_rfactor_of_a_perfect_split_of_an_imperfectly_split_spatial_loop():
     _, r_1 = sch.split(r, [None, 2])
     sch.rfactor(r_1, factor_axis=1)
     same_as_unscheduled(sch)
+
+
+# ------------------------------------------------------------------------------------------
+# decompose_reduction: TVM's cases (test_tir_schedule_reduction.py) in our words. TVM 0.27 names
+# the init block <name>_init and renames the update block <name>_update; the block's random
+# variables follow the update block.
+
+MATMUL = """
+@T.prim_func
+def matmul(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+           C: T.Buffer((16, 16), "float32")):
+    for i, j, k in T.grid(16, 16, 16):
+        with T.block("update"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj, vk]
+"""
+
+
+@pytest.mark.parametrize("by_name", [False, True])
+def test_decompose_at_the_outermost_loop(by_name):
+    after = """
+@T.prim_func
+def matmul(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+           C: T.Buffer((16, 16), "float32")):
+    for i_init, j_init in T.grid(16, 16):
+        with T.block("update_init"):
+            vi, vj = T.axis.remap("SS", [i_init, j_init])
+            C[vi, vj] = T.float32(0)
+    for i, j, k in T.grid(16, 16, 16):
+        with T.block("update_update"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj, vk]
+"""
+
+    def steps(sch):
+        block = "update" if by_name else sch.get_block("update")
+        i, _, _ = sch.get_loops(block)
+        sch.decompose_reduction(block, i)
+
+    sch = check_after(MATMUL, steps, after)
+    assert sch.get(sch.get_block("update_update")).init is None
+
+
+def test_decompose_at_the_reduce_loop():
+    after = """
+@T.prim_func
+def matmul(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+           C: T.Buffer((16, 16), "float32")):
+    for i, j in T.grid(16, 16):
+        with T.block("update_init"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.float32(0)
+        for k in range(16):
+            with T.block("update_update"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj, vk]
+"""
+
+    def steps(sch):
+        _, _, k = sch.get_loops(sch.get_block("update"))
+        sch.decompose_reduction(sch.get_block("update"), k)
+
+    check_after(MATMUL, steps, after)
+
+
+def test_decompose_keeps_loop_kinds_and_the_block_rv_follows_the_update():
+    """TVM's test_reduction_decompose_with_different_for_kind: get_block("B_update") is the
+    block the old BlockRV stands for; get_block("B") finds nothing."""
+    before = """
+@T.prim_func
+def colsum(A: T.Buffer((16, 8), "float32"), B: T.Buffer((8,), "float32")):
+    for k in range(16):
+        for i in T.vectorized(8):
+            with T.block("B"):
+                vk, vi = T.axis.remap("RS", [k, i])
+                with T.init():
+                    B[vi] = T.float32(0)
+                B[vi] = B[vi] + A[vk, vi]
+"""
+    after = """
+@T.prim_func
+def colsum(A: T.Buffer((16, 8), "float32"), B: T.Buffer((8,), "float32")):
+    for i_init in T.vectorized(8):
+        with T.block("B_init"):
+            vi = T.axis.spatial(8, i_init)
+            B[vi] = T.float32(0)
+    for k in range(16):
+        for i in T.vectorized(8):
+            with T.block("B_update"):
+                vk, vi = T.axis.remap("RS", [k, i])
+                B[vi] = B[vi] + A[vk, vi]
+"""
+    found = {}
+
+    def steps(sch):
+        block = sch.get_block("B")
+        k, _ = sch.get_loops(block)
+        found["init"] = sch.decompose_reduction(block, k)
+        found["block"] = block
+
+    sch = check_after(before, steps, after)
+    assert sch.get(found["block"]) is sch.get(sch.get_block("B_update"))
+    assert sch.get(found["init"]) is sch.get(sch.get_block("B_init"))
+    with pytest.raises(ScheduleError, match="B"):
+        sch.get_block("B")
+    assert 'b0 = sch.get_block(name="B")' in str(sch.trace)  # the trace names the block as it was
+
+
+def test_decompose_a_block_holding_blocks():
+    """TVM's test_decompose_reduction_nested_block."""
+    before = """
+@T.prim_func
+def nested(A: T.Buffer((1, 64), "float32"), B: T.Buffer((1,), "float32")):
+    for i, ko in T.grid(1, 2):
+        with T.block("outer"):
+            vi, vko = T.axis.remap("SR", [i, ko])
+            T.reads(A[vi, vko * 32:vko * 32 + 32])
+            T.writes(B[vi])
+            C = T.alloc_buffer((32,), "float32")
+            with T.init():
+                B[vi] = T.float32(0)
+            for ki in range(32):
+                with T.block("inner_1"):
+                    vki = T.axis.remap("S", [ki])
+                    C[vki] = A[vi, vko * 32 + vki]
+            for ki in range(32):
+                with T.block("inner_2"):
+                    vki = T.axis.remap("R", [ki])
+                    B[vi] = B[vi] + C[vki]
+"""
+    after = """
+@T.prim_func
+def nested(A: T.Buffer((1, 64), "float32"), B: T.Buffer((1,), "float32")):
+    for i in range(1):
+        with T.block("outer_init"):
+            vi = T.axis.spatial(1, i)
+            T.reads()
+            T.writes(B[vi])
+            B[vi] = T.float32(0)
+        for ko in range(2):
+            with T.block("outer_update"):
+                vi, vko = T.axis.remap("SR", [i, ko])
+                T.reads(B[vi], A[vi, vko * 32:vko * 32 + 32])
+                T.writes(B[vi])
+                C = T.alloc_buffer((32,), "float32")
+                for ki in range(32):
+                    with T.block("inner_1"):
+                        vki = T.axis.spatial(32, ki)
+                        C[vki] = A[vi, vko * 32 + vki]
+                for ki in range(32):
+                    with T.block("inner_2"):
+                        vki = T.axis.reduce(32, ki)
+                        B[vi] = B[vi] + C[vki]
+"""
+
+    def steps(sch):
+        outer = sch.get_block("outer")
+        _, ko = sch.get_loops(outer)
+        sch.decompose_reduction(outer, ko)
+
+    check_after(before, steps, after)
+
+
+def test_decompose_update_name_taken():
+    """A block already named <name>_update: the update block takes the next free name."""
+    before = """
+@T.prim_func
+def f(A: T.Buffer((4, 4), "float32"), D: T.Buffer((4,), "float32")):
+    C = T.alloc_buffer((4,), "float32")
+    for i, k in T.grid(4, 4):
+        with T.block("C"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                C[vi] = T.float32(0)
+            C[vi] = C[vi] + A[vi, vk]
+    for i in range(4):
+        with T.block("C_update"):
+            vi = T.axis.remap("S", [i])
+            D[vi] = C[vi] * T.float32(2)
+"""
+    after = """
+@T.prim_func
+def f(A: T.Buffer((4, 4), "float32"), D: T.Buffer((4,), "float32")):
+    C = T.alloc_buffer((4,), "float32")
+    for i_init in range(4):
+        with T.block("C_init"):
+            vi = T.axis.remap("S", [i_init])
+            C[vi] = T.float32(0)
+    for i, k in T.grid(4, 4):
+        with T.block("C_update_1"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            C[vi] = C[vi] + A[vi, vk]
+    for i in range(4):
+        with T.block("C_update"):
+            vi = T.axis.remap("S", [i])
+            D[vi] = C[vi] * T.float32(2)
+"""
+    check_after(before, lambda sch: sch.decompose_reduction("C", sch.get_loops("C")[0]), after)

@@ -186,9 +186,12 @@ def const(value: Union[int, float, bool], dtype: str) -> Expr:
 
 
 def convert(value: Any, dtype: str | None = None) -> Expr:
-    """Turn a Python scalar into a constant (of ``dtype`` when given); leave Exprs alone."""
+    """Turn a Python scalar into a constant (of ``dtype`` when given); leave Exprs alone. An
+    object with a ``__wb_expr__()`` method (a schedule's sampled integer) gives what it returns."""
     if isinstance(value, Expr):
         return value
+    if hasattr(type(value), "__wb_expr__"):
+        return value.__wb_expr__()
     if isinstance(value, bool):
         return const(value, dtype or "bool")
     if isinstance(value, int):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -40,30 +40,41 @@ class IndexMap:
 
     params: tuple[Var, ...]
     results: tuple[Expr, ...]
+    #: named integers the results may use besides the parameters, known only when the map is
+    #: applied (a schedule's sampled tile size): :meth:`bind` replaces them by their values
+    symbols: tuple[Var, ...] = ()
 
     def __post_init__(self):
-        names = [p.name for p in self.params]
+        names = [p.name for p in self.params + self.symbols]
         if len(set(names)) != len(names):
-            raise ValueError(f"index map parameters must have distinct names, got {names}")
+            raise ValueError(f"index map parameters and symbols must have distinct names, got {names}")
         if not self.results:
             raise ValueError("an index map must produce at least one index")
         for e in self.results:
             for n in pre_order(e):
-                if isinstance(n, Var) and n not in self.params:
+                if isinstance(n, Var) and n not in self.params and n not in self.symbols:
                     raise ValueError(f"index map result {e} uses {n.name!r}, not a parameter")
-                if type(n) not in (Var, IntImm) + tuple(_SYMBOL):
+                if type(n) not in (Var, IntImm) + tuple(_SYMBOL) and not isinstance(n, Var):
                     raise ValueError(
                         f"index maps use + - * // % on ints only; {e} contains a {type(n).__name__}"
                     )
-                if type(n) in (FloorDiv, FloorMod) and not (isinstance(n.b, IntImm) and n.b.value > 0):
+                if type(n) in (FloorDiv, FloorMod) and not self._valid_divisor(n.b):
                     raise ValueError(f"in {e}: the divisor of // and % must be a positive integer constant")
                 if n.dtype != "int32":
                     raise ValueError(f"index map expression {n} has dtype {n.dtype}, not int32")
 
+    def _valid_divisor(self, d: Expr) -> bool:
+        if isinstance(d, IntImm):
+            return d.value > 0
+        # a divisor made of symbols is checked when they are bound
+        return bool(self.symbols) and not any(isinstance(n, Var) and n in self.params for n in pre_order(d))
+
     # construction ----------------------------------------------------------------------------
     @classmethod
-    def from_func(cls, fn: Callable) -> "IndexMap":
-        """Call ``fn`` on one variable per positional parameter (named after it)."""
+    def from_func(cls, fn: Callable, symbols: bool = False) -> "IndexMap":
+        """Call ``fn`` on one variable per positional parameter (named after it). ``symbols``:
+        variables other than the parameters in the results become :attr:`symbols` (else they
+        are refused)."""
         params = []
         for p in inspect.signature(fn).parameters.values():
             if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
@@ -72,13 +83,20 @@ class IndexMap:
                 )
             params.append(Var(p.name))
         out = fn(*params)
-        results = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-        return cls(tuple(params), tuple(convert(r) for r in results))
+        results = tuple(convert(r) for r in (tuple(out) if isinstance(out, (tuple, list)) else (out,)))
+        found: list[Var] = []
+        if symbols:
+            for r in results:
+                for n in pre_order(r):
+                    if isinstance(n, Var) and n not in params and n not in found:
+                        found.append(n)
+        return cls(tuple(params), results, tuple(found))
 
     @classmethod
-    def parse(cls, text: str) -> "IndexMap":
-        """The map written as ``lambda i, j: (…)`` (the form ``str()`` produces); no eval."""
-        return _Parser(text).index_map()
+    def parse(cls, text: str, symbols: Sequence[str] = ()) -> "IndexMap":
+        """The map written as ``lambda i, j: (…)`` (the form ``str()`` produces); no eval.
+        ``symbols``: names the results may use besides the parameters."""
+        return _Parser(text, symbols).index_map()
 
     @classmethod
     def coerce(cls, value: Any) -> "IndexMap":
@@ -90,6 +108,21 @@ class IndexMap:
         if callable(value):
             return cls.from_func(value)
         raise TypeError(f"expected an index map (a lambda, its text or an IndexMap), got {value!r}")
+
+    def bind(self, values: Mapping[Var, int]) -> "IndexMap":
+        """The map with each symbol replaced by its value (constants folded); ValueError for a
+        divisor that is not positive then."""
+        missing = [s.name for s in self.symbols if s not in values]
+        if missing:
+            raise ValueError(f"{self}: no value for {missing}")
+        vmap = {s: IntImm(int(values[s])) for s in self.symbols}
+        return IndexMap(self.params, tuple(_fold(substitute(r, vmap)) for r in self.results))
+
+    def rename_symbols(self, names: Sequence[str]) -> "IndexMap":
+        """The same map with its symbols renamed (for printing)."""
+        new = tuple(Var(n) for n in names)
+        vmap = dict(zip(self.symbols, new))
+        return IndexMap(self.params, tuple(substitute(r, vmap) for r in self.results), new)
 
     @classmethod
     def __trace_arg__(cls, value: Any) -> str:
@@ -185,8 +218,9 @@ _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(//|[-+*%(),:]))")
 class _Parser:
     """Recursive descent over ``lambda params: expr`` or ``lambda params: (expr, …)``."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, symbols: Sequence[str] = ()):
         self.text = text
+        self.symbols = {n: Var(n) for n in symbols}
         self.tokens: list[str] = []
         pos = 0
         while pos < len(text):
@@ -215,7 +249,7 @@ class _Parser:
         self.take("lambda")
         while self.peek() != ":":
             name = self.take()
-            if not name.isidentifier() or name in self.vars:
+            if not name.isidentifier() or name in self.vars or name in self.symbols:
                 raise ValueError(f"index map {self.text!r}: parameters must be distinct names, got {name!r}")
             self.vars[name] = Var(name)
             if self.peek() != ":":
@@ -224,7 +258,8 @@ class _Parser:
         results = self.results()
         if self.peek():
             raise ValueError(f"index map {self.text!r}: unexpected {self.peek()!r}")
-        return IndexMap(tuple(self.vars.values()), results)
+        used = [v for v in self.symbols.values() if any(v is n for r in results for n in pre_order(r))]
+        return IndexMap(tuple(self.vars.values()), results, tuple(used))
 
     def results(self) -> tuple[Expr, ...]:
         if self.peek() != "(":
@@ -282,8 +317,22 @@ class _Parser:
             return IntImm(int(tok))
         if tok in self.vars:
             return self.vars[tok]
+        if tok in self.symbols:
+            return self.symbols[tok]
         what = "unknown name" if tok.isidentifier() else "unexpected"
         raise ValueError(f"index map {self.text!r}: {what} {tok!r}")
+
+
+def _fold(e: Expr) -> Expr:
+    """``e`` with the operations on two constants computed."""
+    if not isinstance(e, BinaryOp):
+        return e
+    a, b = _fold(e.a), _fold(e.b)
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        if isinstance(e, (FloorDiv, FloorMod)) and b.value <= 0:
+            raise ValueError(f"{_text(e)}: the divisor of // and % must be positive, got {b.value}")
+        return IntImm(int(_evaluate(type(e)(a, b), {})))
+    return type(e)(a, b)
 
 
 def _evaluate(e: Expr, env: dict) -> Any:

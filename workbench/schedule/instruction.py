@@ -195,6 +195,8 @@ class InstructionKind:
         self.recorders = {}
         for p in self.params:
             hint = _eval_hint(p.annotation, globalns) if p.annotation is not p.empty else None
+            if typing.get_origin(hint) in (typing.Union, types.UnionType):  # Optional[X]: X's hook
+                hint = next((a for a in typing.get_args(hint) if a is not type(None)), None)
             hook = getattr(hint, "__trace_arg__", None) if isinstance(hint, type) else None
             if hook is not None:
                 self.recorders[p.name] = hook

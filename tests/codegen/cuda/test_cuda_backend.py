@@ -212,7 +212,7 @@ def test_parallel_loop_is_rejected():
 
 def pipelined_gmm(stage=(0, 0, 1), order=(0, 1, 2)):
     sch = S.gmm_shared(**PIPE_SHAPE)
-    k0 = sch.get_loops(sch.get_block("Z"))[4]  # its body: fetch X, fetch Y, compute
+    k0 = sch.get_loops(sch.get_block("Z_update"))[4]  # its body: fetch X, fetch Y, compute
     sch.annotate(k0, "software_pipeline_stage", list(stage))
     sch.annotate(k0, "software_pipeline_order", list(order))
     return sch

@@ -1,6 +1,6 @@
 """Loop kinds: ``parallel``, ``vectorize``, ``unroll``, ``bind`` (a GPU thread axis).
 
-They change how a serial loop runs, not what it computes. Running iterations concurrently is
+They change how a loop runs, not what it computes. Running iterations concurrently is
 only safe when no iteration depends on another, so ``parallel``, ``vectorize`` and ``bind``
 require (TVM's rules):
 
@@ -13,7 +13,9 @@ require (TVM's rules):
   only spatial iterators — except ``bind`` to ``threadIdx.*``, which may also feed reduce
   iterators (a cross-thread reduction).
 
-``unroll`` only replicates the body and keeps the order, so it has no such rule.
+``unroll`` only replicates the body and keeps the order, so it has no such rule. The loop's
+current kind does not matter (TVM's rule): each primitive sets the kind it names, replacing a
+parallel, vectorized, unrolled or thread-bound one after checking its own rules.
 """
 
 from __future__ import annotations
@@ -145,15 +147,10 @@ def _check_iterators(sch, primitive: str, loop: For, allow_reduce: bool) -> None
 
 
 def _set_kind(sch, primitive: str, rv: LoopRV, kind: ForKind, thread_tag: Optional[str] = None) -> None:
+    # Like TVM, the loop's current kind does not matter: the rules are checked for the new kind
+    # (a thread-bound loop may be unrolled, re-bound, parallelized), and the new kind replaces the
+    # old one, thread binding included.
     loop = sch.get(rv)
-    if loop.kind != ForKind.SERIAL:
-        now = loop.kind.value + (f" ({loop.thread_tag})" if loop.thread_tag else "")
-        raise ScheduleError(
-            primitive,
-            f"{loop_name(loop)} is already {now}; {primitive} applies to serial loops",
-            argument="loop",
-            nodes=[loop],
-        )
     const_extent(primitive, loop)
     if kind != ForKind.UNROLLED:
         _check_iterators(
@@ -167,7 +164,7 @@ def _set_kind(sch, primitive: str, rv: LoopRV, kind: ForKind, thread_tag: Option
 def parallel(sch: Schedule, loop: LoopRV) -> None:
     """Run the iterations of ``loop`` on several CPU threads.
 
-    Rules: ``loop`` is serial, has a constant extent, has compact dataflow (each block directly
+    Rules: ``loop`` has a constant extent, has compact dataflow (each block directly
     under it is a complete or a reduction block, see the module notes) and feeds only spatial
     iterators of the blocks under it (no two iterations update one element).
 
@@ -183,8 +180,8 @@ def parallel(sch: Schedule, loop: LoopRV) -> None:
 def vectorize(sch: Schedule, loop: LoopRV) -> None:
     """Run the iterations of ``loop`` as SIMD lanes (usually an innermost loop).
 
-    Rules: as for ``parallel`` (serial, constant extent, compact dataflow, only spatial
-    iterators fed).
+    Rules: as for ``parallel`` (constant extent, compact dataflow, only spatial iterators
+    fed).
 
     Before / after::
 
@@ -198,7 +195,8 @@ def vectorize(sch: Schedule, loop: LoopRV) -> None:
 def unroll(sch: Schedule, loop: LoopRV) -> None:
     """Replicate the body of ``loop`` once per iteration (any iterator kind is fine).
 
-    Rules: ``loop`` is serial and has a constant extent.
+    Rules: ``loop`` has a constant extent. A thread-bound loop becomes an unrolled one (its
+    binding is dropped, as in TVM).
 
     Before / after::
 
@@ -212,7 +210,7 @@ def unroll(sch: Schedule, loop: LoopRV) -> None:
 def bind(sch: Schedule, loop: LoopRV, thread_axis: str) -> None:
     """Map ``loop`` onto a GPU thread axis (``blockIdx.x``, ``threadIdx.y``, ``vthread.x`` …).
 
-    Rules: ``thread_axis`` is a known axis; ``loop`` is serial, has a constant extent, has
+    Rules: ``thread_axis`` is a known axis; ``loop`` has a constant extent, has
     compact dataflow (as for ``parallel``) and feeds only spatial iterators — a ``threadIdx.*``
     loop may also feed reduce iterators (a cross-thread reduction).
 

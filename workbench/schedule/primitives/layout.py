@@ -2,15 +2,17 @@
 ``transform_block_layout``, ``decompose_padding`` (TensorIR semantics).
 
 The first three change a buffer — where it lives, the padding of its strides, the order and
-shape of its axes — and rewrite every access to it. They apply to intermediate buffers (those
-a block allocates): a parameter's scope, strides and shape are the function's interface, which
-a schedule does not change. The last two rewrite one block's iteration space.
+shape of its axes — and rewrite every access to it. ``set_scope`` and ``storage_align`` apply
+to intermediate buffers (those a block allocates): a parameter lives where the caller put it.
+``transform_layout`` also applies to a parameter, as in TVM: the function then takes that
+argument in the new layout. The last two rewrite one block's iteration space.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Union, cast
+import dataclasses
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union, cast
 
 from ...errors import InternalError, ScheduleError
 from ...ir.arith import Simplifier
@@ -23,16 +25,20 @@ from ...ir.expr import (
     LT,
     And,
     BufferLoad,
+    Cast,
     CmpOp,
     Expr,
     FloatImm,
+    FloorDiv,
+    FloorMod,
     IntImm,
+    Or,
     Select,
     Var,
     const,
     is_const,
 )
-from ...ir.functor import free_vars, replace_buffers, substitute, transform
+from ...ir.functor import free_vars, pre_order, replace_buffers, substitute, transform
 from ...ir.index_map import IndexMap
 from ...ir.region import infer_access_regions
 from ...ir.stmt import (
@@ -53,9 +59,9 @@ from ...ir.stmt import (
     make_for,
     seq,
 )
-from ..instruction import schedule_primitive
+from ..instruction import py_value, schedule_primitive
 from ..rewrite import conjoin, simplify
-from ..rv import BlockRV, LoopRV
+from ..rv import BlockRV, ExprRV, LoopRV, rv_of_var
 from .block_scope import buffers, check_complete
 from .block_scope import buffer_names, fresh_name
 from .cache import (
@@ -65,7 +71,6 @@ from .cache import (
     insert_into_body,
     nth_buffer,
     point_region,
-    render_call,
     scoped_name,
 )
 
@@ -82,7 +87,7 @@ def _intermediate(sch, primitive: str, block: Block, buf: Buffer, argument: str)
         raise ScheduleError(
             primitive,
             f"{buf.name} is a parameter of {sch.func.name}: its "
-            f"scope, strides and layout are the function's interface, which a "
+            f"scope and strides are the function's interface, which a "
             f"schedule does not change (apply it to an intermediate buffer, "
             f"e.g. one made by cache_read / cache_write)",
             argument=argument,
@@ -244,44 +249,216 @@ class _Relayout:
         return BufferRegion.full(self.new)  # declared but not accessed directly: all of it
 
 
-def _pad_fill(name: str, buf: Buffer, value: Union[int, float]) -> Stmt:
-    """A block writing ``value`` to every element of ``buf``."""
+# An index map (or a pad value given as a lambda) may use integers sampled by the schedule,
+# as TVM's may use ExprRVs: ``lambda i, j: (i, j // (v1 * v2))``. The trace records the lambda's
+# text with each such integer named ``_0``, ``_1`` … followed by the random variables, so
+# that it stays JSON, keeps the dependence on the sampling instructions (a replay with another
+# decision follows it) and renders as the lambda over the trace's names (``v1``, ``v2``).
+
+
+def _placeholders(imap: IndexMap) -> list[str]:
+    taken = {p.name for p in imap.params}
+    names: list[str] = []
+    k = 0
+    while len(names) < len(imap.symbols):
+        if f"_{k}" not in taken:
+            names.append(f"_{k}")
+        k += 1
+    return names
+
+
+def _record_map(value: Any) -> Any:
+    """What a trace records for an index map (or a lambda pad value): its text, or
+    ``[text, [random variables]]`` when it uses sampled integers."""
+    if isinstance(value, (list, tuple)) and len(value) == 2 and isinstance(value[0], str):
+        _parse_recorded(value)  # a recorded form (a replay): checked, kept
+        return [value[0], list(value[1])]
+    if isinstance(value, str):
+        return str(IndexMap.parse(value))
+    if isinstance(value, IndexMap) and not value.symbols:
+        return str(value)
+    if not callable(value) and not isinstance(value, IndexMap):
+        raise TypeError(f"expected an index map (a lambda, its text or an IndexMap), got {value!r}")
+    imap = value if isinstance(value, IndexMap) else IndexMap.from_func(value, symbols=True)
+    rvs = [rv_of_var(s) for s in imap.symbols]
+    unknown = [s.name for s, rv in zip(imap.symbols, rvs) if rv is None]
+    if unknown:
+        raise ValueError(f"{imap} uses {unknown}, neither a parameter nor an integer sampled by the schedule")
+    if not rvs:
+        return str(imap)
+    return [str(imap.rename_symbols(_placeholders(imap))), rvs]
+
+
+def _parse_recorded(value: Any) -> tuple[IndexMap, list[Any]]:
+    """(map with symbols ``_k``, random variables) of a recorded form (text or [text, rvs])."""
+    if isinstance(value, str):
+        return IndexMap.parse(value), []
+    text, rvs = value
+    if not isinstance(rvs, (list, tuple)) or not all(isinstance(rv, ExprRV) for rv in rvs):
+        raise TypeError(f"expected [index map text, [integer random variables]], got {value!r}")
+    return IndexMap.parse(text, [f"_{k}" for k in range(len(rvs))]), list(rvs)
+
+
+def _map_text(value: Any, names: Mapping[Any, str]) -> str:
+    """The recorded map as a lambda over the trace's names of its sampled integers."""
+    imap, rvs = _parse_recorded(value)
+    return str(imap.rename_symbols([names[rvs[int(s.name[1:])]] for s in imap.symbols]))
+
+
+class IndexMapArg:
+    """An index map argument: a lambda (which may use integers the schedule sampled), its
+    text or an IndexMap. The annotation tells the registry what to record (``_record_map``)."""
+
+    @classmethod
+    def __trace_arg__(cls, value: Any) -> Any:
+        return _record_map(value)
+
+
+class PadValue:
+    """A ``pad_value`` argument: None, a number, or a lambda of the new buffer's indices
+    (``lambda i, j: i + j``; it may use sampled integers), recorded like an index map."""
+
+    @classmethod
+    def __trace_arg__(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            return value
+        try:
+            return _record_map(value)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"pad_value must be a number, a lambda of the new indices or None: {exc}"
+            ) from None
+
+
+def _index_map(sch, primitive: str, value: Any, argument: str = "index_map") -> IndexMap:
+    """The map, its sampled integers replaced by their values."""
+    try:
+        if isinstance(value, IndexMap) and not value.symbols:
+            return value
+        imap, rvs = _parse_recorded(value if isinstance(value, (str, list, tuple)) else _record_map(value))
+        return imap.bind({s: sch.get(rvs[int(s.name[1:])]) for s in imap.symbols})
+    except (TypeError, ValueError) as exc:
+        raise ScheduleError(primitive, str(exc), argument=argument) from None
+
+
+def _render(inst: Any, names: Mapping[Any, str]) -> str:
+    """TVM's trace text: index maps (and a lambda pad value) as lambdas, a buffer as a
+    ``("read", 0)`` tuple."""
+    parts = []
+    for key, value in inst.args.items():
+        if key == "index_map" or (key == "pad_value" and isinstance(value, (str, list))):
+            text = _map_text(value, names)
+        elif key == "buffer" and isinstance(value, (list, tuple)):
+            text = f"({py_value(value[0], names)}, {py_value(value[1], names)})"
+        else:
+            text = py_value(value, names)
+        parts.append(f"{key}={text}")
+    call = f"sch.{inst.kind.name}({', '.join(parts)})"
+    return f"{names[inst.outputs[0]]} = {call}" if inst.outputs else call
+
+
+def _pad_fill(name: str, buf: Buffer, value: Any, where: Optional[Callable[[tuple], Expr]] = None) -> Stmt:
+    """A block writing ``value`` (a number, or an IndexMap of the indices) to every element of
+    ``buf``, or to those where ``where(indices)`` holds."""
     ivs = tuple(IterVar(Var(f"vax{d}"), Range.from_extent(s), SPATIAL) for d, s in enumerate(buf.shape))
     idx = tuple(iv.var for iv in ivs)
-    block = Block(name, ivs, (), (point_region(buf, idx),), BufferStore(buf, const(value, buf.dtype), idx))
+    if isinstance(value, IndexMap):
+        fill = value.map_indices(idx)[0]
+        fill = fill if fill.dtype == buf.dtype else Cast(buf.dtype, fill)
+    else:
+        fill = const(value, buf.dtype)
+    block = Block(name, ivs, (), (point_region(buf, idx),), BufferStore(buf, fill, idx))
     loops = [Var(f"ax{d}") for d in range(buf.ndim)]
-    nest: Stmt = BlockRealize(tuple(loops), TRUE, block)
+    nest: Stmt = BlockRealize(tuple(loops), TRUE if where is None else where(tuple(loops)), block)
     for v, s in reversed(list(zip(loops, buf.shape))):
         nest = make_for(v, s, nest)
     return nest
 
 
-def _index_map(primitive: str, value: Any) -> IndexMap:
+def _padding_condition(imap: IndexMap, shape: tuple, new_shape: tuple) -> Optional[Callable[[tuple], Expr]]:
+    """``cond(new indices)``: whether an element of the new buffer is padding (no element of
+    ``shape`` maps to it), or None if it cannot be written as an expression.
+
+    The map is extended to a domain on which it is a bijective affine map onto ``new_shape``
+    (each axis rounded up to a multiple of the divisors applied to it, as a padded split is):
+    its inverse then sends the padding, and only it, outside ``shape``."""
+    divisors: dict[Var, list[int]] = {p: [] for p in imap.params}
+    for r in imap.results:
+        for n in pre_order(r):
+            if isinstance(n, (FloorDiv, FloorMod)) and isinstance(n.b, IntImm):
+                for p in free_vars(n.a):
+                    divisors[p].append(n.b.value)
+    extended = tuple(
+        -(-s // math.lcm(*divisors[p])) * math.lcm(*divisors[p]) for p, s in zip(imap.params, shape)
+    )
     try:
-        return IndexMap.coerce(value)
-    except (TypeError, ValueError) as exc:
-        raise ScheduleError(primitive, str(exc), argument="index_map") from None
+        if imap.map_shape(extended) != tuple(new_shape):
+            return None
+        inverse, onto = imap.inverse(extended)
+    except ValueError:
+        return None
+    if onto != tuple(new_shape):
+        return None
+    outside = [k for k, (s, e) in enumerate(zip(shape, extended)) if e > s]
+
+    def cond(indices: tuple) -> Expr:
+        old = inverse.map_indices(indices)
+        ranges = {v: Range.from_extent(n) for v, n in zip(indices, new_shape) if isinstance(v, Var)}
+        terms = [simplify(GE(old[k], const(shape[k], "int32")), ranges) for k in outside]
+        out = terms[0]
+        for t in terms[1:]:
+            out = Or(out, t)
+        return out
+
+    return cond if outside else None
 
 
-@schedule_primitive("transform_layout", as_python=render_call)
+def _pad_number(buf: Buffer, pad_value: Any) -> None:
+    try:
+        if isinstance(pad_value, bool) or not isinstance(pad_value, (int, float)):
+            raise TypeError("a number")
+        const(pad_value, buf.dtype)
+    except TypeError:
+        raise ScheduleError(
+            "transform_layout",
+            f"pad_value must be a number that fits {buf.name}'s dtype {buf.dtype}, a lambda of the "
+            f"new indices or None, got {pad_value!r}",
+            argument="pad_value",
+        ) from None
+
+
+@schedule_primitive("transform_layout", as_python=_render)
 def transform_layout(
     sch: Schedule,
     block: BlockRV,
     buffer: Any,
-    index_map: IndexMap,
-    pad_value: Optional[Union[int, float]] = None,
+    index_map: IndexMapArg,
+    pad_value: Optional[PadValue] = None,
 ) -> None:
-    """Store an intermediate buffer in a new layout: element ``idx`` moves to
-    ``index_map(*idx)`` and every access in the function follows. ``buffer`` is
-    ``("read" | "write", index)`` into ``block``'s regions, a write index, or a buffer name;
-    ``index_map`` a lambda (``lambda i, j: (i // 16, j, i % 16)``), its text or an IndexMap.
+    """Store a buffer in a new layout: element ``idx`` moves to ``index_map(*idx)`` and every
+    access in the function follows. ``buffer`` is ``("read" | "write", index)`` into
+    ``block``'s regions, a write index, or a buffer name; ``index_map`` a lambda
+    (``lambda i, j: (i // 16, j, i % 16)``, which may use integers sampled by the schedule:
+    ``lambda i, j: (i, j // (v1 * v2), j % (v1 * v2))``), its text or an IndexMap.
 
     The new shape is the smallest holding every mapped index. If the map leaves holes (the
-    new shape has more elements), ``pad_value`` is required and a block ``<buffer>_pad``
-    writes it to the whole buffer first. Rules: the buffer is allocated by a block (a
-    parameter's layout is the function's interface: rejected); the map takes one index per
-    axis, is injective on the buffer (checked on every index) and yields non-negative indices.
-    A ``storage_align`` of the buffer does not survive (its axes change meaning).
+    new shape has more elements), ``pad_value`` is required: a number, or a lambda of the new
+    indices (``lambda i, j: i + j``). Rules: the map takes one index per axis, is injective on
+    the buffer (checked on every index) and yields non-negative indices. A ``storage_align``
+    of the buffer does not survive (its axes change meaning).
+
+    *An intermediate buffer* (allocated by a block): with padding, a block ``<buffer>_pad``
+    writes the pad value to the whole buffer first.
+
+    *A function parameter* (as in TVM): the parameter itself changes shape, so the kernel
+    built from the schedule takes (and fills) arrays in the new layout — the caller
+    re-lays its data out, e.g. with numpy ``reshape`` / ``transpose``. With padding, a
+    parameter the function writes gets a block ``<buffer>_pad`` at the end writing the pad
+    value to the padding elements only (what the caller passed elsewhere stays, where the
+    function does not write it); this needs the padding to be expressible, i.e. the map to be
+    a padded split / fuse / reorder of the axes (refused otherwise). A parameter the function
+    only reads gets no block: it never reads the padding (TVM records a ``T.assume`` that the
+    caller filled it with the pad value; workbench has no use for it).
 
     Before / after ``transform_layout(B, ("write", 0), lambda i, j: (j, i))``::
 
@@ -293,8 +470,11 @@ def transform_layout(
     if isinstance(buffer, int) and not isinstance(buffer, bool):
         buffer = ("write", buffer)
     buf, _ = buffer_of("transform_layout", node, buffer)
-    imap = _index_map("transform_layout", index_map)
-    site = _intermediate(sch, "transform_layout", node, buf, "buffer")
+    imap = _index_map(sch, "transform_layout", index_map)
+    pad: Any = pad_value
+    if isinstance(pad, (str, list, tuple, IndexMap)) or callable(pad):
+        pad = _index_map(sch, "transform_layout", pad, "pad_value")
+    site = allocation_site(sch.index, node, buf)
     if len(imap.params) != buf.ndim:
         raise ScheduleError(
             "transform_layout",
@@ -313,30 +493,55 @@ def transform_layout(
             argument="index_map",
         )
     padded = math.prod(shape) > buf.size
-    if padded and pad_value is None:
+    if padded and pad is None:
         raise ScheduleError(
             "transform_layout",
             f"{imap} maps {buf.name} {list(buf.shape)} into {list(shape)}, leaving padding: give a pad_value",
             argument="pad_value",
         )
-    if pad_value is not None:
-        try:
-            if isinstance(pad_value, bool) or not isinstance(pad_value, (int, float)):
-                raise TypeError("a number")
-            const(pad_value, buf.dtype)
-        except TypeError:
+    if isinstance(pad, IndexMap):
+        if len(pad.params) != len(shape) or len(pad.results) != 1:
             raise ScheduleError(
                 "transform_layout",
-                f"pad_value must be a number that fits {buf.name}'s dtype {buf.dtype}, got {pad_value!r}",
+                f"a pad_value lambda takes the {len(shape)} indices of the new {buf.name} "
+                f"{list(shape)} and gives one value; {pad} does not",
                 argument="pad_value",
-            ) from None
+            )
+    elif pad is not None:
+        _pad_number(buf, pad)
     new = Buffer(buf.name, shape, buf.dtype, buf.scope)
-    out = _Relayout(buf, new, imap).block(site, sch.index.var_ranges(site))
-    sch.replace(site, out)
-    if padded:
-        name = fresh_name(f"{buf.name}_pad", set(sch.index.realizes))
-        assert pad_value is not None  # padding without a pad_value was refused above
-        insert_into_body(sch, sch.index.block(site.name), 0, _pad_fill(name, new, pad_value))
+    if site is not None:
+        sch.replace(site, _Relayout(buf, new, imap).block(site, sch.index.var_ranges(site)))
+        if padded:
+            name = fresh_name(f"{buf.name}_pad", set(sch.index.realizes))
+            insert_into_body(sch, sch.index.block(site.name), 0, _pad_fill(name, new, pad))
+        return None
+    func = sch.func
+    root = _Relayout(buf, new, imap).block(func.root, {})
+    written = any(isinstance(n, BufferStore) and n.buffer is new for n in pre_order(root))
+    if padded and written:
+        where = _padding_condition(imap, buf.shape, shape)
+        if where is None:
+            raise ScheduleError(
+                "transform_layout",
+                f"{imap} pads parameter {buf.name} {list(buf.shape)} into {list(shape)}, and the "
+                f"function writes it: the pad value must go to the padding elements only, which "
+                f"needs a map that is a padded split / fuse / reorder of the axes",
+                argument="index_map",
+            )
+        name = fresh_name(f"{buf.name}_pad", {b.name for b in func.blocks()})
+        body = root.body
+        items = list(body.seq) if isinstance(body, SeqStmt) else [body]
+        root = root.with_(body=seq(*items, _pad_fill(name, new, pad, where)))
+        if new in buffers(root.reads) | buffers(root.writes):  # a root declaring its regions
+            got = infer_access_regions(root.body, None, alloc_buffers=root.alloc_buffers, var_ranges={})
+            reads, writes = (
+                tuple(next((f for f in found if f.buffer is new), r) if r.buffer is new else r for r in mine)
+                for mine, found in zip((root.reads, root.writes), got)
+            )
+            root = root.with_(reads=reads, writes=writes)
+    params = tuple(new if p is buf else p for p in func.params)
+    sch.func = dataclasses.replace(func, params=params, body=cast(BlockRealize, func.body).with_(block=root))
     return None
 
 
@@ -417,8 +622,8 @@ def _check_trivial_nest(sch, primitive: str, block: Block) -> list[For]:
     return loops
 
 
-@schedule_primitive("transform_block_layout", as_python=render_call)
-def transform_block_layout(sch: Schedule, block: BlockRV, index_map: IndexMap) -> None:
+@schedule_primitive("transform_block_layout", as_python=_render)
+def transform_block_layout(sch: Schedule, block: BlockRV, index_map: IndexMapArg) -> None:
     """Remap the iteration space of ``block``: its iterators become ``index_map`` of the old
     ones, and new loops ``ax0 …`` (replacing the old loops) run over the mapped domain.
 
@@ -434,7 +639,7 @@ def transform_block_layout(sch: Schedule, block: BlockRV, index_map: IndexMap) -
             B[vi, vj] = A[vi, vj]               B[vax0 // 8, vax0 % 8] = A[vax0 // 8, vax0 % 8]
     """
     node = sch.get(block)
-    imap = _index_map("transform_block_layout", index_map)
+    imap = _index_map(sch, "transform_block_layout", index_map)
     if len(imap.params) != len(node.iter_vars):
         raise ScheduleError(
             "transform_block_layout",

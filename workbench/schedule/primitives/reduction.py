@@ -604,8 +604,10 @@ def _drop_loops(idx, top: For, old: BlockRealize, new: BlockRealize, removed: se
 def decompose_reduction(sch: Schedule, block: BlockRV, loop: LoopRV) -> BlockRV:
     """Move the init of reduction ``block`` into a new block ``<name>_init`` placed right before
     ``loop``, under copies of the loops between ``loop`` (included) and the block that feed its
-    spatial iterators; the block loses its init. ``loop`` must be above the block and not below
-    any loop that feeds a reduce iterator. Returns the init block.
+    spatial iterators; the block loses its init and is renamed ``<name>_update`` (TVM's names,
+    so a trace written for TVM finds its blocks). Every random variable of the block stands for
+    the update block afterwards; ``get_block("<name>")`` no longer finds it. ``loop`` must be
+    above the block and not below any loop that feeds a reduce iterator. Returns the init block.
 
     Before / after ``decompose_reduction(C, i)``::
 
@@ -613,7 +615,7 @@ def decompose_reduction(sch: Schedule, block: BlockRV, loop: LoopRV) -> BlockRV:
           block C:                                block C_init: vi_init = S(i_init)
             vi = S(i), vk = R(k)                    C[vi_init] = 0
             init: C[vi] = 0                     for i, k:
-            C[vi] = C[vi] + A[vi, vk]             block C: vi = S(i), vk = R(k)
+            C[vi] = C[vi] + A[vi, vk]             block C_update: vi = S(i), vk = R(k)
                                                     C[vi] = C[vi] + A[vi, vk]
     """
     blk = sch.get(block)
@@ -683,7 +685,11 @@ def decompose_reduction(sch: Schedule, block: BlockRV, loop: LoopRV) -> BlockRV:
     # without its init the block reads what it accumulates into: its writes come first (TVM's order)
     read_bufs = {r.buffer for r in blk.reads}
     reads = tuple(w for w in blk.writes if w.buffer not in read_bufs) + blk.reads
-    sch.replace(blk, blk.with_(init=None, reads=reads))
+    update_name = fresh_name(blk.name + "_update", set(idx.realizes) | {init_block.name})
+    sch.replace(blk, blk.with_(name=update_name, init=None, reads=reads))
+    for rv, value in list(sch.symbols.items()):
+        if isinstance(rv, BlockRV) and value == blk.name:
+            sch.symbols[rv] = update_name
     target = sch.index.loops[target.loop_var]
     sch.replace(target, seq(nest, target))
     return sch.new_rv(BlockRV, init_block.name)

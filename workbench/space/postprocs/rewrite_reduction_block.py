@@ -9,6 +9,8 @@ spatial gives the initialization its own loop nest instead (TVM semantics)::
         for j1:                                  for k:
           if k == 0: C[i, j1] = 0                  for j1: C[i, j1] += A[i, k] * B[k, j1]
           C[i, j1] += A[i, k] * B[k, j1]
+
+The initialization becomes block ``C_init`` and the update is renamed ``C_update`` (TVM's names).
 """
 
 from __future__ import annotations
@@ -31,16 +33,18 @@ class RewriteReductionBlock(Postproc):
             if target is None:
                 return True
             name, point = target
-            loops = sch.get_loops(name)
-            init_intrin = sch.get(sch.get_block(name)).annotations.get(AUTO_TENSORIZE_INIT)
-            init = sch.decompose_reduction(name, loops[point])
+            block = sch.get_block(name)
+            loops = sch.get_loops(block)
+            init_intrin = sch.get(block).annotations.get(AUTO_TENSORIZE_INIT)
+            # the block is renamed <name>_update: ``block`` follows it, its old name does not
+            init = sch.decompose_reduction(block, loops[point])
             if AUTO_TENSORIZE in sch.get(init).annotations:
                 # the initialization is not the intrinsic: only the update is tensorized
                 sch.unannotate(init, AUTO_TENSORIZE)
             if init_intrin is not None:
                 # ... unless it has an intrinsic of its own (wmma fill)
                 sch.unannotate(init, AUTO_TENSORIZE_INIT)
-                sch.unannotate(sch.get_block(name), AUTO_TENSORIZE_INIT)
+                sch.unannotate(block, AUTO_TENSORIZE_INIT)
                 sch.annotate(init, AUTO_TENSORIZE, init_intrin)
 
     @staticmethod
