@@ -672,7 +672,7 @@ def reindex(sch: Schedule, block: BlockRV, buffer: Any) -> BlockRV:
     stage: Stmt = BlockRealize(tuple(loops), TRUE, copy)
     for v, iv in reversed(list(zip(loops, ivs))):
         stage = make_for(v, iv.dom.extent, stage)
-    new_block = _reindexed(node, buf, new_buf, own)
+    new_block = retarget_accesses(node, buf, new_buf, own)
     scope = idx.scope(node)
     key = _site_key(top) if isinstance(top, For) else None
     sch.replace(node, new_block)
@@ -682,8 +682,9 @@ def reindex(sch: Schedule, block: BlockRV, buffer: Any) -> BlockRV:
     return sch.new_rv(BlockRV, name)
 
 
-def _reindexed(block: Block, buf: Buffer, new_buf: Buffer, own: tuple[Var, ...]) -> Block:
-    """``block`` accessing ``new_buf[own]`` wherever it accessed ``buf``."""
+def retarget_accesses(block: Block, buf: Buffer, new_buf: Buffer, own: tuple[Expr, ...]) -> Block:
+    """``block`` accessing ``new_buf[own]`` wherever it accessed ``buf`` (loads, stores, regions:
+    what reindex and the reindexing caches do to the block they serve)."""
 
     def post(n: Any) -> Any:
         if isinstance(n, BufferLoad) and n.buffer is buf:

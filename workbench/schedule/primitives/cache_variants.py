@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from ...errors import ScheduleError
 from ...ir.buffer import Buffer
 from ...ir.expr import BufferLoad, Expr, IntImm, Max, Min, Var
-from ...ir.functor import free_vars, pre_order, replace_buffers, substitute, transform
+from ...ir.functor import free_vars, pre_order, replace_buffers, substitute
 from ...ir.index_map import IndexMap
 from ...ir.region import block_access_regions
 from ...ir.stmt import (
@@ -23,7 +23,6 @@ from ...ir.stmt import (
     TRUE,
     Block,
     BlockRealize,
-    BufferRegion,
     BufferStore,
     For,
     IterVar,
@@ -44,6 +43,7 @@ from .cache import (
     nth_buffer,
     point_region,
     render_call,
+    retarget_accesses,
     scoped_name,
 )
 from .compute_location import guarded_accesses
@@ -115,25 +115,6 @@ def loop_chain(primitive: str, sch: Schedule, block: Block) -> tuple[Stmt, list[
         chain.insert(0, loop)
         node = loop
     return node, chain
-
-
-def _retarget(block: Block, buf: Buffer, new_buf: Buffer, new_indices: tuple[Expr, ...]) -> Block:
-    """``block`` accessing ``new_buf[new_indices]`` wherever it accessed ``buf``."""
-
-    def post(n: Any) -> Any:
-        if isinstance(n, BufferLoad) and n.buffer is buf:
-            return BufferLoad(new_buf, new_indices)
-        if isinstance(n, BufferStore) and n.buffer is buf:
-            return BufferStore(new_buf, n.value, new_indices)
-        return n
-
-    def regions(rs: tuple[BufferRegion, ...]) -> tuple[BufferRegion, ...]:
-        return tuple(point_region(new_buf, new_indices) if r.buffer is buf else r for r in rs)
-
-    init = None if block.init is None else transform(block.init, post)
-    return block.with_(
-        body=transform(block.body, post), init=init, reads=regions(block.reads), writes=regions(block.writes)
-    )
 
 
 def _reindex_cache(
@@ -246,7 +227,7 @@ def _reindex_cache(
     block_idx = tuple(
         substitute(e, dict(zip(imap.params, (iv.var for iv in node.iter_vars)))) for e in imap.results
     )
-    new_block = _retarget(node, buf, cache, block_idx)
+    new_block = retarget_accesses(node, buf, cache, block_idx)
     key = top.loop_var if isinstance(top, For) else None
     sch.replace(node, new_block)
     top = sch.index.loops[key] if key is not None else sch.index.realizes[node.name]
