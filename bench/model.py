@@ -24,12 +24,7 @@ import workbench as wb
 from workbench.codegen.timing import time_runs
 from workbench.graph import zoo
 
-QUICK = {
-    "resnet18": dict(width=8, image=32, classes=10),
-    "resnet34": dict(width=8, image=32, classes=10),
-    "mobilenet_v2": dict(width=0.25, image=32, classes=10, last_channel=32),
-    "bert_layer": dict(hidden=64, heads=4, intermediate=128, seq=16),
-}
+QUICK = zoo.TINY
 
 
 def cpu_model() -> str:
