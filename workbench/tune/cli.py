@@ -102,6 +102,10 @@ def add_parsers(sub: Any) -> None:
         help="size options of the model (width=8 image=32 classes=10; hidden=64 seq=16 ...)",
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--strategy", default="evolutionary", choices=["evolutionary", "replay_trace", "replay_func"]
+    )
+    p.add_argument("--cost-model", default="xgb", choices=["xgb", "random"])
     p.add_argument("--per-iter", type=positive_int, default=None, help="candidates per measured batch")
     p.add_argument("--workers", type=positive_int, default=None, help="build/run worker processes")
     p.set_defaults(fn=_cmd_tune_model)
@@ -277,6 +281,8 @@ def _cmd_tune_model(args) -> int:
                 trials=trials,
                 database=db,
                 seed=args.seed,
+                strategy=args.strategy,
+                cost_model=args.cost_model,
                 num_trials_per_iter=args.per_iter,
                 workers=args.workers,
                 verbose=True,
