@@ -5,6 +5,7 @@ import pytest
 
 import workbench as wb
 from workbench.graph import Graph, default_schedule
+from workbench.graph.executor import MIN_PARALLEL_WORK
 from workbench.ir.functor import pre_order
 from workbench.ir.stmt import For, ForKind
 from workbench.testing import check_trace_roundtrip
@@ -32,17 +33,49 @@ def extent(loop):
 
 
 def test_batch_one_kernels_run_in_parallel_and_vectorized():
-    _, func = conv_group()
+    _, func = conv_group(channels=16, size=8)
     sch = default_schedule(func, "llvm -num-cores=2")
     par = loops(sch.func, ForKind.PARALLEL)
     vec = loops(sch.func, ForKind.VECTORIZED)
-    # the old default parallelized the batch loop (extent 1): nothing ran in parallel
-    assert par and all(extent(p) > 1 for p in par)
-    # one parallel nest per block; at least 2 cores x 16 iterations where the nest has them
-    assert len(par) == 4 and min(extent(p) for p in par) >= 32
-    # the innermost spatial loop is vectorized whole: w = 6 (8 in the padded input) < 16 lanes
-    assert len(vec) == 4 and sorted(extent(v) for v in vec) == [6, 6, 6, 8]
+    # the old default parallelized the batch loop (extent 1): nothing ran in parallel. Now the
+    # convolution's n, oc, y are fused: 128 iterations >= 2 cores x 16
+    assert [extent(p) for p in par] == [128]
+    # the innermost spatial loop of every block is vectorized whole (10 and 8 < 16 lanes)
+    assert [extent(v) for v in vec] == [10, 8, 8, 8]
     check_trace_roundtrip(sch)
+
+
+def test_small_nests_stay_serial():
+    """The padding, bias and relu nests (1,600 and 1,024 iterations) are below the parallel
+    grain; the convolution (147,456 with its reduction) is above it."""
+    _, func = conv_group(channels=16, size=8)
+    sch = default_schedule(func, "llvm")
+    assert MIN_PARALLEL_WORK == 32768
+    text = sch.func.script()
+    assert text.count("T.parallel(") == 1 and "for i0, i1, i2 in T.grid(1, 16, 10):" in text
+
+
+def test_a_strided_read_is_not_vectorized():
+    """A dense layer reads W[j, k]: along j, 768 elements apart. Its j loop stays serial inside
+    the parallel rows (the k loop innermost, both reads contiguous); the bias add is vectorized."""
+    rng = np.random.default_rng(0)
+    g = Graph()
+    x = g.add_input("x", (1, 64, 96))
+    w = g.add_constant("w", rng.standard_normal((96, 96)).astype("float32"))
+    b = g.add_constant("b", rng.standard_normal((96,)).astype("float32"))
+    g.set_outputs([g.add_node("add", [g.add_node("dense", [x, w]), b])])
+    (task,) = g.task_list()
+    sch = default_schedule(task.func, "llvm")
+    text = sch.func.script()
+    dense = text[: text.index('T.block("T_add")')]
+    assert "T.parallel(64)" in dense and "for i2, k in T.grid(96, 96):" in dense
+    assert [extent(v) for v in loops(sch.func, ForKind.VECTORIZED)] == [16]
+    check_trace_roundtrip(sch)
+    args = [rng.standard_normal(p.shape).astype("float32") for p in task.func.params]
+    ref = args[-1].copy()
+    wb.build(wb.Schedule(task.func), target="llvm")(*args[:-1], ref)
+    wb.build(sch, target="llvm")(*args)
+    np.testing.assert_allclose(args[-1], ref, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("target, lanes", [("llvm -mcpu=haswell", 8), ("llvm -mtriple=aarch64-linux-gnu", 4)])
@@ -56,12 +89,12 @@ def test_vector_width_comes_from_the_target(target, lanes):
 
 
 def test_reduction_loops_move_outside_the_vector_loop():
-    _, func = conv_group()
+    _, func = conv_group(channels=16, size=8)
     text = default_schedule(func, "llvm").func.script()
-    conv = text[text.index("nn_oc_y_fused in T.parallel(48)") :]
+    conv = text[text.index("nn_oc_y_fused in T.parallel(128)") :]
     # the output's x loop is vectorized below rc, ry, rx: each lane accumulates its own output
-    assert conv.index("for rc, ry, rx in T.grid(8, 3, 3)") < conv.index("for x in T.vectorized(6)")
-    assert conv.index("for x in T.vectorized(6)") < conv.index('T.block("conv2d")')
+    assert conv.index("for rc, ry, rx in T.grid(16, 3, 3)") < conv.index("for x in T.vectorized(8)")
+    assert conv.index("for x in T.vectorized(8)") < conv.index('T.block("conv2d")')
 
 
 def test_numerics_match_the_unscheduled_function():
