@@ -1,8 +1,8 @@
 """Tune a graph's tasks and run the graph: ``tune_model``, ``build_model``, ``Model``.
 
 ``build_model`` builds each distinct task once: from the database's best record when it has
-one, else from a default schedule (the outermost loop of every top-level loop nest made
-parallel where the schedule allows it, the unscheduled function otherwise). The executor
+one, else from :func:`default_schedule` (outer spatial loops fused and parallel, the innermost
+spatial loop vectorized, each where the schedule and a cost rule allow it). The executor
 preallocates every intermediate array (aligned numpy), binds each kernel's arguments once, and
 calls the kernels' low-overhead entries in topological order; reshapes are numpy views.
 """
@@ -82,9 +82,10 @@ def default_schedule(func: PrimFunc, target: Any = "llvm") -> Schedule:
       of a few microseconds ran slower in parallel;
     * the innermost spatial loop vectorized, split to the target's vector lanes for the dtype
       it writes when longer and moved below the reduction loops of a reduction block (a
-      reduction then accumulates per lane), where every access of the block stays contiguous
-      or the same for every lane (TVM's stride check): a dense layer's weight read ``W[j, k]``
-      along ``j`` would be a gather, 4.8x slower than the serial dot product on 768x768.
+      reduction then accumulates per lane), where every access of the block moves by 0 or 1
+      element per lane (stricter than TVM's check, which lets the innermost loop through): a
+      dense layer's weight read ``W[j, k]`` along ``j`` would be a gather, 4.8x slower than
+      the serial dot product on 768x768.
 
     Each step is skipped where the schedule refuses it (``ScheduleError``), so the result is
     always valid; ``build_model`` checks nothing else. Loops of a nest shared by two blocks,
