@@ -24,12 +24,7 @@ import workbench as wb
 from workbench.codegen.timing import time_runs
 from workbench.graph import zoo
 
-QUICK = {
-    "resnet18": dict(width=8, image=32, classes=10),
-    "resnet34": dict(width=8, image=32, classes=10),
-    "mobilenet_v2": dict(width=0.25, image=32, classes=10, last_channel=32),
-    "bert_layer": dict(hidden=64, heads=4, intermediate=128, seq=16),
-}
+QUICK = zoo.TINY
 
 
 def cpu_model() -> str:
@@ -100,7 +95,7 @@ def main() -> None:
     trials = args.trials if args.trials is not None else (16 if args.quick else 64)
     print(
         f"CPU: {cpu_model()}; torch {torch.__version__} with {torch.get_num_threads()} threads; "
-        f"{os.cpu_count()} cores; trials per model: {trials}"
+        f"{os.cpu_count()} cores; trials per model: {trials}; load average {os.getloadavg()[0]:.2f}"
     )
     rows = [bench(n, args.quick, trials, args.workers) for n in args.models.split(",")]
     head = f"{'model':<14}{'groups':>7}{'tasks':>6}{'eager ms':>10}{'untuned ms':>12}{'x eager':>9}"
@@ -119,6 +114,10 @@ def main() -> None:
             )
         print(line)
     print("x eager: workbench latency / PyTorch eager latency (below 1: workbench is faster)")
+    print(
+        f"load average at the end {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (above the cores, "
+        "parallel kernels wait for descheduled threads: docs/design.md 'Spinning threads, bounded')"
+    )
 
 
 if __name__ == "__main__":

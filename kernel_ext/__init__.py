@@ -25,13 +25,22 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 from . import formatters
 from .magics import WorkbenchMagics
-from .widgets import ConvergencePlot, DecisionTree, LoopNestStepper, PinPanel, TraceGraph, tune_with_plot
+from .widgets import (
+    ConvergencePlot,
+    DecisionTree,
+    LoopNestStepper,
+    ModelGraph,
+    PinPanel,
+    TraceGraph,
+    tune_with_plot,
+)
 
 __all__ = [
     "load_ipython_extension",
     "unload_ipython_extension",
     "LoopNestStepper",
     "TraceGraph",
+    "ModelGraph",
     "DecisionTree",
     "ConvergencePlot",
     "PinPanel",

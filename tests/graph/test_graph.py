@@ -97,6 +97,12 @@ def test_executor_matches_numpy_and_times():
     assert len(model.steps) == 4 and len(model.kernels) == 3
     assert model.tuned == [False, False, False]
     assert float(model.time(x, number=1, repeat=1)) > 0
+    # number sized from a median of single runs: min_repeat_ms of work per repeat
+    t = model.time(x, repeat=2, min_repeat_ms=2.0)
+    assert t.number * t > 0 and len(t.samples) == 2
+    groups = model.time_groups(x, runs=5)  # in-run medians, one per group
+    assert len(groups) == len(g.groups) == 4 and all(v > 0 for v in groups)
+    np.testing.assert_allclose(model(x)[0], out)  # timing ran on the inputs in place
     with pytest.raises(ValueError, match="input 'x' has shape"):
         model(np.zeros((1, 8, 5, 5), "float32"))
 

@@ -53,6 +53,13 @@ EXPECTED = {
     "03_tune_paper_workloads": ["numpy / workbench ="],
     "04_prototype_a_module": ["the mutant replays: True", "VectorWidthTiling  best"],
     "05_trace_from_database": ["replayed, correct", "sch.get_block("],
+    "06_whole_model": [
+        "untuned matches PyTorch: True",
+        "tuned matches PyTorch: True",
+        "tasks from the database:",
+        "fused groups, 18 distinct tasks",
+        "ResNet-34: 39 groups, 18 tasks",
+    ],
 }
 
 

@@ -1,14 +1,15 @@
 """Tune a graph's tasks and run the graph: ``tune_model``, ``build_model``, ``Model``.
 
 ``build_model`` builds each distinct task once: from the database's best record when it has
-one, else from a default schedule (the outermost loop of every top-level loop nest made
-parallel where the schedule allows it, the unscheduled function otherwise). The executor
+one, else from :func:`default_schedule` (outer spatial loops fused and parallel, the innermost
+spatial loop vectorized, each where the schedule and a cost rule allow it). The executor
 preallocates every intermediate array (aligned numpy), binds each kernel's arguments once, and
 calls the kernels' low-overhead entries in topological order; reshapes are numpy views.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Union
 
@@ -62,27 +63,143 @@ def tune_model(
     )
 
 
-def default_schedule(func: PrimFunc) -> Schedule:
-    """The schedule used where a task has no record: each top-level loop nest's outermost loop
-    parallel (skipped where ``parallel`` refuses it: a reduction loop, a loop of one
-    iteration)."""
+#: parallel iterations wanted per core before the default schedule stops fusing outer loops
+#: (TVM's ``max_jobs_per_core`` default: enough chunks to balance uneven blocks)
+JOBS_PER_CORE = 16
+#: a loop nest with fewer iterations than this (all its loops) stays serial: starting the
+#: threads and waiting at the barrier costs more than the work (PyTorch's ``GRAIN_SIZE``)
+MIN_PARALLEL_WORK = 32768
+
+
+def default_schedule(func: PrimFunc, target: Any = "llvm") -> Schedule:
+    """The schedule used where a task has no record, for each block (its own loop nest, as the
+    DSL lowers a fused group):
+
+    * the leading spatial loops fused until they give ``JOBS_PER_CORE`` iterations per core of
+      ``target`` (or all of them but the vector loop), and the fused loop made ``parallel``: at
+      batch 1 the outermost loop alone has extent 1, which left every untuned kernel serial.
+      Not for a nest of fewer than ``MIN_PARALLEL_WORK`` iterations: a tiny model's kernels
+      of a few microseconds ran slower in parallel;
+    * the innermost spatial loop vectorized, split to the target's vector lanes for the dtype
+      it writes when longer and moved below the reduction loops of a reduction block (a
+      reduction then accumulates per lane), where every access of the block moves by 0 or 1
+      element per lane (stricter than TVM's check, which lets the innermost loop through): a
+      dense layer's weight read ``W[j, k]`` along ``j`` would be a gather, 4.8x slower than
+      the serial dot product on 768x768.
+
+    Each step is skipped where the schedule refuses it (``ScheduleError``), so the result is
+    always valid; ``build_model`` checks nothing else. Loops of a nest shared by two blocks,
+    or of a block under a loop already parallel, are left alone.
+    """
+    from ..space.analysis import const_extent, loop_iter_type
+    from ..ir.stmt import SPATIAL, SeqStmt
+    from ..target import Target
+
+    tgt = Target.of(target)
+    cores = max(tgt.num_cores, 1)
     sch = Schedule(func)
     names = [n.name for n in pre_order(func.body) if isinstance(n, Block) and n.name != "root"]
     for name in names:
         try:
-            loops = sch.get_loops(sch.get_block(name))
+            block = sch.get_block(name)
+            loops = sch.get_loops(block)
         except ScheduleError:
             continue
-        if not loops:
+        nodes = [sch.get(lp) for lp in loops]
+        if not nodes or any(n.kind != ForKind.SERIAL or n.annotations for n in nodes):
             continue
-        node = sch.get(loops[0])
-        if node.kind != ForKind.SERIAL:
-            continue  # already parallel (shared by an earlier block of the same nest)
+        kinds = [loop_iter_type(sch.index, n) for n in nodes]
+        work = 1
+        for n in nodes:
+            work *= const_extent(n) or 1
+        # the leading run of plain spatial loops over this block alone
+        lead = 0
+        for n, kind in zip(nodes, kinds):
+            if kind != SPATIAL or const_extent(n) is None or isinstance(n.body, SeqStmt):
+                break
+            lead += 1
+        if lead == 0:
+            continue
+        spatial = list(loops[:lead])
+        trial = sch.copy()  # the same loop handles; kept only when every step was accepted
+        vec = _vectorize_innermost(trial, block, loops, lead, tgt)
+        if vec is not None:
+            sch = trial
+            spatial = spatial[:-1] + ([vec] if vec is not spatial[-1] else [])
+        # outer loops to fuse: those whose product first reaches the wanted parallel work
+        chosen, product = [], 1
+        for lp in spatial:
+            chosen.append(lp)
+            product *= const_extent(sch.get(lp)) or 1
+            if product >= cores * JOBS_PER_CORE:
+                break
+        if product <= 1 or work < MIN_PARALLEL_WORK:
+            continue
         try:
-            sch.parallel(loops[0])
+            fused = sch.fuse(*chosen) if len(chosen) > 1 else chosen[0]
+            sch.parallel(fused)
         except ScheduleError:
             pass
     return sch
+
+
+def _vectorize_innermost(sch: Schedule, block, loops: list, lead: int, target: Any):
+    """Vectorize the innermost of the ``lead`` spatial loops (see :func:`default_schedule`);
+    return the split's outer loop, the vectorized loop itself when no split was needed (the
+    caller then leaves it out of the parallel fuse), or None when the schedule refused a step
+    (``sch`` is then half-rewritten: the caller works on a copy)."""
+    from ..space.analysis import const_extent
+
+    inner = loops[lead - 1]
+    extent = const_extent(sch.get(inner)) or 0
+    dtype = sch.get(block).writes[0].buffer.dtype if sch.get(block).writes else "float32"
+    try:
+        lanes = target.vector_lanes(str(dtype))
+    except ValueError:
+        return None
+    factor = max((f for f in range(1, min(lanes, extent) + 1) if extent % f == 0), default=1)
+    if factor < 2:
+        return None
+    try:
+        if factor < extent:
+            outer, vec = sch.split(inner, [None, factor])
+        else:
+            outer, vec = None, inner
+        rest = loops[lead:]
+        if rest:
+            sch.reorder(vec, *rest)
+            sch.reorder(*rest, vec)
+        if not _unit_stride(sch, block, vec):
+            return None  # a strided access: a gather or scatter per lane
+        sch.vectorize(vec)
+    except ScheduleError:
+        return None
+    return outer if outer is not None else inner
+
+
+def _unit_stride(sch: Schedule, block, loop) -> bool:
+    """Whether each access of ``block`` moves by 0 or 1 element per iteration of ``loop``
+    (TVM's contiguity check lets the innermost loop through whatever its stride; we do not:
+    the default schedule has no tuner to measure the gather it would make)."""
+    from ..ir.arith import simplify
+    from ..ir.functor import substitute
+    from ..space.postprocs.rewrite_parallel_vectorize_unroll import _stride
+
+    node = sch.get(block)
+    var = sch.get(loop).loop_var
+    realize = sch.index.realizes[node.name]
+    binding = {iv.var: v for iv, v in zip(node.iter_vars, realize.iter_values)}
+    for access in (*node.reads, *node.writes):
+        stride, size = 0, 1
+        for dim in range(len(access.region) - 1, -1, -1):
+            coef = _stride(simplify(substitute(access.region[dim].min, binding)), var)
+            if coef:
+                stride = coef * size
+                break
+            size *= access.buffer.shape[dim]
+        if stride not in (0, 1):
+            return False
+    return True
 
 
 @dataclass
@@ -154,22 +271,45 @@ class Model:
         min_repeat_ms: float = MIN_REPEAT_MS,
     ) -> TimingResult:
         """Seconds per run of the whole model (the kernels, not the input copy), as
-        ``Kernel.time``: the median of ``repeat`` repeats."""
-        self._set_inputs(inputs)
-        return time_runs(
-            self.run,
-            (),
-            number=number or 1,
-            repeat=repeat,
-            warmup=1,
-            min_repeat_ms=min_repeat_ms if number is None else 0.0,
-        )
+        ``Kernel.time``: the median of ``repeat`` repeats of ``number`` runs.
 
-    def time_groups(self, *inputs: Any, repeat: int = 3) -> list[float]:
-        """Seconds per run of each group's kernel (in group order): each one's share."""
+        ``number`` None: sized from the median of a few single runs to last ``min_repeat_ms``,
+        not from the first run as ``time_runs`` does: on a loaded machine one run that waited
+        for a descheduled worker thread (tens of ms) would set ``number`` to 1, and the
+        repeats would then time single runs, stalls included."""
         self._set_inputs(inputs)
         self.run()
-        return [float(time_runs(s.entry, s.args, repeat=repeat, min_repeat_ms=5.0)) for s in self.steps]
+        if number is None:
+            est = float(np.median(self._run_times(5).sum(axis=1)))
+            number = max(1, int(min_repeat_ms / 1e3 / max(est, 1e-9)) + 1)
+        return time_runs(self.run, (), number=number, repeat=repeat, warmup=1, min_repeat_ms=0.0)
+
+    def _run_times(self, runs: int) -> np.ndarray:
+        """``runs`` x steps: seconds each kernel took in each of ``runs`` runs of the model."""
+        clock = time.perf_counter
+        out = np.empty((runs, len(self.steps)))
+        for r in range(runs):
+            row = out[r]
+            t = clock()
+            for j, s in enumerate(self.steps):
+                s.entry(*s.args)
+                u = clock()
+                row[j] = u - t
+                t = u
+        return out
+
+    def time_groups(self, *inputs: Any, min_ms: float = 200.0, runs: Optional[int] = None) -> list[float]:
+        """Seconds each group's kernel takes within a run of the model (in group order): the
+        median over ``runs`` runs (enough for ``min_ms`` in all, at least 11) of the clock
+        read between consecutive kernels, as TVM's debug executor times each operator. In
+        place, so each kernel sees the caches the kernel before it left; the median drops
+        runs where a parallel kernel waited for a descheduled worker thread."""
+        self._set_inputs(inputs)
+        self.run()
+        if runs is None:
+            est = float(np.median(self._run_times(3).sum(axis=1)))
+            runs = int(min(max(11, min_ms / 1e3 / max(est, 1e-9)), 10_000))
+        return [float(t) for t in np.median(self._run_times(runs), axis=0)]
 
     # reporting ---------------------------------------------------------------------------------
     @property
@@ -206,7 +346,7 @@ def build_model(graph: Graph, target: Any = "llvm", database: Union[None, str, D
             except Exception:  # a record that no longer replays: the default schedule
                 rec = None
         if sch is None:
-            sch = default_schedule(task.func)
+            sch = default_schedule(task.func, target)
         kernels.append(build(sch, target=target))
         records.append(rec)
     return Model(graph, target, kernels, records)

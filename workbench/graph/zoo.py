@@ -180,6 +180,16 @@ MODELS: dict[str, Callable] = {
 }
 
 
+#: the tiny variant of each model (what tests, ``workbench tune-model --tiny`` and
+#: ``bench/model.py --quick`` build): seconds to import, tune a little and run
+TINY: dict[str, dict] = {
+    "resnet18": dict(width=8, image=32, classes=10),
+    "resnet34": dict(width=8, image=32, classes=10),
+    "mobilenet_v2": dict(width=0.25, image=32, classes=10, last_channel=32),
+    "bert_layer": dict(hidden=64, heads=4, intermediate=128, seq=16),
+}
+
+
 def names() -> list[str]:
     return list(MODELS)
 
