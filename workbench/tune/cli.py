@@ -268,7 +268,7 @@ def _cmd_tune_model(args) -> int:
     tasks = graph.task_list()
     print(
         f"{args.model} {size or '(full size)'}: {len(graph.nodes)} operators, "
-        f"{len(graph.groups)} fused groups, {len(tasks)} tasks"
+        f"{len(graph.fuse())} fused groups, {len(tasks)} tasks"
     )
     db = Database.open(args.db)
     trials = 64 * len(tasks) if args.trials is None else args.trials
