@@ -147,6 +147,16 @@ def time_runs(
         return clock() - t0, runs
 
     if min_s > 0:
+        # size `number` on the median of a few single runs, not on the first: on a loaded
+        # machine one run stalled by a scheduler tick (4-68 ms for a 20 us parallel kernel)
+        # would make every repeat a single run, and the median a stall
+        probe: list[float] = []
+        while len(probe) < 5 and sum(probe) < min_s:
+            t0 = clock()
+            fn(*args)
+            probe.append(clock() - t0)
+        typical = max(sorted(probe)[len(probe) // 2], 1e-9)
+        number = min(max(number, int(min_s / typical * 1.1) + 1), 1 << 30)
         while number < 1 << 30:
             dt, runs = one_repeat(number)
             if dt >= min_s:
