@@ -430,3 +430,18 @@ def test_reorder_after_imperfect_splits_of_a_fused_loop():
     sch.reorder(f11, f10, j)
     check_trace_roundtrip(sch)
     check_same_numbers(sch.func, _elementwise())
+
+
+def test_reorder_refuses_loops_above_an_opaque_scan():
+    """A prefix sum in an opaque block reads what the previous iteration wrote: reordering the
+    split loops would run it out of order (found by the fuzzer; TVM 0.27 accepts it and computes
+    9 of 13 outputs wrong)."""
+    from workbench import fuzz
+
+    sch = wb.Schedule(wb.parse(fuzz.SCRIPTS["scan"]))
+    a, b, c = sch.split(sch.get_loops("B")[0], [2, None, 4], preserve_unit_iters=False)
+    before, steps = sch.func, len(sch.trace)
+    with pytest.raises(wb.ScheduleError, match=r"opaque block 'B' .* reads what it writes"):
+        sch.reorder(c, b, a)
+    assert sch.func is before and len(sch.trace) == steps
+    check_same_numbers(sch.func, fuzz.SCRIPTS["scan"])  # the split alone keeps the order

@@ -318,9 +318,27 @@ def reorder(sch: Schedule, *ordered_loops: LoopRV) -> None:
                     argument="ordered_loops",
                     nodes=[realize.block],
                 )
+    reordered = {p.loop_var for p in path}
+    for realize in idx.realizes_under(bottom):
+        block = realize.block
+        if block.iter_vars or not (free_vars(block) & reordered):
+            continue
+        # an opaque block indexes with the loop variables themselves: its iterations may carry
+        # a dependence (a prefix sum reads what the previous one wrote), which a new order would
+        # break; TVM does not check this and computes something else (DESIGN decision 9)
+        carried = {r.buffer for r in block.reads} & {w.buffer for w in block.writes}
+        if carried:
+            raise ScheduleError(
+                "reorder",
+                f"opaque block {block.name!r} below the loops uses the loop variables directly "
+                f"and reads what it writes ({', '.join(sorted(b.name for b in carried))}): its "
+                f"iterations may depend on each other, and reordering would break that",
+                argument="ordered_loops",
+                nodes=[block],
+            )
     for realize in idx.child_realizes(bottom):
         if not realize.block.iter_vars:
-            continue  # an opaque block binds nothing (TVM does not check it either)
+            continue  # an opaque block binds nothing (checked for carried dependences above)
         loops = idx.loops_above(realize)
         problem = _affine_problem(realize, loops[loops.index(top) :], idx.var_ranges(top))
         if problem:
