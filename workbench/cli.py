@@ -25,6 +25,7 @@ from . import workloads
 from .cli_args import Parser, UsageError, positive_int, shape_kwargs
 from .codegen import build
 from .errors import WorkbenchError
+from .graph.cli import add_parsers as add_model_parsers
 from .tune.cli import add_parsers
 
 __all__ = ["main", "UsageError"]
@@ -121,6 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--number", type=positive_int, default=3)
     p.set_defaults(fn=_cmd_run)
     add_parsers(sub)
+    add_model_parsers(sub)
     return parser
 
 
