@@ -33,16 +33,21 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
+from .codegen.build import build
+from .codegen.lower import lower
 from .errors import ScheduleError
 from .ir import dsl
-from .ir.expr import FloatImm, Var
+from .ir.expr import BufferLoad, FloatImm, Var
 from .ir.func import PrimFunc
 from .ir.functor import pre_order, transform
+from .ir.parser import parse
 from .ir.stmt import Allocate, Block, BufferStore, For, ForKind, make_for, seq
+from .ir.structural import structural_equal
 from .schedule.instruction import REGISTRY, Instruction, iter_rvs, map_rvs
 from .schedule.rv import RV
 from .schedule.schedule import Schedule
 from .schedule.trace import Trace
+from .testing import check_trace_roundtrip
 
 #: extents of generated shapes: 1, primes and composites, all small so that builds are quick
 EXTENTS = (1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 24)
@@ -350,8 +355,6 @@ def random_program(seed: int) -> Program:
 
 
 def _used_inputs(outputs: Sequence[dsl.Tensor]) -> set:
-    from .ir.expr import BufferLoad
-
     seen, used, stack = set(), set(), list(outputs)
     while stack:
         t = stack.pop()
@@ -472,8 +475,6 @@ def nested(A: T.Buffer((9, 5), "float32"), W: T.Buffer((5, 6), "float32"), C: T.
 
 
 def script_programs() -> list[Program]:
-    from .ir.parser import parse
-
     return [Program(name, parse(text), "script") for name, text in SCRIPTS.items()]
 
 
@@ -840,9 +841,6 @@ def poison_intermediates(lowered: PrimFunc) -> PrimFunc:
 
 
 def build_poisoned(func: PrimFunc):
-    from .codegen.build import build
-    from .codegen.lower import lower
-
     try:
         return build(poison_intermediates(lower(func)), target="llvm")
     except Exception:  # the fill loops are ours: fall back to the function as it is
@@ -883,8 +881,6 @@ class Reference:
 def check_final(sch: Schedule, ref: Reference, roundtrip: bool = True) -> None:
     """Build the schedule on llvm, compare with the reference, replay its trace; a ``Bug``
     for the first check that fails."""
-    from .testing import check_trace_roundtrip
-
     try:
         kernel = build_poisoned(sch.func)
     except Exception as exc:
@@ -920,8 +916,6 @@ def check_final(sch: Schedule, ref: Reference, roundtrip: bool = True) -> None:
 def apply_step(sch: Schedule, step: Step) -> bool:
     """Apply ``step``: True if accepted, False if refused (and the schedule unchanged); a
     ``Bug`` for any other exception or for a refusal that changed the schedule."""
-    from .ir.structural import structural_equal
-
     func, text, n = sch.func, sch.trace.as_python(), len(sch.trace)
     try:
         getattr(sch, step.name)(*step.args, **step.kwargs)

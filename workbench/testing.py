@@ -4,14 +4,21 @@ round-trips through JSON and Python (DESIGN decisions 4 and 5), and the printed 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import numpy as np
 
+from . import workloads
+from .codegen import build
+from .ir import dsl
+from .ir.expr import Var
 from .ir.func import PrimFunc
-
-if TYPE_CHECKING:
-    from .schedule import Schedule
+from .ir.index import index, replace
+from .ir.parser import parse
+from .ir.stmt import TRUE, BlockRealize, IterVar, make_for, seq
+from .ir.structural import assert_structural_equal
+from .schedule import Schedule, Trace
+from .target import Target
 
 #: the x86 CPUs tests build for: AVX2 + FMA (8 float lanes, ymm registers) and AVX-512 (16
 #: lanes, zmm). Code for the ones this host can run (:func:`runs_here`) is run; the others are
@@ -21,8 +28,6 @@ X86_TARGETS = ("llvm -mcpu=znver3", "llvm -mcpu=skylake-avx512")
 
 def runs_here(target: Any) -> bool:
     """Whether code built for ``target`` can run on this machine (``Target.cannot_run``)."""
-    from .target import Target
-
     return Target.of(target).cannot_run() is None
 
 
@@ -37,9 +42,6 @@ def check_numeric(
 ) -> None:
     """Build the scheduled function, run it on ``workloads.random_args(name, seed, **shape)``
     and compare the output with the workload's numpy reference (AssertionError otherwise)."""
-    from . import workloads
-    from .codegen import build
-
     func = getattr(sch_or_func, "func", sch_or_func)
     args = workloads.random_args(name, seed=seed, **shape)
     expected = workloads.reference(name, **shape)(*args[:-1])
@@ -59,9 +61,6 @@ def check_trace_roundtrip(sch: Schedule, func: Optional[PrimFunc] = None) -> Non
     """Replay ``sch.trace`` on a fresh schedule of ``func`` (default: the function ``sch``
     started from) through JSON text and through its Python rendering; both must give a
     function structurally equal to ``sch.func`` and render the same trace text."""
-    from .ir.structural import assert_structural_equal
-    from .schedule import Schedule, Trace
-
     func = original_func(sch) if func is None else func
     text = sch.trace.as_python()
 
@@ -82,26 +81,18 @@ def check_trace_roundtrip(sch: Schedule, func: Optional[PrimFunc] = None) -> Non
 def check_text_roundtrip(func: Any) -> None:
     """The printed function parses back to a structurally equal one (the printer is the file
     format: ``wb.parse(str(f))`` is ``f``)."""
-    from .ir.parser import parse
-    from .ir.structural import assert_structural_equal
-
     func = getattr(func, "func", func)
     assert_structural_equal(parse(str(func)), func)
 
 
 def small_schedule(name: str, seed: int = 0) -> Schedule:
     """A schedule of workload ``name`` at its small shape (``workloads.small(name)``)."""
-    from . import workloads
-    from .schedule import Schedule
-
     return Schedule(workloads.get(name, **workloads.small(name)), seed=seed)
 
 
 def check_small(sch: Schedule, name: str) -> None:
     """Numeric check at the small shape plus the trace round-trip: what every test of a
     primitive asserts on a scheduled workload."""
-    from . import workloads
-
     check_numeric(sch, name, **workloads.small(name))
     check_trace_roundtrip(sch)
 
@@ -112,8 +103,6 @@ def check_small(sch: Schedule, name: str) -> None:
 
 def elementwise_func(shape: tuple[int, int] = (4, 8)) -> PrimFunc:
     """``B = A * 2`` then ``C = B + 1``, each stage in its own loop nest ``i, j``."""
-    from .ir import dsl
-
     A = dsl.placeholder(shape, "float32", name="A")
     B = dsl.compute(shape, lambda i, j: A[i, j] * 2.0, name="B")
     C = dsl.compute(shape, lambda i, j: B[i, j] + 1.0, name="C")
@@ -122,8 +111,6 @@ def elementwise_func(shape: tuple[int, int] = (4, 8)) -> PrimFunc:
 
 def check_elementwise(func: PrimFunc, shape: tuple[int, int] = (4, 8)) -> None:
     """A variant of :func:`elementwise_func` still computes ``C = A * 2 + 1``."""
-    from .codegen import build
-
     a = np.random.default_rng(0).uniform(-1, 1, size=shape).astype("float32")
     out = np.zeros(shape, "float32")
     build(getattr(func, "func", func), target="python")(a, out)
@@ -132,10 +119,6 @@ def check_elementwise(func: PrimFunc, shape: tuple[int, int] = (4, 8)) -> None:
 
 def shared_loop_func() -> PrimFunc:
     """``for i: {for j: B; for j2: C}``: loop ``i`` holds two loops (not a single branch)."""
-    from .ir.expr import Var
-    from .ir.stmt import TRUE, BlockRealize, make_for, seq
-    from .ir.index import index
-
     func = elementwise_func()
     idx = index(func)
     i, j, j2 = Var("i"), Var("j"), Var("j2")
@@ -152,9 +135,6 @@ def shared_loop_func() -> PrimFunc:
 
 def opaque_func() -> PrimFunc:
     """:func:`elementwise_func` with block ``B``'s iterators made opaque."""
-    from .ir.stmt import IterVar
-    from .ir.index import index, replace
-
     func = elementwise_func()
     block = index(func).block("B")
     ivs = tuple(IterVar(iv.var, iv.dom, "O") for iv in block.iter_vars)
@@ -163,8 +143,6 @@ def opaque_func() -> PrimFunc:
 
 def triangular_func() -> PrimFunc:
     """:func:`elementwise_func` with ``for j in range(i + 1)`` above block ``B``."""
-    from .ir.index import index, replace
-
     func = elementwise_func()
     idx = index(func)
     i, j = idx.loops_above(idx.block("B"))

@@ -10,9 +10,9 @@ PyTorch is the optional extra ``torch``: it is imported by ``from_torch`` and by
 :mod:`workbench.graph.zoo` only, never by ``import workbench``.
 """
 
-from .graph import Graph, Group, Node, Task, lower_group
+from .graph import Graph, Node, Task, lower_group
 from .ops import OPS
-from .fusion import fuse
+from .fusion import Group, fuse
 from .frontend import UnsupportedOperator, from_torch
 from .executor import Model, build_model, default_schedule, tune_model
 

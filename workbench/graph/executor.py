@@ -18,11 +18,17 @@ import numpy as np
 from ..codegen import aligned, build, empty
 from ..codegen.timing import MIN_REPEAT_MS, TimingResult, time_runs
 from ..errors import ScheduleError
+from ..ir.arith import simplify
 from ..ir.func import PrimFunc
-from ..ir.functor import pre_order
-from ..ir.stmt import Block, ForKind
+from ..ir.functor import pre_order, substitute
+from ..ir.stmt import SPATIAL, Block, ForKind, SeqStmt
 from ..schedule import Schedule
+from ..space.analysis import const_extent, loop_iter_type
+from ..space.postprocs.rewrite_parallel_vectorize_unroll import _stride
+from ..target import Target
 from ..tune.database.base import Database, Record
+from ..tune.task import TuneTask
+from ..tune.tuning import tune
 from .graph import Graph
 
 
@@ -45,9 +51,6 @@ def tune_model(
     every task once. Other keywords go to :func:`workbench.tune` (``seed``, ``strategy``,
     ``runner``, ``callbacks``, ...); ``baseline`` (timing every unscheduled task) is off.
     """
-    from ..tune.task import TuneTask
-    from ..tune.tuning import tune
-
     tasks = graph.task_list()
     if num_trials_per_iter is None:
         num_trials_per_iter = max(1, min(16, trials // max(len(tasks), 1)))
@@ -91,10 +94,6 @@ def default_schedule(func: PrimFunc, target: Any = "llvm") -> Schedule:
     always valid; ``build_model`` checks nothing else. Loops of a nest shared by two blocks,
     or of a block under a loop already parallel, are left alone.
     """
-    from ..space.analysis import const_extent, loop_iter_type
-    from ..ir.stmt import SPATIAL, SeqStmt
-    from ..target import Target
-
     tgt = Target.of(target)
     cores = max(tgt.num_cores, 1)
     sch = Schedule(func)
@@ -148,8 +147,6 @@ def _vectorize_innermost(sch: Schedule, block, loops: list, lead: int, target: A
     return the split's outer loop, the vectorized loop itself when no split was needed (the
     caller then leaves it out of the parallel fuse), or None when the schedule refused a step
     (``sch`` is then half-rewritten: the caller works on a copy)."""
-    from ..space.analysis import const_extent
-
     inner = loops[lead - 1]
     extent = const_extent(sch.get(inner)) or 0
     dtype = sch.get(block).writes[0].buffer.dtype if sch.get(block).writes else "float32"
@@ -181,10 +178,6 @@ def _unit_stride(sch: Schedule, block, loop) -> bool:
     """Whether each access of ``block`` moves by 0 or 1 element per iteration of ``loop``
     (TVM's contiguity check lets the innermost loop through whatever its stride; we do not:
     the default schedule has no tuner to measure the gather it would make)."""
-    from ..ir.arith import simplify
-    from ..ir.functor import substitute
-    from ..space.postprocs.rewrite_parallel_vectorize_unroll import _stride
-
     node = sch.get(block)
     var = sch.get(loop).loop_var
     realize = sch.index.realizes[node.name]

@@ -59,7 +59,7 @@ def from_torch(module: Any, example_inputs: Sequence[Any], *, fuse: bool = True)
     ``torch.export`` on ``example_inputs`` (shapes are fixed to theirs); fused unless
     ``fuse=False``."""
     try:
-        import torch
+        import torch  # optional dependency (extra torch); not imported by `import workbench`
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
             "from_torch needs PyTorch: pip install 'workbench[torch]' (torch==2.13.0, the CPU build)"
@@ -71,7 +71,7 @@ def from_torch(module: Any, example_inputs: Sequence[Any], *, fuse: bool = True)
     env: dict[Any, Any] = {}  # fx node -> value name (or tuple of them, or a python constant)
     state = {**ep.state_dict, **getattr(ep, "constants", {})}
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
-    from torch.export.graph_signature import InputKind
+    from torch.export.graph_signature import InputKind  # optional dependency (extra torch)
 
     for node in ep.graph.nodes:
         if node.op == "placeholder":

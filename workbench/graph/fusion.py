@@ -18,18 +18,38 @@ executor reshapes the producer's array. Every other node starts a group.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
 
-if TYPE_CHECKING:
-    from .graph import Graph, Group
+from ..ir.func import PrimFunc
+
+if TYPE_CHECKING:  # hints only: graph.py imports this module (Graph.fuse calls fuse)
+    from .graph import Graph, Node
+
+
+@dataclass
+class Group:
+    """Fused operators that become one kernel: ``nodes`` in order, the last one's value is the
+    group's output; ``inputs`` are the values it reads from outside (graph inputs, constants,
+    other groups' outputs), in parameter order."""
+
+    name: str
+    nodes: list[Node]
+    inputs: list[str]
+    func: Optional[PrimFunc] = None
+    key: str = ""  # the database's workload key of func
+    task: int = -1  # index into Graph.tasks()
+
+    @property
+    def output(self) -> str:
+        return self.nodes[-1].name
+
 
 _EPILOGUE_HOSTS = {"anchor", "injective", "elemwise", "broadcast"}
 _INJECTIVE_HOSTS = {"injective", "elemwise", "broadcast"}
 
 
-def fuse(graph: "Graph") -> list["Group"]:
-    from .graph import Group
-
+def fuse(graph: Graph) -> list[Group]:
     users = graph.users()
     outputs = set(graph.outputs)
     groups: list[Group] = []

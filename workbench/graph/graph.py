@@ -19,6 +19,7 @@ import numpy as np
 from ..ir import dsl
 from ..ir.func import PrimFunc
 from ..ir.structural import structural_hash
+from .fusion import Group, fuse
 from .ops import OPS, infer
 
 
@@ -37,24 +38,6 @@ class Node:
     @property
     def pattern(self) -> str:
         return OPS[self.op].pattern
-
-
-@dataclass
-class Group:
-    """Fused operators that become one kernel: ``nodes`` in order, the last one's value is the
-    group's output; ``inputs`` are the values it reads from outside (graph inputs, constants,
-    other groups' outputs), in parameter order."""
-
-    name: str
-    nodes: list[Node]
-    inputs: list[str]
-    func: Optional[PrimFunc] = None
-    key: str = ""  # the database's workload key of func
-    task: int = -1  # index into Graph.tasks()
-
-    @property
-    def output(self) -> str:
-        return self.nodes[-1].name
 
 
 @dataclass
@@ -147,8 +130,6 @@ class Graph:
     # fusion and tasks ---------------------------------------------------------------------------
     def fuse(self) -> list[Group]:
         """Group the nodes (see :func:`workbench.graph.fusion.fuse`); lowers each group."""
-        from .fusion import fuse
-
         if self.groups is None:
             self.groups = fuse(self)
             self._tasks = None

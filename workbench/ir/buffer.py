@@ -25,7 +25,7 @@ class Buffer:
     align: tuple[tuple[int, int, int], ...] = ()
 
     def __post_init__(self):
-        from .expr import check_dtype
+        from .expr import check_dtype  # a cycle: expr imports this module (BufferLoad holds a Buffer)
 
         check_dtype(self.dtype)
         object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
@@ -70,7 +70,7 @@ class Buffer:
         return replace(self, **changes)
 
     def __getitem__(self, indices):
-        from .expr import BufferLoad, convert
+        from .expr import BufferLoad, convert  # a cycle: expr imports this module
 
         if not isinstance(indices, tuple):
             indices = (indices,)

@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 from .buffer import Buffer
 from .expr import (
+    BufferLoad,
     Expr,
     FloatImm,
     IntImm,
@@ -35,6 +36,7 @@ from .expr import (
 )
 from .func import PrimFunc
 from .functor import pre_order, substitute
+from .region import infer_access_regions
 from .stmt import REDUCE, SPATIAL, Block, BlockRealize, BufferStore, IterVar, Range, Stmt, TRUE, make_for, seq
 from .verify import verify_bounds
 
@@ -263,15 +265,11 @@ def any_of(*conds: Any) -> Expr:
 
 
 def _loads(expr: Expr) -> list:
-    from .expr import BufferLoad
-
     return [n for n in pre_order(expr) if isinstance(n, BufferLoad)]
 
 
 def _stage_block(t: Tensor) -> Stmt:
     """Loops + block of one compute stage."""
-    from .region import infer_access_regions
-
     body = t.body
     red = body if isinstance(body, Reduce) else None
     raxes = red.axes if red else ()

@@ -142,7 +142,7 @@ class Expr:
         return Not(self)
 
     def __str__(self) -> str:
-        from .printer import expr_str
+        from .printer import expr_str  # a cycle: printer imports this module
 
         return expr_str(self)
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
 from .buffer import Buffer
+from .functor import pre_order
 from .stmt import Block, BlockRealize, For, Stmt
 
 
@@ -31,15 +32,11 @@ class PrimFunc:
 
     def blocks(self) -> Iterator[Block]:
         """All blocks, pre-order (the root first)."""
-        from .functor import pre_order
-
         for node in pre_order(self.body):
             if isinstance(node, Block):
                 yield node
 
     def loops(self) -> Iterator[For]:
-        from .functor import pre_order
-
         for node in pre_order(self.body):
             if isinstance(node, For):
                 yield node
@@ -53,7 +50,7 @@ class PrimFunc:
         )
 
     def __str__(self) -> str:
-        from .printer import func_str
+        from .printer import func_str  # a cycle: printer imports this module
 
         return func_str(self)
 
@@ -64,6 +61,6 @@ class PrimFunc:
         return str(self)
 
     def structural_hash(self) -> str:
-        from .structural import structural_hash
+        from .structural import structural_hash  # a cycle: structural imports this module
 
         return structural_hash(self)

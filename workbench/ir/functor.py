@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any, Callable, Iterator, Mapping, Optional
 
 from .buffer import Buffer
-from .expr import Expr, Var
+from .expr import Expr, Var, convert
 from .stmt import BufferRegion, IterVar, Range, Stmt
 
 NODE_TYPES = (Expr, Stmt, Range, IterVar, BufferRegion)
@@ -109,8 +109,6 @@ def substitute(node: Any, vmap: Mapping[Var, Any]) -> Any:
     """Replace variables by expressions (``vmap`` maps ``Var`` objects, by identity)."""
     if not vmap:
         return node
-    from .expr import convert
-
     table = {v: convert(e) for v, e in vmap.items()}
 
     def pre(n: Any) -> Any:

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from .arith import const_int_bound
 from .expr import Add, BinaryOp, Expr, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, convert, is_const
 from .functor import pre_order, substitute
 from .stmt import Range
@@ -155,8 +156,6 @@ class IndexMap:
 
     def map_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
         """The smallest shape holding every mapped index of ``shape`` (bound analysis)."""
-        from .arith import const_int_bound
-
         ranges = self._ranges(shape)
         out = []
         for r in self.results:

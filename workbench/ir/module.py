@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Iterator, Mapping
 
 from .func import PrimFunc
+from .printer import module_str
 
 
 class IRModule(Mapping[str, PrimFunc]):
@@ -59,8 +60,6 @@ class IRModule(Mapping[str, PrimFunc]):
         return "main" if "main" in self._funcs else next(iter(self._funcs))
 
     def __str__(self) -> str:
-        from .printer import module_str
-
         return module_str(self)
 
     def script(self) -> str:
@@ -73,6 +72,6 @@ class IRModule(Mapping[str, PrimFunc]):
         p.text(str(self))
 
     def structural_hash(self) -> str:
-        from .structural import structural_hash
+        from .structural import structural_hash  # a cycle: structural imports this module
 
         return structural_hash(self)

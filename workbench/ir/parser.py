@@ -43,6 +43,7 @@ import typing  # typing.cast: `cast` here is the IR constructor from .expr
 from typing import Any, Callable, Optional, Sequence, Union
 
 from ..errors import TVMScriptError
+from .arith.simplifier import Simplifier
 from .buffer import Buffer
 from .dtype import dtype_info
 from .expr import (
@@ -79,6 +80,7 @@ from .expr import (
     if_then_else,
 )
 from .func import PrimFunc
+from .functor import pre_order
 from .module import IRModule
 from .region import infer_access_regions
 from .stmt import (
@@ -1288,8 +1290,6 @@ class _Let:
 
 
 def _loads(e: Expr) -> list[BufferLoad]:
-    from .functor import pre_order
-
     return [n for n in pre_order(e) if isinstance(n, BufferLoad)]
 
 
@@ -1326,8 +1326,6 @@ def _extent(lo: Expr, hi: Expr) -> Expr:
         return IntImm(hi.value - lo.value, lo.dtype)
     if isinstance(hi, Add) and structural_equal(hi.a, lo, map_free_vars=False):
         return hi.b
-    from .arith.simplifier import Simplifier
-
     return Simplifier({}).simplify(Sub.make(hi, lo))
 
 

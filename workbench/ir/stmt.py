@@ -26,7 +26,7 @@ class Stmt:
     __slots__ = ()
 
     def __str__(self) -> str:
-        from .printer import stmt_str
+        from .printer import stmt_str  # a cycle: printer imports this module
 
         return stmt_str(self)
 

@@ -17,14 +17,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Optional
 
+from ..ir.arith import simplify as arith_simplify
 from ..ir.expr import And, Expr, Var, is_const
 from ..ir.functor import pre_order, substitute
 from ..ir.stmt import Block, BlockRealize, For, IfThenElse, Range, SeqStmt, Stmt
 
 
 def simplify(expr: Expr, ranges: Mapping[Var, Range]) -> Expr:
-    from ..ir.arith import simplify as arith_simplify
-
     return arith_simplify(expr, ranges)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import weakref
 from typing import Any, Optional
+from ..ir.expr import Var, convert
 
 
 class RV:
@@ -59,8 +60,6 @@ class ExprRV(RV):
         try:
             return self._var
         except AttributeError:
-            from ..ir.expr import Var
-
             var = Var(f"rv{next(_COUNT)}")  # distinct: an index map's names must be
             _RV_OF_VAR[id(var)] = self
             self._var = var
@@ -71,8 +70,6 @@ class ExprRV(RV):
             mine = self.__wb_expr__()
             if isinstance(other, ExprRV):
                 other = other.__wb_expr__()
-            from ..ir.expr import convert
-
             a, b = (convert(other), mine) if reflected else (mine, other)
             return getattr(a, name)(b)
 

@@ -30,8 +30,9 @@ from ..gpu.device import DeviceProgram, device_program, gpu_program
 from ..gpu.emulate import EmulatedProgram, GPURaceError
 from ..kernel import Kernel
 from ...target import Target
+from ..timing import time_runs
 from .compile import compile_cuda, compiler_available
-from .launch import gpu_unavailable
+from .launch import Launcher, device_arch, gpu_unavailable
 from .source import cuda_source
 
 __all__ = [
@@ -70,8 +71,6 @@ def build_cuda(func: PrimFunc, target: Union[str, Target] = "cuda") -> "CUDAKern
         raise BuildError(f"cannot build for {target}: {why}")
     arch = target.cuda_arch
     if "arch" not in target.options and gpu_unavailable() is None:
-        from .launch import device_arch
-
         arch = device_arch() or arch  # a cubin runs only on its own major architecture
         target = Target(f"{target} -arch={arch}")
     cubin = compile_cuda(source, arch, "cubin")
@@ -107,8 +106,6 @@ class CUDAKernel(Kernel):
                 f"target='cuda-emulate' runs it on the CPU"
             )
         if self._launcher is None:
-            from .launch import Launcher
-
             self._launcher = Launcher(self.program, self.cubin, self._writes)
         return self._launcher
 
@@ -125,8 +122,6 @@ class CUDAKernel(Kernel):
     ):
         """Seconds per launch of the kernels, the arrays staying on the GPU (copies not
         counted); as :meth:`Kernel.time` otherwise."""
-        from ..timing import time_runs
-
         self.check_args(arrays)
         fn = self._gpu().timed_entry(arrays)
         return time_runs(

@@ -6,6 +6,7 @@ machine without a GPU gets one clear sentence instead of an import error or a cr
 
 from __future__ import annotations
 
+import atexit
 from functools import lru_cache
 from typing import Any, Optional, Sequence
 
@@ -18,7 +19,7 @@ from ..gpu.device import DeviceProgram
 def gpu_unavailable() -> Optional[str]:
     """Why kernels cannot run on a GPU here (None when they can)."""
     try:
-        import pycuda.driver as drv
+        import pycuda.driver as drv  # optional dependency (extra cuda)
     except ImportError:
         return "pycuda is not installed (pip install 'workbench[cuda]')"
     try:
@@ -33,9 +34,7 @@ def gpu_unavailable() -> Optional[str]:
 @lru_cache(maxsize=1)
 def _context():
     """The primary context of device 0, made current for this process (kept alive)."""
-    import atexit
-
-    import pycuda.driver as drv
+    import pycuda.driver as drv  # optional dependency (extra cuda)
 
     ctx = drv.Device(0).retain_primary_context()
     ctx.push()
@@ -47,7 +46,7 @@ def device_arch() -> Optional[str]:
     """``"sm_90"`` for the GPU here, None without one."""
     if gpu_unavailable():
         return None
-    import pycuda.driver as drv
+    import pycuda.driver as drv  # optional dependency (extra cuda)
 
     major, minor = drv.Device(0).compute_capability()
     return f"sm_{major}{minor}"
@@ -58,7 +57,7 @@ class Launcher:
     program in order, copies written ones back."""
 
     def __init__(self, program: DeviceProgram, cubin: bytes, writes: Sequence[bool]):
-        import pycuda.driver as drv
+        import pycuda.driver as drv  # optional dependency (extra cuda)
 
         _context()
         self.drv = drv

@@ -32,6 +32,7 @@ allows, a cross-thread reduction under a thread-dependent condition.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Optional, cast
 
@@ -194,8 +195,6 @@ def _uses_buffer(s: Stmt, buf: Buffer) -> bool:
 
 
 def _c_name(name: str) -> str:
-    import re
-
     out = re.sub(r"\W", "_", name) or "f"
     return "_" + out if out[0].isdigit() else out
 

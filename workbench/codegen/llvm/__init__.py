@@ -33,6 +33,7 @@ from ...ir.buffer import Buffer
 from ...ir.func import PrimFunc
 from ..kernel import Kernel
 from ...target import Target
+from ..lower import lower
 from .emitter import OUT_OF_BOUNDS, KernelEmitter
 from . import pycall
 from .jit import Compiled, assembly, jit, link, optimize
@@ -50,8 +51,6 @@ __all__ = [
 
 def emit_llvm(func: PrimFunc, target: Union[str, Target] = "llvm", check_bounds: bool = False) -> str:
     """The unoptimized LLVM IR text of ``func`` (lowered first)."""
-    from ..lower import lower
-
     target = _llvm_target(target)
     return str(KernelEmitter(lower(func, compact=not check_bounds), target, check_bounds).emit())
 
@@ -65,8 +64,6 @@ def build_llvm(
     ``check_bounds``: the debug build (see :mod:`.emitter`): intermediate buffers are not
     compacted, so an out-of-bounds access is reported against the shapes the function declares.
     """
-    from ..lower import lower
-
     target = _llvm_target(target)
     emitter = KernelEmitter(lower(func, compact=not check_bounds), target, check_bounds)
     raw = str(emitter.emit())

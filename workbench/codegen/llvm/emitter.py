@@ -41,6 +41,7 @@ from .analysis import Interval, loop_interval, vector_lanes
 from .dtypes import I1, I32, I64, PTR, const, lanes_of, mem_type, to_memory
 from .expressions import ExpressionEmitter, Ramp
 from .function import FunctionState, alloca
+from .jit import has_openmp
 from .parallel import emit_parallel
 
 
@@ -230,8 +231,6 @@ class KernelEmitter(ExpressionEmitter):
         return steps is not None and steps <= max_step
 
     def _can_fork(self, extent: Optional[int]) -> bool:
-        from .jit import has_openmp
-
         return (
             not self.in_parallel
             and self.vec is None

@@ -26,6 +26,8 @@ from llvmlite import ir
 
 from ...target import Target
 from .dtypes import I32
+from .intrinsics import declare
+from .jit import has_symbol
 
 #: register bits -> libmvec's ISA letter
 _ISA = {512: "e", 256: "d", 128: "b"}
@@ -53,15 +55,11 @@ def register_bits(target: Target, op: str, dtype: str) -> Optional[int]:
         return None  # the 'd' variants are AVX2 code
     if bits not in _ISA:
         return None
-    from .jit import has_symbol
-
     return bits if has_symbol(_symbol(op, dtype, bits)) else None
 
 
 def call(b: ir.IRBuilder, op: str, x: ir.Value, dtype: str, bits: int) -> ir.Value:
     """``op`` of every lane of vector ``x`` through libmvec, one call per register."""
-    from .intrinsics import declare
-
     n = x.type.count
     lanes = bits // (32 if dtype == "float32" else 64)
     reg_t = ir.VectorType(x.type.element, lanes)

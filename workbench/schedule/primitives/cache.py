@@ -44,6 +44,7 @@ from ..rewrite import conjoin, simplify
 from ..rv import RV, BlockRV
 from ...ir.index import FuncIndex
 from .block_scope import buffer_names, buffers, fresh_name
+from .compute_location import guarded_accesses
 
 if TYPE_CHECKING:
     from ..schedule import Schedule
@@ -488,8 +489,6 @@ def _access_guard(block: Block, buf: Buffer, covered: set[Var]) -> Expr:
     """The condition under which ``block`` accesses ``buf`` (TRUE when some access is
     unconditional): the copy block must access the original buffer only there, or a read under a
     padding guard would become an out-of-bounds read of the whole extent."""
-    from .compute_location import guarded_accesses  # (compute_location imports this module's users)
-
     guards = [
         conds
         for part in (block.init, block.body)

@@ -380,7 +380,7 @@ def _check_bindings(primitive: str, realize: BlockRealize, loops: list[For]) -> 
     iterators are at their minimum: with ``vk = k * k // 2`` (or ``k // 2``) that is at
     ``k = 0`` and again at ``k = 1``, a restart rfactor cannot reproduce — TVM refuses the
     first, accepts the second and changes the result; both are refused here."""
-    # imported here: reduce_space imports this module's split_conjuncts
+    # a cycle: reduce_space imports this module (split_conjuncts)
     from .reduce_space import affine_binding_problem, reduce_space_problem
 
     block = realize.block

@@ -46,7 +46,7 @@ class Mutator(Pluggable):
     @staticmethod
     def create(kind: Any = "llvm") -> dict["Mutator", float]:
         """The default mutators of a target kind with their probabilities (TVM's)."""
-        from . import default_mutators
+        from . import default_mutators  # a cycle: the package's __init__ imports this module
 
         return default_mutators(target_kind(kind))
 

@@ -38,7 +38,7 @@ class Postproc(Pluggable):
     @staticmethod
     def create(kind: Any = "llvm") -> list["Postproc"]:
         """The default postprocessors for a target kind (``"llvm"`` or ``"cuda"``)."""
-        from . import default_postprocs
+        from . import default_postprocs  # a cycle: the package's __init__ imports this module
 
         return default_postprocs(target_kind(kind))
 

@@ -40,6 +40,6 @@ class ScheduleRule(Pluggable):
     @staticmethod
     def create(kind: Any = "llvm") -> list["ScheduleRule"]:
         """The default rules for a target kind (``"llvm"`` or ``"cuda"``; a ``Target`` too)."""
-        from . import default_rules
+        from . import default_rules  # a cycle: the package's __init__ imports this module
 
         return default_rules(target_kind(kind))
