@@ -15,7 +15,7 @@ copied region is what the producer writes, relaxed over the loops between it and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
 from ...errors import ScheduleError
 from ...ir.buffer import SCOPES, Buffer
@@ -155,12 +155,18 @@ def _clamp(region: Sequence[Range], shape: Sequence[int]) -> tuple[Range, ...]:
     return tuple(out)
 
 
-def render_call(inst: Instruction, names: Mapping[RV, str]) -> str:
-    """TVM's trace text: the index map as a lambda, a buffer as a ``("read", 0)`` tuple."""
+def render_call(
+    inst: Instruction,
+    names: Mapping[RV, str],
+    map_text: Optional[Callable[[Any, Mapping[RV, str]], str]] = None,
+) -> str:
+    """TVM's trace text: the index map as a lambda, a buffer as a ``("read", 0)`` tuple.
+    ``map_text`` renders a recorded map (and a pad value given as one) where the map is kept
+    as text with random variables (``transform_layout``); by default it prints itself."""
     parts = []
     for key, value in inst.args.items():
-        if key == "index_map":
-            text = str(value)
+        if key == "index_map" or (key == "pad_value" and isinstance(value, (str, list))):
+            text = str(value) if map_text is None else map_text(value, names)
         elif key == "buffer" and isinstance(value, (list, tuple)):
             text = f"({py_value(value[0], names)}, {py_value(value[1], names)})"
         else:

@@ -59,7 +59,7 @@ from ...ir.stmt import (
     make_for,
     seq,
 )
-from ..instruction import py_value, schedule_primitive
+from ..instruction import schedule_primitive
 from ..rewrite import conjoin, simplify
 from ..rv import BlockRV, ExprRV, LoopRV, rv_of_var
 from .block_scope import buffers, check_complete
@@ -71,6 +71,7 @@ from .cache import (
     insert_into_body,
     nth_buffer,
     point_region,
+    render_call,
     scoped_name,
 )
 
@@ -342,19 +343,8 @@ def _index_map(sch, primitive: str, value: Any, argument: str = "index_map") -> 
 
 
 def _render(inst: Any, names: Mapping[Any, str]) -> str:
-    """TVM's trace text: index maps (and a lambda pad value) as lambdas, a buffer as a
-    ``("read", 0)`` tuple."""
-    parts = []
-    for key, value in inst.args.items():
-        if key == "index_map" or (key == "pad_value" and isinstance(value, (str, list))):
-            text = _map_text(value, names)
-        elif key == "buffer" and isinstance(value, (list, tuple)):
-            text = f"({py_value(value[0], names)}, {py_value(value[1], names)})"
-        else:
-            text = py_value(value, names)
-        parts.append(f"{key}={text}")
-    call = f"sch.{inst.kind.name}({', '.join(parts)})"
-    return f"{names[inst.outputs[0]]} = {call}" if inst.outputs else call
+    """TVM's trace text: index maps (and a lambda pad value) as lambdas over the trace's names."""
+    return render_call(inst, names, map_text=_map_text)
 
 
 def _pad_fill(name: str, buf: Buffer, value: Any, where: Optional[Callable[[tuple], Expr]] = None) -> Stmt:
