@@ -3,7 +3,7 @@ side by side in one run. This isolates code generation from search.
 
     python bench/same_schedule.py DIR [--top 8] [--rounds 3] [--workloads GMM,NRM]
     python bench/same_schedule.py bench/out/vs_tvm/<run>/tvm          # what vs_tvm.py tuned
-    python bench/same_schedule.py ../shared/anchors/tvm/records_zen3  # another day's records
+    python bench/same_schedule.py OTHER_DIR    # any folder of TVM databases, e.g. another day's
 
 DIR holds MetaSchedule JSON databases, one folder per workload (``GMM/``, ...). For each
 workload the ``--top`` records with the lowest run time TVM recorded are taken; each is

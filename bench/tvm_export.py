@@ -1,6 +1,6 @@
 """Round trip TVM -> workbench -> TVM: do exported traces rebuild TVM's own programs?
 
-    python bench/tvm_export.py ../shared/anchors/tvm/records_zen3 [more dirs] [--every 1]
+    python bench/tvm_export.py DIR [more dirs] [--every 1]   # folders of TVM databases
                                [--tvm-python ../.venv-tvm/bin/python]
 
 For each TVM MetaSchedule database (a directory per workload), every ``--every``-th record is
