@@ -6,6 +6,7 @@ import pytest
 
 import workbench as wb
 from workbench import workloads
+from workbench import fuzz
 from workbench.errors import ScheduleError
 from workbench.ir import dsl
 from workbench.ir.functor import pre_order
@@ -280,28 +281,8 @@ def test_reindex_needs_the_block_alone_under_its_loops():
 # ------------------------------------------------------------------------------------------
 # updates and blocks the fuzzer found wrong (workbench.fuzz): refused, or computed right
 
-MATMUL_SPLIT_INIT = """
-@T.prim_func
-def mm(A: T.Buffer((9, 5), "float32"), W: T.Buffer((5, 6), "float32"), C: T.Buffer((9, 6), "float32")):
-    B = T.alloc_buffer((9, 6), "float32")
-    for i in range(9):
-        with T.block("B_o"):
-            vi = T.axis.spatial(9, i)
-            T.reads(A[vi, 0:5], W[0:5, 0:6])
-            T.writes(B[vi, 0:6])
-            for j in range(6):
-                with T.block("B_init"):
-                    vj = T.axis.spatial(6, j)
-                    B[vi, vj] = T.float32(0)
-            for j, k in T.grid(6, 5):
-                with T.block("B"):
-                    vj, vk = T.axis.remap("SR", [j, k])
-                    B[vi, vj] = B[vi, vj] + A[vi, vk] * W[vk, vj]
-    for i, j in T.grid(9, 6):
-        with T.block("C"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            C[vi, vj] = B[vi, vj] + T.float32(0.5)
-"""
+#: a matmul whose init block sits in an outer block, then a bias (the fuzzer's program)
+MATMUL_SPLIT_INIT = fuzz.SCRIPTS["nested"]
 
 OWN_LOOPS = """
 @T.prim_func

@@ -2,6 +2,7 @@
 
 import pytest
 
+from workbench import fuzz
 from workbench.errors import ScheduleError
 from workbench.schedule.primitives.read_write_at import AUTO_COPY
 from workbench.testing import check_small, small_schedule
@@ -115,29 +116,8 @@ def padded(A: T.Buffer((7, 1), "float32"), B: T.Buffer((7, 1), "float32"), C: T.
             C[vi, vj] = T.Select(vi >= 1 and vj >= 1 and vj < 2, B[vi - 1, vj - 1], T.float32(0))
 """
 
-ACCUMULATE = """
-@T.prim_func
-def accumulate(A: T.Buffer((9, 5), "float32"), W: T.Buffer((5, 6), "float32"),
-               C: T.Buffer((9, 6), "float32")):
-    B = T.alloc_buffer((9, 6), "float32")
-    for i in range(9):
-        with T.block("B_o"):
-            vi = T.axis.spatial(9, i)
-            T.reads(A[vi, 0:5], W[0:5, 0:6])
-            T.writes(B[vi, 0:6])
-            for j in range(6):
-                with T.block("B_init"):
-                    vj = T.axis.spatial(6, j)
-                    B[vi, vj] = T.float32(0)
-            for j, k in T.grid(6, 5):
-                with T.block("B"):
-                    vj, vk = T.axis.remap("SR", [j, k])
-                    B[vi, vj] = B[vi, vj] + A[vi, vk] * W[vk, vj]
-    for i, j in T.grid(9, 6):
-        with T.block("C"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            C[vi, vj] = B[vi, vj] + T.float32(0.5)
-"""
+#: an update whose init block runs outside the loop of the update (the fuzzer's program)
+ACCUMULATE = fuzz.SCRIPTS["nested"]
 
 
 def _same_as_unscheduled(sch):
