@@ -21,18 +21,27 @@ import numpy as np
 import workbench as wb
 from workbench.ir.stmt import ForKind
 from workbench.ir.index import index
+from workbench.ir.structural import structural_match
 from workbench.space import PostOrderApply, replay
 
-__all__ = ["Feedback", "matmul", "dense_relu", "vector_sum", "NETWORK_A", "NETWORK_B"] + [
-    f"check_exercise_{n}" for n in range(1, 15)
-]
+__all__ = [
+    "Feedback",
+    "matmul",
+    "dense_relu",
+    "vector_sum",
+    "NETWORK_A",
+    "NETWORK_B",
+    "TARGET_3B",
+    "loop_nest_diff",
+    "check_exercise_3b",
+] + [f"check_exercise_{n}" for n in range(1, 15)]
 
 
 @dataclass(frozen=True)
 class Feedback:
     """The verdict on one exercise: ``ok`` and a message a student can act on."""
 
-    exercise: int
+    exercise: int | str
     ok: bool
     message: str
 
@@ -373,6 +382,100 @@ def check_exercise_3(answer) -> Feedback:
         )
 
     return _check(3, body)
+
+
+TARGET_3B = """\
+@T.prim_func
+def matmul(
+    A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")
+):
+    for i_0_j_0_fused in T.parallel(64):
+        for k, i_1 in T.grid(64, 8):
+            for j_1 in T.vectorized(8):
+                with T.block("C"):
+                    vi = T.axis.spatial(64, i_0_j_0_fused // 8 * 8 + i_1)
+                    vj = T.axis.spatial(64, i_0_j_0_fused % 8 * 8 + j_1)
+                    vk = T.axis.reduce(64, k)
+                    T.reads(A[vi, vk], B[vk, vj])
+                    T.writes(C[vi, vj])
+                    with T.init():
+                        C[vi, vj] = T.float32(0)
+                    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+"""
+
+
+def _axes_fed(func: wb.PrimFunc, block: str, loop) -> str:
+    """The block iterators a loop feeds, in the student's words ("i", "j and k", "nothing")."""
+    realize = index(func).realizes[block]
+    fed = [
+        iv.var.name.removeprefix("v")
+        for iv, v in zip(realize.block.iter_vars, realize.iter_values)
+        if _uses(v, loop.loop_var)
+    ]
+    return " and ".join(fed) or "no axis"
+
+
+def _describe_loop(func: wb.PrimFunc, block: str, loop) -> str:
+    kind = loop.kind.value if loop.kind != ForKind.THREAD_BINDING else f"bound to {loop.thread_tag}"
+    return f"a {kind} loop of {int(loop.extent.value)} iterations over {_axes_fed(func, block, loop)}"
+
+
+def loop_nest_diff(got: wb.PrimFunc, want: wb.PrimFunc) -> str:
+    """Where ``got``'s loop nest first departs from ``want``'s, in words: which block, which loop
+    (counted from the outside), what each has there; then the block's bindings; "" when equal."""
+    if wb.structural_equal(got, want):
+        return ""
+    have, need = _blocks(got), _blocks(want)
+    for name in need:
+        if name not in have:
+            return f"the target has a block {name!r}, yours has {sorted(have) or 'none'}"
+    for name in have:
+        if name not in need:
+            return f"your function has a block {name!r} that the target does not have"
+    for name in need:
+        mine, theirs = _loops(got, name), _loops(want, name)
+        for depth, (a, b) in enumerate(zip(mine, theirs), 1):
+            da, db = _describe_loop(got, name, a), _describe_loop(want, name, b)
+            if da != db:
+                return (
+                    f"above block {name!r}, loop {depth} (counting from the outside) is {da} "
+                    f"({a.loop_var.name}) in yours, {db} in the target"
+                )
+        if len(mine) != len(theirs):
+            more, fewer = ("yours", "the target") if len(mine) > len(theirs) else ("the target", "yours")
+            return (
+                f"block {name!r} has {max(len(mine), len(theirs))} loops above it in {more}, "
+                f"{min(len(mine), len(theirs))} in {fewer}; the first "
+                f"{min(len(mine), len(theirs))} agree"
+            )
+    for name in need:
+        a, b = index(got).realizes[name], index(want).realizes[name]
+        for iv, va, vb in zip(a.block.iter_vars, a.iter_values, b.iter_values):
+            if not wb.structural_equal(va, vb):
+                return (
+                    f"the loops match, but block {name!r} computes {iv.var.name} from them "
+                    f"differently: {va} in yours, {vb} in the target (the order of the loops "
+                    f"you fused, or of a split's factors, decides it)"
+                )
+    mismatch = structural_match(got, want).mismatch
+    return f"the loop nests match; the first other difference: {mismatch}"
+
+
+def check_exercise_3b(answer) -> Feedback:
+    """matmul(64, 64, 64) scheduled into exactly ``TARGET_3B`` (the MLC course's exercise form:
+    reach a given TVMScript). ``answer``: the Schedule, or a function that schedules a fresh
+    ``wb.Schedule(matmul(64, 64, 64))``."""
+
+    def body():
+        sch = _applied(answer, "3b", lambda: matmul(64, 64, 64), _refused_reduction_loop)
+        target = wb.parse(TARGET_3B)
+        diff = loop_nest_diff(sch.func, target)
+        _require(not diff, f"not the target yet: {diff}")
+        x, y = _rng().random((64, 64), "float32"), _rng(1).random((64, 64), "float32")
+        _same_as_numpy(_run(sch, [x, y], (64, 64)), x @ y)
+        return "structurally equal to the target: the same loops, kinds and bindings."
+
+    return _check("3b", body)
 
 
 # -- lesson 3: blocks, compute_at, inlining -----------------------------------------------------

@@ -131,6 +131,74 @@ def test_exercise_3():
     wrong(checks.check_exercise_3("sch"), "not a str")
 
 
+def _ex3b(order="i0 j0 k i1 j1", fused=("i0", "j0"), j_factor=8, par=True, vec=True):
+    def answer(sch):
+        i, j, k = sch.get_loops("C")
+        loops = dict(k=k)
+        loops["i0"], loops["i1"] = sch.split(i, factors=[None, 8])
+        loops["j0"], loops["j1"] = sch.split(j, factors=[None, j_factor])
+        sch.reorder(*(loops[name] for name in order.split()))
+        outer = sch.fuse(*(loops[name] for name in fused)) if fused else loops[order.split()[0]]
+        if par:
+            sch.parallel(outer)
+        if vec:
+            sch.vectorize(loops["j1"])
+
+    return answer
+
+
+def test_exercise_3b_reach_the_target_tvmscript():
+    right(checks.check_exercise_3b(solutions.solution_3b))
+    right(checks.check_exercise_3b(_ex3b()))
+    sch = wb.Schedule(wb.parse(checks.TARGET_3B))  # the target itself, read back: also equal
+    right(checks.check_exercise_3b(sch))
+    # the starting point: nothing done; the diff names the first loop and what the target has there
+    wrong(
+        checks.check_exercise_3b(lambda sch: None),
+        "loop 1 (counting from the outside) is a serial loop of 64 iterations over i (i) in yours",
+        "a parallel loop of 64 iterations over i and j in the target",
+    )
+    wrong(checks.check_exercise_3b(_ex3b(fused=None)), "loop 1", "parallel loop of 8 iterations over i (i_0)")
+    wrong(
+        checks.check_exercise_3b(_ex3b("i0 j0 i1 k j1")),
+        "loop 2",
+        "over i (i_1) in yours",
+        "over k in the target",
+    )
+    wrong(
+        checks.check_exercise_3b(_ex3b("i0 j0 k j1 i1")), "loop 3", "vectorized loop of 8 iterations over j"
+    )
+    wrong(checks.check_exercise_3b(_ex3b(j_factor=16)), "parallel loop of 32 iterations over i and j")
+    wrong(checks.check_exercise_3b(_ex3b(vec=False)), "loop 4", "a serial loop", "a vectorized loop")
+    wrong(checks.check_exercise_3b(_ex3b(par=False)), "loop 1", "a serial loop of 64 iterations over i and j")
+    # the same loops, fused the other way round: the loops match, the block's bindings do not
+    swapped = wrong(
+        checks.check_exercise_3b(_ex3b("j0 i0 k i1 j1", fused=("j0", "i0"))),
+        "the loops match, but block 'C' computes vi from them differently",
+        "j_0_i_0_fused % 8 * 8 + i_1 in yours",
+    )
+    assert "fuse(" not in swapped.message
+    wrong(
+        checks.check_exercise_3b(_vectorize_k),
+        "vectorize refused",
+    )
+
+
+def _vectorize_k(sch):
+    sch.vectorize(sch.get_loops("C")[2])
+
+
+def test_loop_nest_diff_counts_blocks_and_depth():
+    mm = matmul(64, 64, 64)
+    assert checks.loop_nest_diff(mm, matmul(64, 64, 64)) == ""
+    assert "the target has a block 'matmul', yours has ['C']" in checks.loop_nest_diff(mm, dense_relu())
+    sch = wb.Schedule(mm)
+    sch.split(sch.get_loops("C")[2], factors=[None, 1])  # a loop of one iteration more
+    assert "4 loops above it in yours, 3 in the target; the first 3 agree" in checks.loop_nest_diff(
+        sch.func, mm
+    )
+
+
 # -- lesson 3 -----------------------------------------------------------------------------------
 
 
