@@ -21,18 +21,27 @@ import numpy as np
 import workbench as wb
 from workbench.ir.stmt import ForKind
 from workbench.ir.index import index
+from workbench.ir.structural import structural_match
 from workbench.space import PostOrderApply, replay
 
-__all__ = ["Feedback", "matmul", "dense_relu", "vector_sum", "NETWORK_A", "NETWORK_B"] + [
-    f"check_exercise_{n}" for n in range(1, 15)
-]
+__all__ = [
+    "Feedback",
+    "matmul",
+    "dense_relu",
+    "vector_sum",
+    "NETWORK_A",
+    "NETWORK_B",
+    "TARGET_3B",
+    "loop_nest_diff",
+    "check_exercise_3b",
+] + [f"check_exercise_{n}" for n in range(1, 15)]
 
 
 @dataclass(frozen=True)
 class Feedback:
     """The verdict on one exercise: ``ok`` and a message a student can act on."""
 
-    exercise: int
+    exercise: int | str
     ok: bool
     message: str
 
@@ -302,39 +311,68 @@ def check_exercise_2(answer) -> Feedback:
 # -- lesson 2: loop transformations -------------------------------------------------------------
 
 
-def check_exercise_3(sch) -> Feedback:
-    """matmul(256, 256, 256): outer loop parallel, innermost loop vectorized over j."""
+def _refused_reduction_loop(err: wb.ScheduleError) -> str | None:
+    """parallel / vectorize refused on a loop that runs a reduction: the concept, not the fix."""
+    m = re.search(r"loop '(\w+)' feeds reduce iterator", str(err))
+    if err.primitive not in ("parallel", "vectorize") or m is None:
+        return None
+    together = "threads" if err.primitive == "parallel" else "SIMD lanes"
+    return (
+        f"{err.primitive} refused: loop {m.group(1)} runs the reduction over k. Its iterations all "
+        f"add into the same C[i, j], so {together} running them at once would race on it; "
+        f"{err.primitive} a loop whose iterations write different elements of C"
+    )
+
+
+def check_exercise_3(answer) -> Feedback:
+    """matmul(256, 256, 256): outer loop parallel, innermost loop vectorized over j.
+    ``answer``: the Schedule, or a function that schedules a fresh
+    ``wb.Schedule(matmul(256, 256, 256))`` (then a refused primitive gets a hint)."""
 
     def body():
-        _schedule(sch, 3)
+        sch = _applied(answer, 3, lambda: matmul(256, 256, 256), _refused_reduction_loop)
         func = sch.func
         _require("C" in _blocks(func), "there is no block 'C': schedule matmul(256, 256, 256)")
         shape = tuple(func.params[-1].shape)
         _require(shape == (256, 256), f"the output has shape {shape}: start from matmul(256, 256, 256)")
         loops = _loops(func, "C")
         block = index(func).realizes["C"]
-        vj = block.iter_values[1]
+        vi, vj = block.iter_values[:2]
         inner = loops[-1]
+        vectorized = [lp for lp in loops if lp.kind == ForKind.VECTORIZED]
         _require(
-            inner.kind == ForKind.VECTORIZED,
-            f"the innermost loop {inner.loop_var.name} is {inner.kind.value}: vectorize "
-            f"the innermost loop (sch.vectorize)",
+            inner.kind == ForKind.VECTORIZED or not vectorized,
+            f"loop {vectorized[0].loop_var.name if vectorized else ''} is vectorized, but "
+            f"{inner.loop_var.name} runs inside it: only the innermost loop becomes SIMD "
+            f"instructions, each vector must be one step of the innermost loop",
         )
         _require(
-            _uses(vj, inner.loop_var) and not _uses(block.iter_values[0], inner.loop_var),
-            f"the vectorized loop {inner.loop_var.name} does not run over j: consecutive "
-            f"lanes must be consecutive floats of a row (C[i, j], B[k, j]); reorder so a "
-            f"part of j is innermost",
+            inner.kind == ForKind.VECTORIZED,
+            f"the innermost loop {inner.loop_var.name} is {inner.kind.value}: nothing runs as SIMD "
+            f"instructions yet",
+        )
+        _require(
+            _uses(vj, inner.loop_var) and not _uses(vi, inner.loop_var),
+            f"the vectorized loop {inner.loop_var.name} does not run over j: its lanes are "
+            f"{'rows' if _uses(vi, inner.loop_var) else 'elements'} apart in memory, so each lane "
+            f"is loaded on its own. One vector load reads consecutive floats: which loop variable "
+            f"indexes the contiguous (last) axis of C and B?",
         )
         _require(
             int(inner.extent.value) <= 64,
-            f"the vectorized loop has {inner.extent.value} iterations; split j so the "
-            f"vector is at most 64 lanes (8 or 16 is one register)",
+            f"the vectorized loop has {inner.extent.value} iterations: that is "
+            f"{int(inner.extent.value) // 16} or more registers per step; make the vector part of "
+            f"the loop register-sized (at most 64 lanes)",
         )
         _require(
             loops[0].kind == ForKind.PARALLEL,
-            f"the outermost loop {loops[0].loop_var.name} is {loops[0].kind.value}: run "
-            f"it on all cores with sch.parallel",
+            f"the outermost loop {loops[0].loop_var.name} is {loops[0].kind.value}: all the work "
+            f"runs on one core",
+        )
+        _require(
+            int(loops[0].extent.value) > 1,
+            f"the parallel loop {loops[0].loop_var.name} has 1 iteration: one thread gets all the "
+            f"work. Parallelize a loop with at least as many iterations as you have cores",
         )
         x, y = _rng().random((256, 256), "float32"), _rng(1).random((256, 256), "float32")
         _same_as_numpy(_run(sch, [x, y], (256, 256)), x @ y)
@@ -344,6 +382,100 @@ def check_exercise_3(sch) -> Feedback:
         )
 
     return _check(3, body)
+
+
+TARGET_3B = """\
+@T.prim_func
+def matmul(
+    A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")
+):
+    for i_0_j_0_fused in T.parallel(64):
+        for k, i_1 in T.grid(64, 8):
+            for j_1 in T.vectorized(8):
+                with T.block("C"):
+                    vi = T.axis.spatial(64, i_0_j_0_fused // 8 * 8 + i_1)
+                    vj = T.axis.spatial(64, i_0_j_0_fused % 8 * 8 + j_1)
+                    vk = T.axis.reduce(64, k)
+                    T.reads(A[vi, vk], B[vk, vj])
+                    T.writes(C[vi, vj])
+                    with T.init():
+                        C[vi, vj] = T.float32(0)
+                    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+"""
+
+
+def _axes_fed(func: wb.PrimFunc, block: str, loop) -> str:
+    """The block iterators a loop feeds, in the student's words ("i", "j and k", "nothing")."""
+    realize = index(func).realizes[block]
+    fed = [
+        iv.var.name.removeprefix("v")
+        for iv, v in zip(realize.block.iter_vars, realize.iter_values)
+        if _uses(v, loop.loop_var)
+    ]
+    return " and ".join(fed) or "no axis"
+
+
+def _describe_loop(func: wb.PrimFunc, block: str, loop) -> str:
+    kind = loop.kind.value if loop.kind != ForKind.THREAD_BINDING else f"bound to {loop.thread_tag}"
+    return f"a {kind} loop of {int(loop.extent.value)} iterations over {_axes_fed(func, block, loop)}"
+
+
+def loop_nest_diff(got: wb.PrimFunc, want: wb.PrimFunc) -> str:
+    """Where ``got``'s loop nest first departs from ``want``'s, in words: which block, which loop
+    (counted from the outside), what each has there; then the block's bindings; "" when equal."""
+    if wb.structural_equal(got, want):
+        return ""
+    have, need = _blocks(got), _blocks(want)
+    for name in need:
+        if name not in have:
+            return f"the target has a block {name!r}, yours has {sorted(have) or 'none'}"
+    for name in have:
+        if name not in need:
+            return f"your function has a block {name!r} that the target does not have"
+    for name in need:
+        mine, theirs = _loops(got, name), _loops(want, name)
+        for depth, (a, b) in enumerate(zip(mine, theirs), 1):
+            da, db = _describe_loop(got, name, a), _describe_loop(want, name, b)
+            if da != db:
+                return (
+                    f"above block {name!r}, loop {depth} (counting from the outside) is {da} "
+                    f"({a.loop_var.name}) in yours, {db} in the target"
+                )
+        if len(mine) != len(theirs):
+            more, fewer = ("yours", "the target") if len(mine) > len(theirs) else ("the target", "yours")
+            return (
+                f"block {name!r} has {max(len(mine), len(theirs))} loops above it in {more}, "
+                f"{min(len(mine), len(theirs))} in {fewer}; the first "
+                f"{min(len(mine), len(theirs))} agree"
+            )
+    for name in need:
+        a, b = index(got).realizes[name], index(want).realizes[name]
+        for iv, va, vb in zip(a.block.iter_vars, a.iter_values, b.iter_values):
+            if not wb.structural_equal(va, vb):
+                return (
+                    f"the loops match, but block {name!r} computes {iv.var.name} from them "
+                    f"differently: {va} in yours, {vb} in the target (the order of the loops "
+                    f"you fused, or of a split's factors, decides it)"
+                )
+    mismatch = structural_match(got, want).mismatch
+    return f"the loop nests match; the first other difference: {mismatch}"
+
+
+def check_exercise_3b(answer) -> Feedback:
+    """matmul(64, 64, 64) scheduled into exactly ``TARGET_3B`` (the MLC course's exercise form:
+    reach a given TVMScript). ``answer``: the Schedule, or a function that schedules a fresh
+    ``wb.Schedule(matmul(64, 64, 64))``."""
+
+    def body():
+        sch = _applied(answer, "3b", lambda: matmul(64, 64, 64), _refused_reduction_loop)
+        target = wb.parse(TARGET_3B)
+        diff = loop_nest_diff(sch.func, target)
+        _require(not diff, f"not the target yet: {diff}")
+        x, y = _rng().random((64, 64), "float32"), _rng(1).random((64, 64), "float32")
+        _same_as_numpy(_run(sch, [x, y], (64, 64)), x @ y)
+        return "structurally equal to the target: the same loops, kinds and bindings."
+
+    return _check("3b", body)
 
 
 # -- lesson 3: blocks, compute_at, inlining -----------------------------------------------------
@@ -361,16 +493,17 @@ def _dense_expected(x, y, bias):
     return np.maximum(x @ y + bias, 0)
 
 
-def _applied(answer, n: int) -> wb.Schedule:
-    """A Schedule: given, or ``answer(sch)`` applied to a fresh ``dense_relu()`` schedule, so that
-    a refused primitive becomes feedback with a hint (``_refused``)."""
+def _applied(answer, n: int, make=None, refused=None) -> wb.Schedule:
+    """A Schedule: given, or ``answer(sch)`` applied to a fresh schedule of ``make()`` (lesson 3's
+    ``dense_relu()`` by default), so that a refused primitive becomes feedback with a hint
+    (``refused(err)``, else ``_refused``)."""
     if isinstance(answer, wb.Schedule) or not callable(answer):
         return _schedule(answer, n)
-    sch = wb.Schedule(dense_relu())
+    sch = wb.Schedule((make or dense_relu)())
     try:
         answer(sch)
     except wb.ScheduleError as err:
-        raise _Wrong(_refused(err)) from None
+        raise _Wrong((refused and refused(err)) or _refused(err)) from None
     except Exception as exc:
         raise _Wrong(f"your function raised {type(exc).__name__}: {exc}") from None
     return sch
@@ -485,7 +618,8 @@ def check_exercise_5(answer) -> Feedback:
 
 
 def check_exercise_6(sch) -> Feedback:
-    """vector_sum(4096): rfactor into partial sums, computed in parallel."""
+    """vector_sum(4096): rfactor into a few partial sums, computed in parallel, each a serial
+    sum of its part (so the write-back adds only a few numbers)."""
 
     def body():
         _schedule(sch, 6)
@@ -493,22 +627,53 @@ def check_exercise_6(sch) -> Feedback:
         rf = [n for n in blocks if n.endswith("_rf")]
         _require(
             rf,
-            f"blocks {sorted(blocks)}: no rfactor block; split the k loop and call "
-            f"sch.rfactor(<one of the parts>, factor_axis=0)",
+            f"blocks {sorted(blocks)}: no rfactor block. A single sum is one chain of additions, "
+            f"each waiting for the last: nothing can run in parallel until the sum is cut into "
+            f"independent partial sums (section 3)",
         )
         loops = _loops(sch.func, rf[0])
+        rf_block = index(sch.func).realizes[rf[0]]
+        reducing = [
+            lp
+            for lp in loops
+            if any(
+                iv.iter_type == "R" and _uses(v, lp.loop_var)
+                for iv, v in zip(rf_block.block.iter_vars, rf_block.iter_values)
+            )
+        ]
         par = [lp for lp in loops if lp.kind == ForKind.PARALLEL]
         _require(
             par,
             f"the partial sums of block {rf[0]!r} run serially (loops "
-            f"{[lp.loop_var.name for lp in loops]}): parallelize its spatial loop, the "
-            f"one rfactor turned from a reduction into a spatial axis",
+            f"{[lp.loop_var.name for lp in loops]}): no loop of it is parallel",
         )
         _require(
             par[0].extent.value > 1,
-            f"the parallel loop {par[0].loop_var.name} has one "
-            f"iteration: parallelize the loop rfactor made spatial (the part of k you "
-            f"passed to rfactor)",
+            f"the parallel loop {par[0].loop_var.name} has one iteration, so one thread does all "
+            f"the work. Which loop of {rf[0]!r} counts the partial sums?",
+        )
+        outer_r = [lp for lp in reducing if loops.index(lp) < loops.index(par[0])]
+        _require(
+            not outer_r,
+            f"the parallel loop {par[0].loop_var.name} sits inside the serial reduction loop "
+            f"{outer_r[0].loop_var.name if outer_r else ''}: the threads are started and joined "
+            f"again on every one of its {int(outer_r[0].extent.value) if outer_r else 0} "
+            f"iterations, each doing one addition. The parallel loop belongs outside the "
+            f"additions it shares out",
+        )
+        write_back = [
+            int(iv.dom.extent.value)
+            for n, r in blocks.items()
+            if n not in rf
+            for iv in r.block.iter_vars
+            if iv.iter_type == "R"
+        ]
+        many = max(write_back, default=0)
+        _require(
+            many <= 64,
+            f"the write-back block adds {many} partial sums one after another: as many serial "
+            f"additions as the original sum, so nothing was gained. Cut k into a few large parts "
+            f"(about one per core), not into many small ones",
         )
         x = _rng().random(4096, "float32")
         _same_as_numpy(_run(sch, [x], (1,)), np.array([x.sum(dtype=np.float64)], "float32"))
@@ -524,7 +689,9 @@ def check_exercise_6(sch) -> Feedback:
 
 
 def check_exercise_7(sch) -> Feedback:
-    """matmul(128, 128, 128): B copied into a cache under C's outer loop."""
+    """matmul(128, 128, 128): B copied into a cache under C's tile loop over j, once per tile:
+    not under a loop that the tile of B does not depend on (i), which would copy it again and
+    again."""
 
     def body():
         _schedule(sch, 7)
@@ -532,25 +699,45 @@ def check_exercise_7(sch) -> Feedback:
         cached = [n for n in blocks if n != "C"]
         _require(
             cached,
-            "there is only block 'C': call sch.cache_read(block, 1, 'global') (read 1 of block C is B)",
+            "there is only block 'C': no cache stage was added (section 1 adds one with cache_read)",
         )
+        writes_c = [n for n in cached if any(w.buffer.name == "C" for w in blocks[n].block.writes)]
         sources = {n: [r.buffer.name for r in blocks[n].block.reads] for n in cached}
         if not any("B" in reads for reads in sources.values()):
+            if writes_c:
+                raise _Wrong(
+                    f"{writes_c[0]!r} is a write cache: C is computed in it and copied out. The "
+                    f"exercise copies an input, B, before C reads it"
+                )
             raise _Wrong(
-                f"the cache copies {sorted({b for r in sources.values() for b in r})}, "
-                f"not B: block C reads (A, B) and read index 0 is A (a reduction "
-                f"block's reads do not list its own output), so B is index 1"
+                f"the cache copies {sorted({b for r in sources.values() for b in r})}, not B. "
+                f"The read index counts the buffers in block C's T.reads(...), in the order "
+                f"printed there (a reduction block's reads do not list its own output)"
             )
         name = next(n for n, reads in sources.items() if "B" in reads)
-        shared = [lp for lp in _loops(sch.func, name) if lp in _loops(sch.func, "C")]
+        c_loops = _loops(sch.func, "C")
+        shared = [lp for lp in _loops(sch.func, name) if lp in c_loops]
         _require(
             shared,
-            f"the copy {name!r} still copies all of B before the multiply: "
-            f"move it under one of C's loops with sch.compute_at",
+            f"the copy {name!r} still copies all of B before the multiply starts: move it under "
+            f"one of C's loops so that it copies only what that loop's iteration reads",
         )
+        c_block = index(sch.func).realizes["C"]
+        redundant = [lp for lp in shared if _uses(c_block.iter_values[0], lp.loop_var)]
+        if redundant:
+            lp = redundant[0]
+            raise _Wrong(
+                f"the copy {name!r} sits under loop {lp.loop_var.name}, which runs over the rows i "
+                f"of C, but B[k, j] does not depend on i: the same tile of B is copied again on "
+                f"each of its {int(lp.extent.value)} iterations. Place it under a loop whose "
+                f"iterations need a different part of B"
+            )
         x, y = _rng().random((128, 128), "float32"), _rng(1).random((128, 128), "float32")
         _same_as_numpy(_run(sch, [x, y], (128, 128)), x @ y)
-        return f"{name!r} copies the tile of B each iteration of {shared[-1].loop_var.name} needs."
+        return (
+            f"{name!r} copies each tile of B once, in the iteration of {shared[-1].loop_var.name} "
+            f"that needs it."
+        )
 
     return _check(7, body)
 
@@ -569,13 +756,14 @@ def check_exercise_8(sch, trace) -> Feedback:
         _require(
             len(before) == len(after),
             f"the new trace has {len(after)} sampling "
-            f"instructions, the given one {len(before)}: start from trace.with_decision",
+            f"instructions, the given one {len(before)}: a replay keeps the trace's sampling "
+            f"instructions; change a decision of the given trace instead of writing the splits anew",
         )
         changed = [(a, b) for a, b in zip(before, after) if a != b]
         _require(
             changed,
-            "no decision changed: trace.with_decision(inst, [8, 2, 1, 4]) "
-            "returns a new trace, apply that one",
+            "no decision changed: the schedule replays the given trace as it was recorded. A trace "
+            "is never modified in place: which trace did you apply?",
         )
         _require(
             len(changed) == 1,
@@ -583,18 +771,23 @@ def check_exercise_8(sch, trace) -> Feedback:
         )
         _require(
             before[0] == after[0],
-            "you changed the tiling of loop i (the first "
-            "sample_perfect_tile); loop j is tiled by the second one",
+            "you changed the tiling of loop i: that sample_perfect_tile's result is what the "
+            "split of i uses. Which sampling instruction's result does the split of j use?",
         )
         _require(
             [8, 2, 1, 4] in [list(b) if isinstance(b, (list, tuple)) else b for _, b in changed],
-            f"the changed decision is now {changed[0][1]}; set it to [8, 2, 1, 4]",
+            f"the tiling of j is now {changed[0][1]}: the levels are listed outermost first, and "
+            f"the exercise asks for [8, 2, 1, 4]",
         )
         x, y = _rng().random((64, 64), "float32"), _rng(1).random((64, 64), "float32")
         _same_as_numpy(_run(sch, [x, y], (64, 64)), x @ y)
         return "one decision changed, every other step replayed as recorded."
 
     return _check(8, body)
+
+
+def _ordinal(n: int) -> str:
+    return _ORDINAL[n] if n < len(_ORDINAL) else f"{n + 1}th"
 
 
 def check_exercise_9(decisions, replayed, record) -> Feedback:
@@ -616,13 +809,15 @@ def check_exercise_9(decisions, replayed, record) -> Feedback:
             want = inst.decision
             _require(
                 list(got) == list(want) if isinstance(want, (list, tuple)) else got == want,
-                f"decision {n} (of a {inst.kind.name}) is {want!r} in the trace, you wrote {got!r}",
+                f"decision {n} (of the {_ordinal(n)} sampling instruction, a {inst.kind.name}) is "
+                f"not {got!r} in the trace: read that instruction's decision in the printed trace "
+                f"(`decision=` for a tiling, the index of the chosen candidate for a categorical)",
             )
         _schedule(replayed, 9)
         _require(
             wb.structural_equal(replayed.func, record.schedule().func),
-            "the replayed function differs from the record's: apply the record's trace "
-            "unchanged (record.trace.apply_to_schedule(sch))",
+            "the replayed function differs from the record's: a replay applies the record's own "
+            "trace, every decision as recorded, to a schedule of the unscheduled function",
         )
         _require(
             len(replayed.trace) == len(record.trace),
@@ -675,6 +870,20 @@ def check_exercise_10(rule) -> Feedback:
         for inst in samples:
             cands = inst.args.get("candidates", [])
             _require(all(_is_pow2(c) for c in cands), f"the candidates {cands} are not all powers of two")
+            _require(
+                max(cands, default=0) <= 64,
+                f"the candidates {cands} include factors above 64, the extent of every loop of "
+                f"matmul(64, 64, 64): a factor larger than its loop leaves an outer loop of one "
+                f"iteration and an inner loop with a guard (T.where), never a tiling",
+            )
+        c_block = index(sch.func).realizes["C"]
+        k = c_block.iter_values[2]
+        split_k = [lp.loop_var.name for lp in _loops(sch.func, "C") if _uses(k, lp.loop_var)]
+        _require(
+            len(split_k) == 1,
+            f"the reduction loop k was split too (into {split_k}): this rule tiles the spatial "
+            f"loops only; leave the reduction loops as they are",
+        )
         x, y = _rng().random((64, 64), "float32"), _rng(1).random((64, 64), "float32")
         _same_as_numpy(_run(sch, [x, y], (64, 64)), x @ y)
         draws = {
@@ -722,6 +931,12 @@ def check_exercise_11(mutator) -> Feedback:
             )
             pairs = [(o, n) for o, n in zip(trace, new) if o.kind.is_sampling]
             changed = [(o, n) for o, n in pairs if o.decision != n.decision]
+            _require(
+                changed,
+                "the returned trace has every decision of the given one: nothing was mutated. "
+                "trace.decisions and inst.decision are read-only copies; a trace with a changed "
+                "decision is a new trace (section 3)",
+            )
             _require(len(changed) == 1, f"{len(changed)} decisions changed; a mutation changes one")
             old, cur = changed[0]
             _require(

@@ -37,6 +37,17 @@ def solution_3() -> wb.Schedule:
     return sch
 
 
+def solution_3b(sch: wb.Schedule) -> None:
+    """matmul(64, 64, 64) into checks.TARGET_3B: 8 x 8 tiles, the two tile loops fused and
+    parallel, the tile's row loop vectorized."""
+    i, j, k = sch.get_loops("C")
+    i0, i1 = sch.split(i, factors=[None, 8])
+    j0, j1 = sch.split(j, factors=[None, 8])
+    sch.reorder(i0, j0, k, i1, j1)
+    sch.parallel(sch.fuse(i0, j0))
+    sch.vectorize(j1)
+
+
 def solution_4() -> wb.Schedule:
     sch = wb.Schedule(dense_relu())
     sch.reverse_compute_inline(sch.get_block("relu"))  # relu folded into bias_add

@@ -82,22 +82,121 @@ def test_exercise_2():
 # -- lesson 2 -----------------------------------------------------------------------------------
 
 
+def _ex3(order="i, jo, k, ji", vec="ji", par="i", j_lanes=16, i_parts=None):
+    """A lesson 2 answer as a function of a fresh matmul(256, 256, 256) schedule."""
+
+    def answer(sch):
+        i, j, k = sch.get_loops("C")
+        loops = dict(i=i, j=j, k=k)
+        if i_parts:
+            loops["io"], loops["ii"] = sch.split(i, factors=i_parts)
+        if j_lanes:
+            loops["jo"], loops["ji"] = sch.split(j, factors=[None, j_lanes])
+        sch.reorder(*(loops[name] for name in order.split(", ")))
+        if par:
+            sch.parallel(loops[par])
+        if vec:
+            sch.vectorize(loops[vec])
+
+    return answer
+
+
 def test_exercise_3():
     right(checks.check_exercise_3(solutions.solution_3()))
-    sch = wb.Schedule(matmul(256, 256, 256))  # the lesson's starting point
-    i, j, k = sch.get_loops("C")
-    io, ii = sch.split(i, factors=[None, 8])
-    sch.reorder(io, j, k, ii)
-    sch.parallel(io)
-    sch.vectorize(ii)
-    wrong(checks.check_exercise_3(sch), "the vectorized loop i_1 does not run over j")
-    sch = wb.Schedule(matmul(256, 256, 256))
-    i, j, k = sch.get_loops("C")
-    jo, ji = sch.split(j, factors=[None, 16])
-    sch.reorder(i, jo, k, ji)
-    sch.vectorize(ji)
-    wrong(checks.check_exercise_3(sch), "the outermost loop i is serial")
+    right(checks.check_exercise_3(_ex3()))
+    right(checks.check_exercise_3(_ex3("io, ii, jo, k, ji", par="io", i_parts=[8, None])))
+    # the lesson's starting point: lanes 8 rows apart
+    start = wrong(
+        checks.check_exercise_3(_ex3("io, j, k, ii", vec="ii", par="io", j_lanes=None, i_parts=[None, 8])),
+        "does not run over j",
+        "rows apart",
+    )
+    assert "reorder" not in start.message and "split" not in start.message
+    # vectorizing the reduction: refused; the hint is the race, not the fix
+    lanes = wrong(
+        checks.check_exercise_3(_ex3("i, j, k", vec="k", j_lanes=None)),
+        "vectorize refused: loop k runs the reduction over k",
+        "add into the same C[i, j]",
+    )
+    assert "ji" not in lanes.message
+    wrong(checks.check_exercise_3(_ex3("k, i, jo, ji", par="k")), "parallel refused", "would race")
+    wrong(checks.check_exercise_3(_ex3(par=None)), "the outermost loop i is serial", "one core")
+    wrong(checks.check_exercise_3(_ex3("i, k, j", vec="j", j_lanes=None)), "256 iterations", "register")
+    wrong(checks.check_exercise_3(_ex3("i, jo, ji, k")), "loop j_1 is vectorized, but k runs inside it")
+    wrong(
+        checks.check_exercise_3(_ex3("io, ii, jo, k, ji", par="io", i_parts=[1, None])),
+        "the parallel loop i_0 has 1 iteration",
+    )
     wrong(checks.check_exercise_3(wb.Schedule(matmul(64, 64, 64))), "shape (64, 64)")
+    wrong(checks.check_exercise_3("sch"), "not a str")
+
+
+def _ex3b(order="i0 j0 k i1 j1", fused=("i0", "j0"), j_factor=8, par=True, vec=True):
+    def answer(sch):
+        i, j, k = sch.get_loops("C")
+        loops = dict(k=k)
+        loops["i0"], loops["i1"] = sch.split(i, factors=[None, 8])
+        loops["j0"], loops["j1"] = sch.split(j, factors=[None, j_factor])
+        sch.reorder(*(loops[name] for name in order.split()))
+        outer = sch.fuse(*(loops[name] for name in fused)) if fused else loops[order.split()[0]]
+        if par:
+            sch.parallel(outer)
+        if vec:
+            sch.vectorize(loops["j1"])
+
+    return answer
+
+
+def test_exercise_3b_reach_the_target_tvmscript():
+    right(checks.check_exercise_3b(solutions.solution_3b))
+    right(checks.check_exercise_3b(_ex3b()))
+    sch = wb.Schedule(wb.parse(checks.TARGET_3B))  # the target itself, read back: also equal
+    right(checks.check_exercise_3b(sch))
+    # the starting point: nothing done; the diff names the first loop and what the target has there
+    wrong(
+        checks.check_exercise_3b(lambda sch: None),
+        "loop 1 (counting from the outside) is a serial loop of 64 iterations over i (i) in yours",
+        "a parallel loop of 64 iterations over i and j in the target",
+    )
+    wrong(checks.check_exercise_3b(_ex3b(fused=None)), "loop 1", "parallel loop of 8 iterations over i (i_0)")
+    wrong(
+        checks.check_exercise_3b(_ex3b("i0 j0 i1 k j1")),
+        "loop 2",
+        "over i (i_1) in yours",
+        "over k in the target",
+    )
+    wrong(
+        checks.check_exercise_3b(_ex3b("i0 j0 k j1 i1")), "loop 3", "vectorized loop of 8 iterations over j"
+    )
+    wrong(checks.check_exercise_3b(_ex3b(j_factor=16)), "parallel loop of 32 iterations over i and j")
+    wrong(checks.check_exercise_3b(_ex3b(vec=False)), "loop 4", "a serial loop", "a vectorized loop")
+    wrong(checks.check_exercise_3b(_ex3b(par=False)), "loop 1", "a serial loop of 64 iterations over i and j")
+    # the same loops, fused the other way round: the loops match, the block's bindings do not
+    swapped = wrong(
+        checks.check_exercise_3b(_ex3b("j0 i0 k i1 j1", fused=("j0", "i0"))),
+        "the loops match, but block 'C' computes vi from them differently",
+        "j_0_i_0_fused % 8 * 8 + i_1 in yours",
+    )
+    assert "fuse(" not in swapped.message
+    wrong(
+        checks.check_exercise_3b(_vectorize_k),
+        "vectorize refused",
+    )
+
+
+def _vectorize_k(sch):
+    sch.vectorize(sch.get_loops("C")[2])
+
+
+def test_loop_nest_diff_counts_blocks_and_depth():
+    mm = matmul(64, 64, 64)
+    assert checks.loop_nest_diff(mm, matmul(64, 64, 64)) == ""
+    assert "the target has a block 'matmul', yours has ['C']" in checks.loop_nest_diff(mm, dense_relu())
+    sch = wb.Schedule(mm)
+    sch.split(sch.get_loops("C")[2], factors=[None, 1])  # a loop of one iteration more
+    assert "4 loops above it in yours, 3 in the target; the first 3 agree" in checks.loop_nest_diff(
+        sch.func, mm
+    )
 
 
 # -- lesson 3 -----------------------------------------------------------------------------------
@@ -169,51 +268,110 @@ def test_exercise_5_under_k_computes_the_right_numbers():
 # -- lesson 4 -----------------------------------------------------------------------------------
 
 
+def _rfactored(parts=8, which=0, parallel=1):
+    sch = wb.Schedule(vector_sum(4096))
+    _, k = sch.get_loops("S")
+    if parts:
+        k = sch.split(k, factors=[parts, None])[which]
+    rf = sch.rfactor(k, factor_axis=0)
+    if parallel is not None:
+        sch.parallel(sch.get_loops(rf)[parallel])
+    return sch
+
+
 def test_exercise_6():
     right(checks.check_exercise_6(solutions.solution_6()))
-    sch = wb.Schedule(vector_sum(4096))  # the lesson's starting point
-    _, k = sch.get_loops("S")
-    k0, _ = sch.split(k, factors=[8, None])
-    rf = sch.rfactor(k0, factor_axis=0)
-    sch.parallel(sch.get_loops(rf)[0])
-    wrong(checks.check_exercise_6(sch), "the parallel loop i has one iteration")
-    wrong(checks.check_exercise_6(wb.Schedule(vector_sum(4096))), "no rfactor block")
+    right(checks.check_exercise_6(_rfactored(parts=16)))
+    right(checks.check_exercise_6(_rfactored(parts=4)))
+    # the lesson's starting point: the unit loop i is parallel
+    start = wrong(checks.check_exercise_6(_rfactored(parallel=0)), "the parallel loop i has one iteration")
+    assert "k_0" not in start.message
+    wrong(
+        checks.check_exercise_6(wb.Schedule(vector_sum(4096))), "no rfactor block", "independent partial sums"
+    )
+    wrong(checks.check_exercise_6(_rfactored(parallel=None)), "run serially", "no loop of it is parallel")
+    # rfactor of the whole k: 4096 one-element partial sums, the write-back as serial as before
+    wrong(checks.check_exercise_6(_rfactored(parts=None)), "adds 4096 partial sums one after another")
+    # rfactor of the inner part, its loop parallel inside the serial k_0: a fork/join per addition
+    wrong(
+        checks.check_exercise_6(_rfactored(which=1, parallel=2)),
+        "sits inside the serial reduction loop k_0",
+        "started and joined again",
+    )
+    wrong(checks.check_exercise_6(_rfactored(parts=512)), "adds 512 partial sums")
 
 
 # -- lesson 5 -----------------------------------------------------------------------------------
 
 
-def _cached(read_index, place=True):
+def _cached(read_index, place="jo", tile=True, write=False):
     sch = wb.Schedule(matmul(128, 128, 128))
     block = sch.get_block("C")
     i, j, k = sch.get_loops(block)
-    jo, ji = sch.split(j, factors=[None, 32])
-    sch.reorder(jo, i, k, ji)
+    loops = dict(i=i, j=j, k=k)
+    if tile:
+        loops["jo"], loops["ji"] = sch.split(j, factors=[None, 32])
+        sch.reorder(loops["jo"], i, k, loops["ji"])
+    if write:
+        sch.reverse_compute_at(sch.cache_write(block, 0, "global"), loops[place])
+        return sch
     cache = sch.cache_read(block, read_index, "global")
     if place:
-        sch.compute_at(cache, jo)
+        sch.compute_at(cache, loops[place])
     return sch
 
 
 def test_exercise_7_uses_tvm_read_indices():
     right(checks.check_exercise_7(solutions.solution_7()))
-    wrong(checks.check_exercise_7(_cached(0)), "the cache copies ['A'], not B", "read index 0 is A")
-    wrong(checks.check_exercise_7(_cached(1, place=False)), "still copies all of B")
+    # the lesson's starting point: read 0 is A
+    start = wrong(checks.check_exercise_7(_cached(0)), "the cache copies ['A'], not B", "T.reads(...)")
+    assert "index 1" not in start.message
+    wrong(checks.check_exercise_7(_cached(1, place=None)), "still copies all of B")
+    # under i (or deeper): the same tile of B copied again for every row of C
+    for place in ("i", "k"):
+        wrong(
+            checks.check_exercise_7(_cached(1, place=place)),
+            "sits under loop i",
+            "copied again on each of its 128 iterations",
+        )
+    wrong(checks.check_exercise_7(_cached(1, place="i", tile=False)), "B[k, j] does not depend on i")
+    wrong(checks.check_exercise_7(_cached(0, write=True)), "'C_global' is a write cache")
+    wrong(checks.check_exercise_7(wb.Schedule(matmul(128, 128, 128))), "there is only block 'C'")
 
 
 # -- lesson 6 -----------------------------------------------------------------------------------
 
 
+def _replayed(trace, *changes):
+    for n, decision in changes:
+        trace = trace.with_decision([i for i in trace if i.kind.is_sampling][n], decision)
+    sch = wb.Schedule(matmul(64, 64, 64))
+    trace.apply_to_schedule(sch)
+    return sch
+
+
 def test_exercise_8():
     trace = solutions.lesson6_trace()
     right(checks.check_exercise_8(solutions.solution_8(trace), trace))
-    i_tile = [inst for inst in trace if inst.kind.is_sampling][0]
-    sch = wb.Schedule(matmul(64, 64, 64))
-    trace.with_decision(i_tile, [8, 2, 1, 4]).apply_to_schedule(sch)
-    wrong(checks.check_exercise_8(sch, trace), "you changed the tiling of loop i")
-    sch = wb.Schedule(matmul(64, 64, 64))
-    trace.apply_to_schedule(sch)
-    wrong(checks.check_exercise_8(sch, trace), "no decision changed")
+    right(checks.check_exercise_8(_replayed(trace, (1, [8, 2, 1, 4])), trace))
+    # the lesson's starting point: the first sampling instruction (loop i's) changed
+    start = wrong(checks.check_exercise_8(_replayed(trace, (0, [8, 2, 1, 4])), trace), "the tiling of loop i")
+    assert "second" not in start.message
+    unchanged = wrong(checks.check_exercise_8(_replayed(trace), trace), "no decision changed")
+    assert "with_decision" not in unchanged.message
+    wrong(
+        checks.check_exercise_8(_replayed(trace, (1, [8, 2, 4, 1])), trace),
+        "now [8, 2, 4, 1]",
+        "outermost first",
+    )
+    wrong(
+        checks.check_exercise_8(_replayed(trace, (0, [8, 2, 1, 4]), (1, [8, 2, 1, 4])), trace),
+        "2 decisions changed",
+    )
+    by_hand = wb.Schedule(matmul(64, 64, 64))
+    i, j, k = by_hand.get_loops("C")
+    by_hand.split(j, factors=[8, 2, 1, 4])
+    wrong(checks.check_exercise_8(by_hand, trace), "has 0 sampling instructions", "writing the splits anew")
 
 
 @pytest.fixture(scope="module")
@@ -229,12 +387,22 @@ def test_exercise_9(record):
     wrong(checks.check_exercise_9([], replayed, record), "you listed 0 decisions")
     bad = list(decisions)
     bad[-1] = "x"
-    wrong(checks.check_exercise_9(bad, replayed, record), f"decision {len(bad) - 1}", "'x'")
+    misread = wrong(checks.check_exercise_9(bad, replayed, record), f"decision {len(bad) - 1}", "not 'x'")
+    assert repr(decisions[-1]) not in misread.message  # the check does not read the trace for them
+    # the lesson's starting point
+    wrong(checks.check_exercise_9([], None, record), "you listed 0 decisions")
     wrong(checks.check_exercise_9(decisions, None, record), "pass the Schedule")
     wrong(
         checks.check_exercise_9(decisions, wb.Schedule(record.trace.base_func), record),
         "the replayed function differs",
     )
+    # a trace rebuilt with one tiling misread (its levels reversed)
+    tile = next(
+        i for i in record.trace if i.kind.name == "sample_perfect_tile" and i.decision[::-1] != i.decision
+    )
+    misread_sch = wb.Schedule(record.trace.base_func)
+    record.trace.with_decision(tile, list(tile.decision[::-1])).apply_to_schedule(misread_sch)
+    wrong(checks.check_exercise_9(decisions, misread_sch, record), "the replayed function differs")
 
 
 # -- lesson 7 -----------------------------------------------------------------------------------
@@ -251,6 +419,22 @@ class ConstantTiling(ScheduleRule):
         return [sch]
 
 
+class SampledTiling(ScheduleRule):
+    def __init__(self, candidates, probs=None, kinds="S"):
+        self.candidates, self.kinds = candidates, kinds
+        self.probs = probs or [1 / len(candidates)] * len(candidates)
+
+    def apply(self, sch, block):
+        node = sch.get(block)
+        if node.init is None:
+            return [sch]
+        for loop, iv in zip(sch.get_loops(block), node.iter_vars):
+            if iv.iter_type in self.kinds:
+                factor = sch.sample_categorical(candidates=self.candidates, probs=self.probs)
+                sch.split(loop, factors=[None, factor])
+        return [sch]
+
+
 class DropsBlocks(ScheduleRule):
     def apply(self, sch, block):
         return [] if sch.get(block).init is None else [sch]
@@ -264,6 +448,12 @@ def test_exercise_10():
         "schedule rule DropsBlocks returned no schedule for block 'root'",
     )
     wrong(checks.check_exercise_10(ConstantTiling), "pass an instance")
+    wrong(checks.check_exercise_10(SampledTiling([2, 3, 4, 8])), "not all powers of two")
+    wrong(checks.check_exercise_10(SampledTiling([32, 64, 128])), "factors above 64", "T.where")
+    wrong(checks.check_exercise_10(SampledTiling([8, 16], probs=[1.0, 0.0])), "six seeds all drew the same")
+    wrong(
+        checks.check_exercise_10(SampledTiling([2, 4, 8], kinds="SR")), "the reduction loop k was split too"
+    )
 
 
 class TVMSpelling(Mutator):  # the lesson's starting point
@@ -282,6 +472,41 @@ class Doubles(Mutator):  # "double a factor": the product changes
         return trace.with_decision(inst, factors, remove_postproc=True)
 
 
+class InPlace(Mutator):  # the course's TVM pattern: edits a read-only snapshot
+    def apply(self, trace, rng):
+        inst = next(i for i in trace.insts if i.kind.matches("SamplePerfectTile"))
+        decisions = trace.decisions
+        decisions[inst] = [1] * len(inst.decision)
+        return trace
+
+
+class ReturnsTheTrace(Mutator):  # changes a copy of the decision, returns the trace unchanged
+    def apply(self, trace, rng):
+        inst = next(i for i in trace.insts if i.kind.matches("SamplePerfectTile"))
+        factors = list(inst.decision)
+        factors[0], factors[-1] = factors[-1], factors[0]
+        return trace
+
+
+class TwoAtOnce(Mutator):
+    def apply(self, trace, rng):
+        for inst in [i for i in trace.insts if i.kind.matches("SamplePerfectTile")][:2]:
+            factors = list(inst.decision)
+            s = next(n for n, v in enumerate(factors) if v % 2 == 0)
+            factors[s] //= 2
+            factors[(s + 1) % len(factors)] *= 2
+            trace = trace.with_decision(inst, factors, remove_postproc=True)
+        return trace
+
+
+class Unrolls(Mutator):
+    def apply(self, trace, rng):
+        inst = next(i for i in trace.insts if i.kind.matches("SampleCategorical"))
+        return trace.with_decision(
+            inst, (inst.decision + 1) % len(inst.args["candidates"]), remove_postproc=True
+        )
+
+
 class Raises(Mutator):
     def apply(self, trace, rng):
         return trace.decisions[trace.insts[0]]
@@ -296,6 +521,10 @@ def test_exercise_11():
     )
     wrong(checks.check_exercise_11(Doubles()), "the product changed")
     wrong(checks.check_exercise_11(Raises()), "Raises.apply raised", "get_block samples nothing")
+    wrong(checks.check_exercise_11(InPlace()), "InPlace.apply raised TypeError", "read-only snapshot")
+    wrong(checks.check_exercise_11(ReturnsTheTrace()), "every decision of the given one", "read-only copies")
+    wrong(checks.check_exercise_11(TwoAtOnce()), "2 decisions changed")
+    wrong(checks.check_exercise_11(Unrolls()), "it changed a sample_categorical")
 
 
 # -- lesson 8 -----------------------------------------------------------------------------------
@@ -322,6 +551,17 @@ def test_exercise_12():
     )
     wrong(checks.check_exercise_12(42), "pass your function itself")
 
+    def reaches_the_best(latencies, fraction=0.9):  # fraction ignored: waits for the best itself
+        return solutions.solution_12(latencies, 1.0)
+
+    wrong(checks.check_exercise_12(reaches_the_best), "[4.0, 1.05, 3.0, 1.0], fraction=0.9) returned 4")
+
+    def last_trial(latencies, fraction=0.9):  # every failure handled, but counts the last trial
+        finite = [x for x in latencies if math.isfinite(x)]
+        return len(latencies) if finite else None
+
+    wrong(checks.check_exercise_12(last_trial), "[1.0, 2.0, 3.0], fraction=0.9) returned 3; expected 1")
+
 
 # -- lesson 9 -----------------------------------------------------------------------------------
 
@@ -344,6 +584,18 @@ def test_exercise_13():
     wrong(checks.check_exercise_13(_bound(reduction=True)), "cross-thread reduction")
     wrong(checks.check_exercise_13(_bound(threads=16)), "16 threads per block is not a multiple of 32")
     wrong(checks.check_exercise_13(wb.Schedule(matmul(64, 64, 64))), "no loop is bound to blockIdx.x")
+    swapped = wb.Schedule(matmul(64, 64, 64))
+    i, j, _ = swapped.get_loops("C")
+    swapped.bind(i, "threadIdx.x")
+    swapped.bind(j, "blockIdx.x")
+    wrong(checks.check_exercise_13(swapped), "threadIdx.x is bound outside blockIdx.x")
+    wrong(checks.check_exercise_13(_bound(threads=2048)), "2048 threads per block", "at most 1024")
+    only_j = wb.Schedule(matmul(64, 64, 64))
+    _, j, _ = only_j.get_loops("C")
+    jo, ji = only_j.split(j, factors=[None, 32])
+    only_j.bind(jo, "blockIdx.x")
+    only_j.bind(ji, "threadIdx.x")
+    wrong(checks.check_exercise_13(only_j), "loop 'i'", "is not bound to a GPU thread axis")
 
 
 # -- lesson 10 ----------------------------------------------------------------------------------
