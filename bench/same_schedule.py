@@ -17,8 +17,14 @@ then both are timed on the same inputs with the same Python loop of calls
 (``timing.time_calls``), in fresh child processes interleaved over ``--rounds`` rounds, and
 every output is checked against the float64 numpy reference. Printed per workload: the fastest
 record built by each compiler (best of the set), the TVM-best record's time in both, and the
-median over the records of workbench/TVM, under a header with the CPU model. Ratios are between
-figures of this run only.
+median over the records of workbench/TVM, under a header with the CPU model; then a histogram of
+the per-record ratios workbench/TVM (``results.json`` keeps every record's times). Ratios are
+between figures of this run only.
+
+``--baseline SRC`` also builds every record with the workbench of another source tree (a third
+child, ``PYTHONPATH=SRC``, timed in the same rounds), for a before/after of a code-generation
+change side by side, e.g. ``git archive HEAD~1 workbench | tar -x -C /tmp/base``
+(the folder that holds the ``workbench`` package).
 """
 
 from __future__ import annotations
@@ -49,9 +55,17 @@ def parse_args(argv=None):
     p.add_argument("--min-repeat-ms", type=float, default=20.0)
     p.add_argument("--tvm-python", default=None)
     p.add_argument("--work-dir", default=None)
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="another workbench source tree (e.g. a git worktree of the commit before a change), "
+        "built and timed too, in the same rounds: a before/after of workbench's code generation",
+    )
     p.add_argument("--_child", help=argparse.SUPPRESS)
     p.add_argument("--_jobs", help=argparse.SUPPRESS)
     p.add_argument("--_data", help=argparse.SUPPRESS)
+    p.add_argument("--_kind", default="wb", help=argparse.SUPPRESS)
+    p.add_argument("--_source", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.names = [n.strip().upper() for n in args.workloads.split(",") if n.strip()]
     return args
@@ -81,6 +95,8 @@ def select_jobs(root: str, names, top: int) -> list[dict]:
 
 def child_wb(args) -> dict:
     """Import each job's trace into workbench, build, check and time it."""
+    if args._source:  # the baseline's workbench, ahead of this tree's (vs_tvm put it first)
+        sys.path.insert(0, args._source)
     import workbench as wb
     from workbench.tune.database import tvm as tvmdb
 
@@ -89,7 +105,7 @@ def child_wb(args) -> dict:
     with open(os.path.join(args._data, "manifest.json")) as f:
         manifest = json.load(f)
     target = f"llvm -num-cores={args.threads}" + (f" -mcpu={args.mcpu}" if args.mcpu else "")
-    out = {"results": []}
+    out = {"workbench": os.path.dirname(wb.__file__), "results": []}
     for k, job in enumerate(jobs):
         name, entry = job["workload"], manifest[job["workload"]]
         arrays = [wb.aligned(np.load(os.path.join(args._data, p))) for p in entry["params"]]
@@ -103,7 +119,7 @@ def child_wb(args) -> dict:
             out["results"].append({"error": f"{type(exc).__name__}: {exc}"[:300]})
             continue
         for j, o in enumerate(entry["outputs"]):
-            np.save(os.path.join(args._data, f"{name}.wb{k}.out{j}.npy"), arrays[o])
+            np.save(os.path.join(args._data, f"{name}.{args._kind}{k}.out{j}.npy"), arrays[o])
         entry_fn = kernel.entry
         out["results"].append(
             {"samples": time_calls(lambda: entry_fn(*arrays), args.repeat, args.min_repeat_ms)}
@@ -113,7 +129,7 @@ def child_wb(args) -> dict:
 
 def main(argv=None):
     args = parse_args(argv)
-    if args._child == "wb":
+    if args._child in ("wb", "base"):
         print(json.dumps(child_wb(args)))
         return 0
     if not args.dir or not os.path.isdir(args.dir):
@@ -155,6 +171,9 @@ def main(argv=None):
         ]
         + common,
     }
+    if args.baseline:  # the same child, importing the baseline tree's workbench
+        source = ["--_source", os.path.abspath(args.baseline)]
+        cmds["base"] = cmds["wb"][:3] + ["base"] + cmds["wb"][4:] + ["--_kind", "base"] + source
     samples = {kind: [[] for _ in jobs] for kind in cmds}
     errors = {kind: [None] * len(jobs) for kind in cmds}
     print(
@@ -164,9 +183,11 @@ def main(argv=None):
         flush=True,
     )
     for rd in range(args.rounds):
-        print(f"  round {rd + 1}/{args.rounds}: TVM builds, workbench builds", flush=True)
+        print(f"  round {rd + 1}/{args.rounds}: builds by {', '.join(cmds)}", flush=True)
         for kind, cmd in cmds.items():
             out = run_child(cmd, env)
+            if rd == 0 and "workbench" in out:
+                print(f"    {kind}: {out['workbench']}", flush=True)
             if "error" in out:
                 print(f"    {kind} child failed: {out['error'][-300:]}", flush=True)
                 continue
@@ -230,13 +251,72 @@ def report(args, jobs, names, samples, errors, data, refs, work) -> None:
         for kind, errs in row["errors"].items():
             if errs:
                 print(f"     {kind} failed on {len(errs)}: {errs[0]}")
+    records = per_record(jobs, med, ok)
+    for kind in ("wb", "base"):
+        if kind in samples:
+            print_histogram(records, kind, names)
     best = [r["best_ratio"] for r in table.values() if r["best_ratio"]]
     if best:
         geo = float(np.exp(np.mean(np.log(best))))
         print(f"best-of-set wb/TVM: geometric mean {geo:.3f} over {len(best)} workloads, max {max(best):.3f}")
     with open(os.path.join(work, "results.json"), "w") as fh:
         json.dump(
-            {"cpu": cpu_model(), "threads": args.threads, "dir": args.dir, "workloads": table}, fh, indent=1
+            {
+                "cpu": cpu_model(),
+                "threads": args.threads,
+                "dir": args.dir,
+                "baseline": args.baseline,
+                "workloads": table,
+                "records": records,
+            },
+            fh,
+            indent=1,
+        )
+
+
+#: upper edges of the histogram's bins of per-record ratios (the last bin is open)
+BINS = (0.5, 0.8, 0.9, 1.0, 1.1, 1.2, 1.5, 2.0, 5.0)
+
+
+def per_record(jobs, med, ok) -> list[dict]:
+    """Each record's median ms per compiler (None: failed or wrong) and its ratios to TVM's."""
+    out = []
+    for k, job in enumerate(jobs):
+        row = {"workload": job["workload"], "rank": job["rank"], "tvm_tuner_ms": job["tvm_tuner_s"] * 1e3}
+        for kind in med:
+            row[f"{kind}_ms"] = med[kind][k] if ok[kind][k] else None
+        for kind in med:
+            if kind != "tvm":
+                a, b = row[f"{kind}_ms"], row["tvm_ms"]
+                row[f"{kind}_ratio"] = a / b if a and b else None
+        out.append(row)
+    return out
+
+
+def print_histogram(records, kind, names) -> None:
+    """Counts of per-record ``kind``/TVM ratios per bin, per workload and in all."""
+    labels = [f"<{BINS[0]}"] + [f"{a}-{b}" for a, b in zip(BINS, BINS[1:])] + [f">={BINS[-1]}"]
+
+    def bin_of(r):
+        return next((i for i, edge in enumerate(BINS) if r < edge), len(BINS))
+
+    print(f"\nper-record {kind}/TVM ratio (same record, both compilers), counts per bin:")
+    print(f"{'WL':4s} " + " ".join(f"{x:>7s}" for x in labels) + f" {'n':>4s} {'>1.2':>5s}")
+    rows = [(n, [r for r in records if r["workload"] == n]) for n in names] + [("all", records)]
+    for name, recs in rows:
+        counts = [0] * (len(BINS) + 1)
+        ratios = [r[f"{kind}_ratio"] for r in recs if r.get(f"{kind}_ratio")]
+        for r in ratios:
+            counts[bin_of(r)] += 1
+        over = sum(r > 1.2 for r in ratios)
+        print(f"{name:4s} " + " ".join(f"{c:7d}" for c in counts) + f" {len(ratios):4d} {over:5d}")
+    slow = sorted(
+        (r for r in records if (r.get(f"{kind}_ratio") or 0) > 1.2), key=lambda r: -r[f"{kind}_ratio"]
+    )
+    for r in slow[:20]:
+        print(
+            f"     slower than 1.2x: {r['workload']} #{r['rank']} {kind} {r[f'{kind}_ms']:.4f} ms, "
+            f"TVM {r['tvm_ms']:.4f} ms ({r[f'{kind}_ratio']:.2f}x)"
         )
 
 

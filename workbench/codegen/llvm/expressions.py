@@ -22,7 +22,7 @@ from ...errors import BuildError
 from ...ir import expr as E
 from ...ir.buffer import Buffer
 from ...ir.dtype import dtype_info
-from ...ir.functor import pre_order
+from ...ir.functor import pre_order, uses_var
 from ...ir.stmt import BufferStore
 from . import intrinsics as K
 from . import vector_math
@@ -232,6 +232,38 @@ class ExpressionEmitter:
         offset = b.select(b.icmp_signed("<", offset, zero), zero, offset)
         return b.select(b.icmp_signed(">", offset, hi), hi, offset)
 
+    def _clamped_offset(
+        self, buf: Buffer, indices: tuple[E.Expr, ...], keep: Optional[E.Var] = None
+    ) -> Optional[E.Expr]:
+        """The flat offset of ``buf[indices]`` with each index that may leave its dimension
+        clamped into it: an address to read where a guard failed.
+
+        Per dimension, not the flat offset as a whole: an index the loops keep inside its
+        dimension (the channel of a padded NHWC input) stays an affine function of its loop,
+        so LLVM's loop vectorizer still sees consecutive addresses along that loop (one vector
+        load plus a select) where a clamp of the whole offset made every lane's address opaque
+        and left it masked gathers (TVM's best DEP record ran 11x slower that way). The clamped
+        indices usually depend on outer loops only, so LLVM hoists the clamps out of the inner
+        loops too.
+
+        ``keep``: the vector variable of a contiguous vector load, whose lanes read on from the
+        offset at lane 0; None when an index that uses it may leave its dimension (clamping it
+        at lane 0 would not keep the other lanes inside)."""
+        safe = []
+        for idx, n in zip(indices, buf.shape):
+            if idx.dtype not in ("int32", "int64"):  # as flat_offset: n - 1 must fit
+                idx = E.Cast("int64", idx)
+            lo, hi = bounds(idx, self.ranges)
+            inside = lo is not None and lo >= 0 and hi is not None and hi <= n - 1
+            if not inside and keep is not None and uses_var(idx, keep):
+                return None
+            if lo is None or lo < 0:
+                idx = E.Max(idx, E.IntImm(0, idx.dtype))
+            if hi is None or hi > n - 1:
+                idx = E.Min(idx, E.IntImm(n - 1, idx.dtype))
+            safe.append(idx)
+        return flat_offset(buf, safe)
+
     def _guarded(self, e: E.Expr, cond: ir.Value) -> ir.Value:
         """Emit ``e`` knowing it only matters where ``cond`` holds (its loads may be guarded)."""
         if not any(isinstance(n, E.BufferLoad) for n in pre_order(e)):
@@ -267,10 +299,10 @@ class ExpressionEmitter:
         coeff = linear_coeff(off, self.vec[0]) if self.vec is not None else 0
         b = self.b
         if coeff == 0:  # the same element for every lane
-            o = self.expr(off) if self.vec is None else self.index_base(off)
             if guarded:  # clamp: the value is discarded where the guard fails
-                o = self._clamp(o, buf.alloc_size() - 1)
-            v = b.load(self._gep(buf, o, inbounds=not guarded), typ=mem_type(buf.dtype), align=align)
+                off = typing.cast(E.Expr, self._clamped_offset(buf, e.indices))
+            o = self.expr(off) if self.vec is None else self.index_base(off)
+            v = b.load(self._gep(buf, o), typ=mem_type(buf.dtype), align=align)
             return from_memory(b, v, buf.dtype)
         lanes = typing.cast("tuple[E.Var, int]", self.vec)[1]  # coeff != 0: a vector loop
         vt = ir.VectorType(mem_type(buf.dtype), lanes)
@@ -285,7 +317,11 @@ class ExpressionEmitter:
                 # a guard the same for every lane (a padding condition on outer loops) comes
                 # from a Select, which discards the value where it fails: a plain load from a
                 # clamped address instead of a masked one (vmaskmovps is slow on AMD CPUs)
-                base = self._clamp(self.index_base(off), buf.alloc_size() - lanes)
+                safe = self._clamped_offset(buf, e.indices, keep=self.vec[0])
+                if safe is not None:  # the lanes' own dimension stays in bounds: clamp the others
+                    base = self.index_base(safe)
+                else:
+                    base = self._clamp(self.index_base(off), buf.alloc_size() - lanes)
                 v = b.load(self._gep(buf, base), typ=vt, align=align)
             elif guarded:
                 ptr = self._gep(buf, self.index_base(off), inbounds=False)
