@@ -113,6 +113,8 @@ class _Verifier:
                 for iv in n.iter_vars:
                     self.binder.setdefault(iv.var, f"an iterator of block {n.name!r}")
         self.bound: dict[Var, tuple[str, int]] = {}  # var in scope -> ("loop" | "iter", depth)
+        for v in func.size_vars:  # bound by the call: in scope everywhere
+            self.bound[v] = ("size", 0)
         self.buffers: set[Buffer] = set(func.params)
         self.allocated: set[Buffer] = set()
         self.block_names: set[str] = set()
@@ -482,6 +484,10 @@ class _BoundsChecker:
     def access(self, buf: Buffer, indices: tuple[Expr, ...], verb: str) -> None:
         for d, (idx, extent) in enumerate(zip(indices, buf.shape)):
             if not is_int(idx.dtype):
+                continue
+            if not isinstance(extent, int):
+                # a symbolic extent (size variable): whether ``idx < n`` holds for every n is not
+                # decided here; nothing is reported rather than a false positive
                 continue
             lo, hi = self.span(idx)
             if lo is not None and hi is not None and 0 <= lo and hi < extent:
