@@ -226,9 +226,17 @@ class ExpressionEmitter:
         t, f = K.splat(self.b, t, n), K.splat(self.b, f, n)
         return self.b.select(cond, t, f)
 
-    def _clamp(self, offset: ir.Value, last: int) -> ir.Value:
+    def _last_index(self, size: E.Expr) -> ir.Value:
+        """``size - 1`` of a symbolic allocation, as an i64 value."""
+        v = self.expr(size)
+        if v.type != I64:
+            v = self.b.sext(v, I64)
+        return self.b.sub(v, ir.Constant(I64, 1))
+
+    def _clamp(self, offset: ir.Value, last: Union[int, ir.Value]) -> ir.Value:
         """``offset`` clamped into ``[0, last]``: an address to read where a guard failed."""
-        b, zero, hi = self.b, ir.Constant(I64, 0), ir.Constant(I64, last)
+        b, zero = self.b, ir.Constant(I64, 0)
+        hi = ir.Constant(I64, last) if isinstance(last, int) else last
         offset = b.select(b.icmp_signed("<", offset, zero), zero, offset)
         return b.select(b.icmp_signed(">", offset, hi), hi, offset)
 
@@ -263,13 +271,14 @@ class ExpressionEmitter:
             self.check_access(buf, e.indices, "reads")
         off = flat_offset(buf, e.indices)
         guarded = self.mask is not None and not in_bounds(off, buf, self.ranges)
+        size = buf.alloc_size()  # an int, or an Expr of size variables
         align = dtype_info(buf.dtype).nbytes
         coeff = linear_coeff(off, self.vec[0]) if self.vec is not None else 0
         b = self.b
         if coeff == 0:  # the same element for every lane
             o = self.expr(off) if self.vec is None else self.index_base(off)
             if guarded:  # clamp: the value is discarded where the guard fails
-                o = self._clamp(o, buf.alloc_size() - 1)
+                o = self._clamp(o, size - 1 if isinstance(size, int) else self._last_index(size))
             v = b.load(self._gep(buf, o, inbounds=not guarded), typ=mem_type(buf.dtype), align=align)
             return from_memory(b, v, buf.dtype)
         lanes = typing.cast("tuple[E.Var, int]", self.vec)[1]  # coeff != 0: a vector loop
@@ -280,12 +289,13 @@ class ExpressionEmitter:
                 guarded
                 and mask is not None
                 and not isinstance(mask.type, ir.VectorType)
-                and buf.alloc_size() >= lanes
+                and isinstance(size, int)
+                and size >= lanes
             ):
                 # a guard the same for every lane (a padding condition on outer loops) comes
                 # from a Select, which discards the value where it fails: a plain load from a
                 # clamped address instead of a masked one (vmaskmovps is slow on AMD CPUs)
-                base = self._clamp(self.index_base(off), buf.alloc_size() - lanes)
+                base = self._clamp(self.index_base(off), size - lanes)
                 v = b.load(self._gep(buf, base), typ=vt, align=align)
             elif guarded:
                 ptr = self._gep(buf, self.index_base(off), inbounds=False)
