@@ -308,3 +308,33 @@ def test_primitives_not_yet_symbolic_raise_schedule_error_and_change_nothing(pri
     with pytest.raises(wb.ScheduleError, match=message):
         primitive(sch, i)
     assert str(sch.func) == before
+
+
+# TVM 0.27 prints an int64 size variable of te.create_prim_func as a module-level TypeVar (it
+# cannot be a string dimension, which reads as int32)
+TVM_TYPEVAR_INT64 = """# from typing import TypeVar
+# from tvm.script import tirx as T
+
+n = TypeVar("n")
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((n, 16), "float32"), B: T.Buffer((n, 16), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    # with T.sblock("root"):
+    for i, j in T.grid(n, 16):
+        with T.sblock("B"):
+            v_i = T.axis.spatial(n, i)
+            v_j = T.axis.spatial(16, j)
+            T.reads(A[v_i, v_j])
+            T.writes(B[v_i, v_j])
+            B[v_i, v_j] = A[v_i, v_j] + T.float32(1.0)
+"""
+
+
+def test_reads_the_typevar_form_tvm_prints_for_int64_size_variables():
+    f = wb.parse(TVM_TYPEVAR_INT64)
+    assert [(v.name, v.dtype) for v in f.size_vars] == [("n", "int64")]
+    a = np.random.rand(5, 16).astype("float32")
+    b = np.empty_like(a)
+    wb.build(f, target="llvm")(a, b)
+    np.testing.assert_allclose(b, a + 1)
+    wb.assert_structural_equal(wb.parse(str(f)), f)

@@ -279,6 +279,9 @@ class _Parser:
         self.scopes: list[dict[str, Any]] = [{}]
         self.loops: dict[Var, tuple[Expr, Expr]] = {}  # enclosing loop var -> (min, extent)
         self.block_names: set[str] = set()
+        #: module-level ``n = TypeVar("n")``: how TVM 0.27 forward-declares an int64 size
+        #: variable it cannot write as a string dimension (those are int32)
+        self.type_vars: list[str] = []
 
     # errors and names -----------------------------------------------------------------
     def error(self, node: ast.AST, message: str) -> TVMScriptError:
@@ -317,6 +320,8 @@ class _Parser:
                 self.imports(node)
             elif isinstance(node, ast.FunctionDef):
                 funcs.append(node)
+            elif _type_var_name(node) is not None:
+                self.type_vars.append(typing.cast(str, _type_var_name(node)))
             elif isinstance(node, ast.ClassDef):
                 if in_module:
                     raise self.error(node, "expected one @I.ir_module, found a second class")
@@ -383,6 +388,8 @@ class _Parser:
         if not any(self._deco_name(d, self.T) == "prim_func" for d in node.decorator_list):
             raise self.error(node, f"function {node.name} needs the decorator @T.prim_func")
         a = node.args
+        for name in self.type_vars:  # each function has variables of its own
+            self.define(name, Var(name, "int64"))
         if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
             raise self.error(node, f"{node.name}: parameters are plain `name: T.Buffer(...)`")
         params: list[Any] = []  # a Buffer, or an ast.arg waiting for match_buffer
@@ -1447,6 +1454,27 @@ def _one_arg(p: _Parser, node: ast.Call, what: str) -> ast.expr:
     if len(node.args) != 1 or node.keywords:
         raise p.error(node, f"{what} takes one argument, got {len(node.args) + len(node.keywords)}")
     return node.args[0]
+
+
+def _type_var_name(node: ast.stmt) -> Optional[str]:
+    """``n`` of a module-level ``n = TypeVar("n")``, else None."""
+    if not (
+        isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+    ):
+        return None
+    v = node.value
+    name = node.targets[0].id
+    if (
+        isinstance(v, ast.Call)
+        and isinstance(v.func, ast.Name)
+        and v.func.id == "TypeVar"
+        and len(v.args) == 1
+        and isinstance(v.args[0], ast.Constant)
+        and v.args[0].value == name
+        and not v.keywords
+    ):
+        return name
+    return None
 
 
 def _is_docstring(node: ast.stmt) -> bool:
