@@ -46,6 +46,7 @@ from .ir.dsl import (
     sqrt,
     sum,
     tanh,
+    var,
     all_of,
     any_of,
 )

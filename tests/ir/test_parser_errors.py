@@ -80,7 +80,8 @@ CASES = [  # (script, line, column, message)
         '@T.prim_func\ndef f(A: T.Buffer((n,), "float32")):\n    pass\n',
         2,
         20,
-        "buffer A: symbolic shape n is not supported yet (the IR has static shapes only)",
+        "buffer A: dimension n is not a declared size variable; declare it with `n = T.int32()` at "
+        'the top of the function, or write it "n"',
     ),
     (
         body(

@@ -33,6 +33,8 @@ also shrinks: moving alone would buy nothing and cost a full-size allocation per
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Optional, Sequence, cast
 
@@ -320,27 +322,31 @@ class _Planner:
 
     def compact(self, buf: Buffer, accesses: list[_Access], depth: int) -> Optional[Placement]:
         """The placement in the body of loop ``depth - 1`` (depth 0: where the buffer's block
-        allocates it) if the region touched there is smaller than the buffer."""
+        allocates it) if the region touched there is smaller than the buffer. A symbolic
+        dimension (a size variable) is kept whole: only static dimensions are compacted."""
         sim = self.sim
         hull: Optional[tuple[Range, ...]] = None
         for a in accesses:
             r = tuple(self.point_range(i, a.path, depth, n) for i, n in zip(a.indices, buf.shape))
-            if all(self.extent_bound(x) >= n for x, n in zip(r, buf.shape)):
+            if all(not isinstance(n, int) or _covers(self.extent_bound(x), n) for x, n in zip(r, buf.shape)):
                 return None  # one access already spans the whole buffer
             hull = r if hull is None else tuple(_union(sim, x, y) for x, y in zip(hull, r))
         assert hull is not None  # a planned buffer has accesses (the site is their ancestor)
         shape: list[int] = []
         offsets: list[E.Expr] = []
         for n, rng in zip(buf.shape, hull):
-            hi = self.extent_bound(rng)
-            if hi >= n:
+            hi = self.extent_bound(rng) if isinstance(n, int) else None
+            if not isinstance(n, int) or _covers(hi, n):
                 shape.append(n)
                 offsets.append(E.IntImm(0))
             else:
                 shape.append(max(int(hi), 1))
                 offsets.append(rng.min)
         new = buf.with_(shape=tuple(shape))
-        if new.alloc_size() >= buf.alloc_size():
+        if buf.is_symbolic:  # the symbolic dimensions are the same: compare the static ones
+            if _static_size(new) >= _static_size(buf) or buf.align:
+                return None
+        elif new.alloc_size() >= buf.alloc_size():
             return None
         site = accesses[0].path[depth - 1].var if depth > self.alloc_depth[buf] else None
         return Placement(new, tuple(offsets), site)
@@ -509,3 +515,12 @@ def _affine_range(form: Lin, relaxer: Relaxer) -> Optional[Range]:
         else:
             base[atom] = c
     return Range(sim.to_expr(Lin(base, lo, form.dtype)), E.IntImm(hi - lo + 1, form.dtype))
+
+
+def _covers(hi: Optional[float], n: int) -> bool:
+    """An extent bounded by ``hi`` (None: unbounded) spans a dimension of ``n``."""
+    return hi is None or hi >= n
+
+
+def _static_size(b: Buffer) -> int:
+    return math.prod(s for s in b.shape if isinstance(s, int))

@@ -11,9 +11,11 @@ from typing import Any, Callable, Mapping, Optional, Union
 
 import numpy as np
 
-from ..ir.buffer import Buffer
-from ..ir.func import PrimFunc
-from ..ir.functor import pre_order
+from ..ir.arith import evaluate
+from ..ir.buffer import Buffer, shape_str
+from ..ir.expr import Var
+from ..ir.func import PrimFunc, size_var_sources
+from ..ir.functor import free_vars, pre_order
 from ..ir.stmt import BufferStore
 from .timing import MIN_REPEAT_MS, TimingResult, time_runs
 
@@ -52,6 +54,8 @@ class Kernel:
         self._params = func.params
         written = written_buffers(func)
         self._writes = tuple(b in written for b in self._params)
+        #: symbolic kernels: each size variable -> (parameter, dimension) its value is read from
+        self._size_from: dict[Var, tuple[int, int]] = size_var_sources(func) if func.size_vars else {}
 
     @property
     def name(self) -> str:
@@ -105,7 +109,9 @@ class Kernel:
                 )
             if arr.dtype != np.dtype(buf.dtype):
                 raise TypeError(f"{fn}(): argument {buf.name!r} has dtype {arr.dtype}, expected {buf.dtype}")
-            if arr.shape != buf.shape:
+            if self._size_from:
+                self._check_shape(buf, arr, arrays)
+            elif arr.shape != buf.shape:
                 raise ValueError(f"{fn}(): argument {buf.name!r} has shape {arr.shape}, expected {buf.shape}")
             if not arr.flags.c_contiguous:
                 raise ValueError(
@@ -114,6 +120,49 @@ class Kernel:
                 )
             if writes and not arr.flags.writeable:
                 raise ValueError(f"{fn}(): argument {buf.name!r} is read-only, but the kernel writes it")
+
+    def sizes(self, arrays: tuple) -> tuple[int, ...]:
+        """The values of the size variables (``func.size_vars`` order), read from the arrays
+        (unchecked: ``check_args`` checks them)."""
+        return tuple(arrays[k].shape[d] for k, d in self._size_from.values())
+
+    def _check_shape(self, buf: Buffer, arr: np.ndarray, arrays: tuple) -> None:
+        """A symbolic kernel's argument: each dimension against the sizes the arrays give."""
+        fn = self.func.name
+        if arr.ndim != buf.ndim:
+            raise ValueError(
+                f"{fn}(): argument {buf.name!r} has {arr.ndim} dimensions (shape {arr.shape}), "
+                f"expected {buf.ndim} (shape {shape_str(buf.shape)})"
+            )
+        env = {}
+        for v, (k, d) in self._size_from.items():
+            value = arrays[k].shape[d] if k < len(arrays) and arrays[k].ndim > d else None
+            if value is not None and value >= 2 ** (31 if v.dtype == "int32" else 63):
+                src = self._params[k].name
+                raise ValueError(
+                    f"{fn}(): {src}: dimension {d} is {value}, too large for {v.name} ({v.dtype})"
+                )
+            env[v] = value
+        for d, (want, got) in enumerate(zip(buf.shape, arr.shape)):
+            if isinstance(want, int):
+                if want != got:
+                    raise ValueError(
+                        f"{fn}(): {buf.name}: dimension {d} is {got} but must be {want} "
+                        f"(shape {shape_str(buf.shape)})"
+                    )
+                continue
+            if isinstance(want, Var) and self._size_from[want] == (self._params.index(buf), d):
+                continue  # where the variable is read from
+            used = [v for v in self._size_from if v in free_vars(want)]
+            if any(env[v] is None for v in used):
+                continue  # a source array of the wrong rank: its own check reports it
+            value = evaluate(want, env)
+            if value != got:
+                origin = ", ".join(
+                    f"{v.name} = {env[v]} from {self._params[self._size_from[v][0]].name}" for v in used
+                )
+                what = origin if isinstance(want, Var) else f"{want} = {value} ({origin})"
+                raise ValueError(f"{fn}(): {buf.name}: dimension {d} is {got} but {what}")
 
     # inspection ------------------------------------------------------------------------------
     def source(self, kind: Optional[str] = None) -> str:
@@ -130,7 +179,7 @@ class Kernel:
 
     def __repr__(self) -> str:
         args = ", ".join(
-            f"{b.name}: {b.dtype}{list(b.shape)}{' (out)' if w else ''}"
+            f"{b.name}: {b.dtype}{shape_str(b.shape)}{' (out)' if w else ''}"
             for b, w in zip(self._params, self._writes)
         )
         return f"Kernel({self.func.name}({args}), target={str(self.target)!r})"

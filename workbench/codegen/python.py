@@ -50,8 +50,9 @@ from ..errors import BufferIndexError, BuildError
 from ..ir.arith import const_int_bound, simplify
 from ..ir.dtype import poison
 from ..ir import expr as E
-from ..ir.buffer import Buffer
-from ..ir.func import PrimFunc
+from ..ir.buffer import Buffer, shape_str
+from ..ir.func import PrimFunc, size_var_sources
+from ..ir.structural import structural_equal
 from ..ir.functor import pre_order, uses_var
 from ..ir.stmt import (
     Allocate,
@@ -69,7 +70,7 @@ from ..ir.stmt import (
 from .kernel import Kernel
 from .lower import lower
 from .printing import SourceWriter, flat_index
-from .pyexpr import P_ADD, P_ATOM, P_UNARY, PyExprPrinter
+from .pyexpr import P_ADD, P_ATOM, P_MUL, P_UNARY, PyExprPrinter
 
 # ---------------------------------------------------------------------------------------------
 # runtime: the names generated code may call
@@ -206,6 +207,13 @@ class PythonCodegen(SourceWriter, PyExprPrinter):
             self.strides[b] = b.strides()
         args = [self.fresh(self.bufs[b] + "_arr") for b in f.params]
         for b in f.params:
+            if b.is_symbolic:
+                if b.align:
+                    raise BuildError(
+                        f"python target: parameter {b.name} has padded strides (storage_align) and a "
+                        "symbolic shape; parameters must be dense row-major"
+                    )
+                continue
             dense = Buffer(b.name, b.shape, b.dtype).strides()
             if self.strides[b] != dense:
                 raise BuildError(
@@ -213,12 +221,17 @@ class PythonCodegen(SourceWriter, PyExprPrinter):
                     f"{self.strides[b]}; parameters must be dense row-major"
                 )
         self.emit(0, f"def {fname}({', '.join(args)}):")
+        # size variables come from the arrays' shapes (the Kernel checked that they agree)
+        for v, (k, d) in size_var_sources(f).items():
+            self.vars[v] = self.fresh(v.name)
+            self.emit(1, f"{self.vars[v]} = {args[k]}.shape[{d}]")
         for b, a in zip(f.params, args):
             self.emit(1, f"{self.bufs[b]} = {a}.ravel().tolist()")
         header = len(self.lines)
         self.stmt(f.body, 1)
         self.lines[header:header] = [
-            f"    {name} = ({b.name!r}, {tuple(b.shape)}, {self.strides[b]})" for b, name in self.dims.items()
+            f"    {name} = ({b.name!r}, {self.ints(b.shape)}, {self.ints(self.strides[b])})"
+            for b, name in self.dims.items()
         ]
         written = {n.buffer for n in pre_order(f.body) if isinstance(n, BufferStore)}
         for b, a in zip(f.params, args):
@@ -256,8 +269,10 @@ class PythonCodegen(SourceWriter, PyExprPrinter):
             b = s.buffer
             fill = poison(b.dtype)
             text = "math.nan" if isinstance(fill, float) else repr(fill)
+            size = b.alloc_size()
+            size_text = str(size) if isinstance(size, int) else self.paren(size, P_MUL + 1)
             self.emit(
-                d, f"{self.bufs[b]} = [{text}] * {b.alloc_size()}  # {b.dtype}{list(b.shape)}, {b.scope}"
+                d, f"{self.bufs[b]} = [{text}] * {size_text}  # {b.dtype}{shape_str(b.shape)}, {b.scope}"
             )
             self.stmt(s.body, d)
         elif isinstance(s, Evaluate):
@@ -318,8 +333,15 @@ class PythonCodegen(SourceWriter, PyExprPrinter):
         # under the loop ranges, split / fuse patterns fold: fused // 4 * 4 + fused % 4 -> fused
         return f"{self.bufs[buf]}[{self.text(simplify(flat_index(buf, indices), self.ranges))}]"
 
-    def in_bounds(self, idx: E.Expr, extent: int) -> bool:
+    def ints(self, values: tuple) -> str:
+        """A tuple of ints and size-variable expressions as Python source."""
+        items = [str(x) if isinstance(x, int) else self.text(x) for x in values]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+    def in_bounds(self, idx: E.Expr, extent: Any) -> bool:
         """Whether the enclosing loops' ranges prove ``0 <= idx < extent``."""
+        if not isinstance(extent, int):
+            return loop_var_spans(idx, extent, self.ranges)
         if isinstance(idx, E.IntImm):
             return 0 <= idx.value < extent
         lo, hi = const_int_bound(idx, self.ranges)
@@ -378,3 +400,14 @@ def build_python(func: PrimFunc, target: Any = "python") -> Kernel:
     exec(code, namespace)  # noqa: S102  (our own generated code)
     entry = namespace[gen.entry_name]
     return Kernel(func, target, entry, src)
+
+
+def loop_var_spans(idx: E.Expr, extent: E.Expr, ranges: dict) -> bool:
+    """``idx`` is a variable ranging over ``[0, extent)`` exactly: the one symbolic bound proved
+    without an analyzer (``A[vi]`` for ``vi`` in ``range(n)`` over a buffer of extent ``n``)."""
+    rng = ranges.get(idx) if isinstance(idx, E.Var) else None
+    return (
+        rng is not None
+        and E.is_const(rng.min, 0)
+        and structural_equal(rng.extent, extent, map_free_vars=False)
+    )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence
 
 from .buffer import Buffer
 from .expr import (
@@ -34,13 +34,14 @@ from .expr import (
     if_then_else,
     is_float,
 )
-from .func import PrimFunc
+from .func import PrimFunc, check_size_vars
 from .functor import pre_order, substitute
 from .region import infer_access_regions
 from .stmt import REDUCE, SPATIAL, Block, BlockRealize, BufferStore, IterVar, Range, Stmt, TRUE, make_for, seq
 from .verify import verify_bounds
 
 __all__ = [
+    "var",
     "Tensor",
     "ReduceAxis",
     "placeholder",
@@ -83,8 +84,10 @@ class ReduceAxis(Var):
         return self
 
     @property
-    def extent(self) -> int:
-        return self.dom.extent.value  # type: ignore[attr-defined]
+    def extent(self) -> Any:
+        """An int, or the Expr of a symbolic extent."""
+        ext = self.dom.extent
+        return ext.value if isinstance(ext, IntImm) else ext
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,7 +117,7 @@ class Tensor:
         return self.buffer.name
 
     @property
-    def shape(self) -> tuple[int, ...]:
+    def shape(self) -> tuple[Any, ...]:
         return self.buffer.shape
 
     @property
@@ -135,19 +138,44 @@ class Tensor:
         return f"Tensor({self.name}, {list(self.shape)}, {self.dtype}, {kind})"
 
 
-def placeholder(shape: Sequence[int], dtype: str = "float32", name: str = "placeholder") -> Tensor:
-    return Tensor(Buffer(name, tuple(shape), check_dtype(dtype)))
+def var(name: str, dtype: str = "int32") -> Var:
+    """A size variable: a dimension known only when the kernel is called (``int32`` or ``int64``).
+
+    Use it in shapes (``placeholder((n, 64))``, ``compute((n, 64), ...)``, ``reduce_axis(n)``);
+    the built kernel takes its value from the first parameter whose shape names it."""
+    if dtype not in ("int32", "int64"):
+        raise TypeError(f"var {name!r}: a size variable is int32 or int64, got {dtype!r}")
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"var: the name must be an identifier, got {name!r}")
+    return Var(name, dtype)
 
 
-def reduce_axis(dom: Union[int, tuple[int, int]], name: str = "k") -> ReduceAxis:
-    lo, hi = (0, dom) if isinstance(dom, int) else dom
-    return ReduceAxis(name, "int32", Range(IntImm(lo), IntImm(hi - lo)))
+def _shape(shape: Any) -> tuple:
+    return tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+
+
+def placeholder(shape: Sequence[Any], dtype: str = "float32", name: str = "placeholder") -> Tensor:
+    return Tensor(Buffer(name, _shape(shape), check_dtype(dtype)))
+
+
+def reduce_axis(dom: Any, name: str = "k") -> ReduceAxis:
+    """A reduction axis over ``[0, dom)`` or ``[lo, hi)``; bounds may be size-variable expressions."""
+    lo, hi = dom if isinstance(dom, (tuple, list)) else (0, dom)
+    lo, hi = convert(lo), convert(hi)
+    if isinstance(lo, IntImm) and isinstance(hi, IntImm):
+        extent: Expr = IntImm(hi.value - lo.value, hi.dtype)
+    elif isinstance(lo, IntImm) and lo.value == 0:
+        extent = hi
+    else:
+        extent = hi - lo
+    return ReduceAxis(name, extent.dtype, Range(cast(extent.dtype, lo), extent))
 
 
 def compute(
-    shape: Sequence[int], fcompute: Callable[..., Any], name: str = "compute", dtype: Optional[str] = None
+    shape: Sequence[Any], fcompute: Callable[..., Any], name: str = "compute", dtype: Optional[str] = None
 ) -> Tensor:
     """A stage ``name[i, j, ...] = fcompute(i, j, ...)``; axis names come from the lambda."""
+    shape = _shape(shape)
     try:
         params = list(inspect.signature(fcompute).parameters)
     except (TypeError, ValueError):
@@ -156,12 +184,12 @@ def compute(
         params = [f"i{d}" for d in range(len(shape))] if not params or params[0] != "*" else params
     if len(params) != len(shape):
         raise ValueError(f"compute {name}: fcompute takes {len(params)} axes, shape has {len(shape)}")
-    axes = tuple(Var(p) for p in params)
+    axes = tuple(Var(p, s.dtype if isinstance(s, Expr) else "int32") for p, s in zip(params, shape))
     body = fcompute(*axes)
     body = convert(body, dtype)
     if dtype is not None and body.dtype != dtype and not isinstance(body, Reduce):
         body = cast(dtype, body)
-    t = Tensor(Buffer(name, tuple(shape), dtype or body.dtype), axes, body)
+    t = Tensor(Buffer(name, shape, dtype or body.dtype), axes, body)
     _PRODUCER[t.buffer] = t
     return t
 
@@ -273,9 +301,11 @@ def _stage_block(t: Tensor) -> Stmt:
     body = t.body
     red = body if isinstance(body, Reduce) else None
     raxes = red.axes if red else ()
-    loop_vars = [Var(v.name) for v in t.axes] + [Var(r.name) for r in raxes]
-    ivars = [IterVar(Var("v" + v.name), Range.from_extent(s), SPATIAL) for v, s in zip(t.axes, t.shape)]
-    ivars += [IterVar(Var("v" + r.name), r.dom, REDUCE) for r in raxes]
+    loop_vars = [Var(v.name, v.dtype) for v in t.axes] + [Var(r.name, r.dtype) for r in raxes]
+    ivars = [
+        IterVar(Var("v" + v.name, v.dtype), Range.from_extent(s), SPATIAL) for v, s in zip(t.axes, t.shape)
+    ]
+    ivars += [IterVar(Var("v" + r.name, r.dtype), r.dom, REDUCE) for r in raxes]
     vmap = {src: iv.var for src, iv in zip(list(t.axes) + list(raxes), ivars)}
     out_idx = tuple(iv.var for iv in ivars[: len(t.axes)])
     out = t.buffer
@@ -348,6 +378,7 @@ def create_func(tensors: Sequence[Tensor], name: str = "main") -> PrimFunc:
     body = seq(*[_stage_block(t) for t in stages])
     root = Block("root", (), (), (), body, alloc_buffers=intermediates)
     func = PrimFunc(name, params, BlockRealize((), TRUE, root))
+    check_size_vars(func, "create_func")
     # a stage indexing past a tensor (B[i, j] for i < 32 when B has 16 rows) is refused here,
     # naming the block, rather than built into a kernel that reads out of bounds
     verify_bounds(func)

@@ -28,7 +28,12 @@ What TVM 0.27 prints is read as the IR can hold it:
   ``strides``, ``offset_factor``, an int ``align``) are accepted where they change nothing.
 * an ``@I.ir_module`` of several functions is an :class:`~workbench.ir.module.IRModule`.
 
-Symbolic shapes, scalar parameters, ``T.match_buffer`` inside a block and the opaque
+Symbolic shapes in every form TVM writes them: ``n = T.int32()`` / ``T.int64()`` at the top of
+the function, ``T.Buffer(("n", 128))`` (a string dimension declares ``n``), ``T.match_buffer(a,
+(n, m))`` and scalar parameters ``m: T.int32`` used as shapes. A size variable must be exactly
+some parameter's dimension (its value is read from the arrays a kernel is called with); a scalar
+parameter becomes a size variable and leaves the parameter list (kernels take arrays only), and
+one that no buffer shape names is refused. ``T.match_buffer`` inside a block and the opaque
 intrinsics (``T.tvm_access_ptr``, ``buf.data``, ``T.call_extern`` ...) are refused, naming the
 construct. Every error is a :class:`~workbench.errors.TVMScriptError` with the line and column (1-based)
 of the text it is about. ``T.reads`` / ``T.writes`` are optional: when absent they are inferred
@@ -79,7 +84,7 @@ from .expr import (
     convert,
     if_then_else,
 )
-from .func import PrimFunc
+from .func import PrimFunc, check_size_vars
 from .functor import pre_order
 from .module import IRModule
 from .region import infer_access_regions
@@ -181,6 +186,9 @@ _OPAQUE_CALLS = (
     "tvm_mma_sync",
     "tvm_bmma_sync",
 )
+#: the dtypes of size variables (``n = T.int32()``, ``m: T.int64`` parameters)
+_SIZE_DTYPES = ("int32", "int64")
+
 #: keyword arguments of T.Buffer / T.alloc_buffer / T.match_buffer that the IR does not model;
 #: each is accepted where its value means what a dense workbench buffer already is
 _NEUTRAL_BUFFER_ARGS = ("data", "strides", "elem_offset", "offset_factor", "buffer_type", "axis_separators")
@@ -271,6 +279,9 @@ class _Parser:
         self.scopes: list[dict[str, Any]] = [{}]
         self.loops: dict[Var, tuple[Expr, Expr]] = {}  # enclosing loop var -> (min, extent)
         self.block_names: set[str] = set()
+        #: module-level ``n = TypeVar("n")``: how TVM 0.27 forward-declares an int64 size
+        #: variable it cannot write as a string dimension (those are int32)
+        self.type_vars: list[str] = []
 
     # errors and names -----------------------------------------------------------------
     def error(self, node: ast.AST, message: str) -> TVMScriptError:
@@ -309,6 +320,8 @@ class _Parser:
                 self.imports(node)
             elif isinstance(node, ast.FunctionDef):
                 funcs.append(node)
+            elif _type_var_name(node) is not None:
+                self.type_vars.append(typing.cast(str, _type_var_name(node)))
             elif isinstance(node, ast.ClassDef):
                 if in_module:
                     raise self.error(node, "expected one @I.ir_module, found a second class")
@@ -375,9 +388,29 @@ class _Parser:
         if not any(self._deco_name(d, self.T) == "prim_func" for d in node.decorator_list):
             raise self.error(node, f"function {node.name} needs the decorator @T.prim_func")
         a = node.args
+        for name in self.type_vars:  # each function has variables of its own
+            self.define(name, Var(name, "int64"))
         if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
             raise self.error(node, f"{node.name}: parameters are plain `name: T.Buffer(...)`")
         params: list[Any] = []  # a Buffer, or an ast.arg waiting for match_buffer
+        body = list(node.body)
+        if body and _is_docstring(body[0]):
+            body = body[1:]
+        # size variables first: TVM declares `n = T.int32()` in the body, after the parameters
+        # whose shapes use it
+        declared: set[int] = set()
+        for stmt in body:
+            if self._size_var_decl(stmt):
+                target = typing.cast(ast.Name, typing.cast(ast.Assign, stmt).targets[0])
+                dtype = typing.cast(str, self.call_name(typing.cast(ast.Assign, stmt).value))
+                self.define(target.id, Var(target.id, dtype))
+                declared.add(id(stmt))
+        scalars: list[tuple[ast.arg, Var]] = []
+        for arg in a.args:
+            if arg.annotation is not None and self.t_name(arg.annotation) in _SIZE_DTYPES:
+                var = Var(arg.arg, typing.cast(str, self.t_name(arg.annotation)))
+                self.define(arg.arg, var)
+                scalars.append((arg, var))
         for arg in a.args:
             if arg.annotation is None:
                 raise self.error(
@@ -386,23 +419,24 @@ class _Parser:
             if self.t_name(arg.annotation) == "handle":
                 params.append(arg)
                 continue
+            if self.t_name(arg.annotation) in _SIZE_DTYPES:
+                continue  # a size variable (checked below to be one)
             if self.t_name(arg.annotation) in DTYPES:
                 raise self.error(
                     arg,
-                    f"parameter {arg.arg}: {ast.unparse(arg.annotation)} is a scalar parameter "
-                    "(a size variable when it appears in shapes); symbolic shapes and scalar "
-                    "parameters are not supported yet: workbench functions take buffers only",
+                    f"parameter {arg.arg}: {ast.unparse(arg.annotation)} is a scalar parameter; only "
+                    "integer ones used as buffer dimensions (size variables) are supported: workbench "
+                    "functions take buffers",
                 )
             buf = self.buffer_type(arg.annotation, arg.arg)
             self.define(arg.arg, buf)
             params.append(buf)
         attrs: dict[str, Any] = {}
-        body = list(node.body)
-        if body and _is_docstring(body[0]):
-            body = body[1:]
         rest = []
         for stmt in body:  # the function-level statements that are not part of the body
             name = self.call_name(stmt.value) if isinstance(stmt, (ast.Expr, ast.Assign)) else None
+            if id(stmt) in declared:
+                continue
             if isinstance(stmt, ast.Expr) and name == "func_attr":
                 attrs.update(self.literal(_one_arg(self, typing.cast(ast.Call, stmt.value), "T.func_attr")))
             elif isinstance(stmt, ast.Assign) and name == "match_buffer":
@@ -412,8 +446,8 @@ class _Parser:
             ):
                 raise self.error(
                     stmt,
-                    f"`{ast.unparse(stmt.targets[0])} = T.{name}()` declares a size variable: symbolic "
-                    "shapes are not supported yet (the IR has static shapes only)",
+                    f"`{ast.unparse(stmt.targets[0])} = T.{name}()` declares a size variable of "
+                    f"dtype {name}; size variables are int32 or int64",
                 )
             else:
                 rest.append(stmt)
@@ -439,7 +473,31 @@ class _Parser:
                 Block("root", (), (), (), stmts, alloc_buffers=tuple(owner.allocs), annotations=owner.attrs),
             )
         attrs = {k: v for k, v in attrs.items() if k not in _DROPPED_ATTRS}
-        return PrimFunc(node.name, tuple(params), root, attrs)
+        func = PrimFunc(node.name, tuple(params), root, attrs)
+        for arg, var in scalars:
+            if var not in func.size_vars:
+                raise self.error(
+                    arg,
+                    f"parameter {arg.arg}: {ast.unparse(typing.cast(ast.expr, arg.annotation))} is "
+                    "a scalar parameter that no buffer shape uses; only size variables (integer "
+                    "parameters that are buffer dimensions) are supported: workbench functions take buffers",
+                )
+        try:
+            check_size_vars(func, node.name)
+        except ValueError as exc:
+            raise self.error(node, str(exc)) from None
+        return func
+
+    def _size_var_decl(self, stmt: ast.stmt) -> bool:
+        """``n = T.int32()`` (or ``T.int64()``): a size variable's declaration."""
+        return (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and self.call_name(stmt.value) in _SIZE_DTYPES
+            and not typing.cast(ast.Call, stmt.value).args
+            and not typing.cast(ast.Call, stmt.value).keywords
+        )
 
     def _has_blocks(self, body: Sequence[ast.stmt]) -> bool:
         return any(
@@ -493,18 +551,12 @@ class _Parser:
         if shape_node is None:
             raise self.error(node, f"{what} needs a shape")
         dims = shape_node.elts if isinstance(shape_node, (ast.Tuple, ast.List)) else [shape_node]
-        shape = []
+        shape: list[Any] = []
         for d in dims:
             value = self.int_constant(d)
             if value is None:
-                symbolic = not isinstance(d, ast.Constant) or isinstance(d.value, str)
-                raise self.error(
-                    d,
-                    f"buffer {name}: symbolic shape {ast.unparse(d)} is not supported yet "
-                    "(the IR has static shapes only)"
-                    if symbolic
-                    else f"buffer {name}: shapes are non-negative integer constants, found {ast.unparse(d)}",
-                )
+                shape.append(self.symbolic_dim(d, name))
+                continue
             if value < 0:
                 raise self.error(d, f"buffer {name}: shapes are non-negative integer constants, not {value}")
             shape.append(value)
@@ -531,6 +583,47 @@ class _Parser:
             return Buffer(name, tuple(shape), dtype, scope, align)
         except ValueError as exc:
             raise self.error(node, str(exc)) from None
+
+    def symbolic_dim(self, d: ast.expr, name: str) -> Expr:
+        """A dimension that is not a constant: ``"n"`` (declares size variable ``n``, int32, as
+        TVM reads it, unless ``n`` is declared already), or an integer expression of size
+        variables (``n``, ``n * 2``)."""
+        if isinstance(d, ast.Constant) and isinstance(d.value, str):
+            if not d.value.isidentifier() or "__" in d.value:
+                raise self.error(
+                    d, f"buffer {name}: a string dimension names a size variable, not {d.value!r}"
+                )
+            found = self.lookup(d.value)
+            if isinstance(found, Var):
+                return found
+            if found is not None:
+                raise self.error(
+                    d, f"buffer {name}: dimension {d.value!r} names something that is not a size variable"
+                )
+            var = Var(d.value, "int32")
+            self.scopes[0][d.value] = var
+            return var
+        if isinstance(d, ast.Name) and self.lookup(d.id) is None:
+            raise self.error(
+                d,
+                f"buffer {name}: dimension {d.id} is not a declared size variable; declare it with "
+                f'`{d.id} = T.int32()` at the top of the function, or write it "{d.id}"',
+            )
+        if isinstance(d, ast.Constant):
+            raise self.error(
+                d,
+                f"buffer {name}: shapes are non-negative integers or size variables, found {ast.unparse(d)}",
+            )
+        value = self.as_expr(d)
+        if not value.dtype.startswith("int") or any(
+            isinstance(n, BufferLoad) or n in self.loops for n in pre_order(value)
+        ):
+            raise self.error(
+                d,
+                f"buffer {name}: a dimension is an integer constant or an expression of size "
+                f"variables, found {ast.unparse(d)}",
+            )
+        return value
 
     def int_constant(self, node: ast.expr) -> Optional[int]:
         """The value of ``7``, ``T.int64(7)`` or ``T.int32(7)`` (how TVM writes shapes and
@@ -571,6 +664,10 @@ class _Parser:
             node = opts["strides"]
             items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else None
             given = [self.int_constant(x) for x in items] if items is not None else None
+            if any(not isinstance(x, int) for x in shape):
+                raise refuse(
+                    "strides", "is not supported with a symbolic shape (buffers are dense row-major)"
+                )
             dense: list[int] = []
             acc = 1
             for extent in reversed(shape):
@@ -696,8 +793,8 @@ class _Parser:
         if node.value is None:
             raise self.error(
                 node,
-                f"`{target.id}: T.{dtype}` declares a size variable: symbolic shapes are not "
-                "supported yet (the IR has static shapes only)",
+                f"`{target.id}: T.{dtype}` declares a size variable this way only as a parameter; "
+                f"in the body, write `{target.id} = T.{dtype}()` at the top of the function",
             )
         value = self.expr(node.value)
         if not isinstance(value, Expr):
@@ -739,8 +836,8 @@ class _Parser:
         if name in DTYPES and not typing.cast(ast.Call, value).args:
             raise self.error(
                 node,
-                f"`{ast.unparse(target)} = T.{name}()` declares a size variable: symbolic shapes "
-                "are not supported yet (the IR has static shapes only)",
+                f"`{ast.unparse(target)} = T.{name}()` declares a size variable, which belongs at "
+                "the top of the function (a dimension of some parameter), not inside its body",
             )
         raise self.error(
             target,
@@ -1357,6 +1454,27 @@ def _one_arg(p: _Parser, node: ast.Call, what: str) -> ast.expr:
     if len(node.args) != 1 or node.keywords:
         raise p.error(node, f"{what} takes one argument, got {len(node.args) + len(node.keywords)}")
     return node.args[0]
+
+
+def _type_var_name(node: ast.stmt) -> Optional[str]:
+    """``n`` of a module-level ``n = TypeVar("n")``, else None."""
+    if not (
+        isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+    ):
+        return None
+    v = node.value
+    name = node.targets[0].id
+    if (
+        isinstance(v, ast.Call)
+        and isinstance(v.func, ast.Name)
+        and v.func.id == "TypeVar"
+        and len(v.args) == 1
+        and isinstance(v.args[0], ast.Constant)
+        and v.args[0].value == name
+        and not v.keywords
+    ):
+        return name
+    return None
 
 
 def _is_docstring(node: ast.stmt) -> bool:

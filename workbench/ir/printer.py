@@ -130,10 +130,26 @@ def stmt_str(stmt: Any) -> str:
 
 def func_str(func: PrimFunc) -> str:
     p = _Printer()
+    size_vars = func.size_vars
+    for v in size_vars:  # named before the buffers, so that `n` keeps its name
+        p.name(v)
+    # as TVM prints them: a size variable's first appearance (a dimension that is exactly it) is
+    # its name as a string, which declares it; `n = T.int32()` at the top of the body binds it
+    declared: set = set()
+
+    def dim(s: Any) -> str:
+        if isinstance(s, Var) and s not in declared:
+            declared.add(s)
+            return f'"{p.name(s)}"'
+        return str(s) if isinstance(s, int) else p.expr(s)
+
     params = ", ".join(
-        f'{p.name(b)}: T.Buffer({_shape(b.shape)}, "{b.dtype}"{_scope(b)})' for b in func.params
+        f'{p.name(b)}: T.Buffer({_shape(tuple(dim(s) for s in b.shape))}, "{b.dtype}"{_scope(b)})'
+        for b in func.params
     )
     p.lines += ["@T.prim_func", f"def {func.name}({params}):"]
+    for v in size_vars:
+        p.emit(1, f"{p.name(v)} = T.{v.dtype}()")
     if func.attrs:
         p.emit(1, f"T.func_attr({_value(func.attrs, p)})")
     body = func.body
@@ -166,7 +182,9 @@ def _is_true(e: Expr) -> bool:
     return isinstance(e, IntImm) and e.dtype == "bool" and e.value == 1
 
 
-def _shape(shape: tuple[int, ...]) -> str:
+def _shape(shape: tuple) -> str:
+    """``(n, 64)``: entries are ints, size-variable expressions (printed by their ``str``, in which
+    a variable is its own name) or already printed text."""
     return f"({shape[0]},)" if len(shape) == 1 else "(" + ", ".join(map(str, shape)) + ")"
 
 
@@ -227,6 +245,9 @@ class _Printer:
         self.taken.add(name)
         self.names[obj] = name
         return name
+
+    def shape(self, b: Buffer) -> tuple:
+        return tuple(s if isinstance(s, int) else self.expr(s) for s in b.shape)
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append(INDENT * depth + text)
@@ -341,7 +362,7 @@ class _Printer:
 
     def allocate(self, s: Allocate, depth: int, scoped: bool) -> None:
         b = s.buffer
-        call = f'T.allocate({_shape(b.shape)}, "{b.dtype}", scope="{b.scope}")'
+        call = f'T.allocate({_shape(self.shape(b))}, "{b.dtype}", scope="{b.scope}")'
         if scoped:
             self.emit(depth, f"with {call} as {self.name(b)}:")
             self.stmt(s.body, depth + 1)
@@ -350,7 +371,7 @@ class _Printer:
             self.stmt(s.body, depth)
 
     def alloc_line(self, b: Buffer, depth: int) -> None:
-        self.emit(depth, f'{self.name(b)} = T.alloc_buffer({_shape(b.shape)}, "{b.dtype}"{_scope(b)})')
+        self.emit(depth, f'{self.name(b)} = T.alloc_buffer({_shape(self.shape(b))}, "{b.dtype}"{_scope(b)})')
 
     def loop(self, s: For, depth: int) -> None:
         grid = [s]

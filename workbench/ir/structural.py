@@ -244,6 +244,8 @@ class _Serializer:
             raise TypeError(f"cannot compare or hash {cls.__name__} {node!r}")
         self.emit(cls.__name__)
         if isinstance(node, PrimFunc):
+            for v in node.size_vars:  # numbered by position, as loop variables are
+                self.define_var(v)
             for b in node.params:
                 self.define_buffer(b, with_name=True)
         base = self.path
@@ -308,7 +310,24 @@ class _Serializer:
         self.buffers[b] = self.n_buffers
         self.n_buffers += 1
         name = b.name if with_name and self.buffer_names else None
-        self.emit(("buffer", name, b.shape, b.dtype, b.scope, b.align))
+        shape = tuple(s if isinstance(s, int) else self.shape_expr(s) for s in b.shape)
+        self.emit(("buffer", name, shape, b.dtype, b.scope, b.align))
+
+    def shape_expr(self, e: Expr) -> tuple:
+        """A symbolic shape entry as plain tokens, its variables by number (never by name)."""
+        if isinstance(e, Var):
+            if e not in self.vars and self.map_free:
+                self.define_var(e)
+            n = self.vars.get(e)
+            return ("var", n) if n is not None else ("free_var", id(e))
+        parts: list = [type(e).__name__, e.dtype]
+        for f in fields(e):
+            v = getattr(e, f.name)
+            if isinstance(v, Expr):
+                parts.append(self.shape_expr(v))
+            elif f.name != "dtype":
+                parts.append(_plain(v))
+        return tuple(parts)
 
     def use_buffer(self, b: Buffer) -> None:
         n = self.buffers.get(b)

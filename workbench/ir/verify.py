@@ -113,6 +113,8 @@ class _Verifier:
                 for iv in n.iter_vars:
                     self.binder.setdefault(iv.var, f"an iterator of block {n.name!r}")
         self.bound: dict[Var, tuple[str, int]] = {}  # var in scope -> ("loop" | "iter", depth)
+        for v in func.size_vars:  # bound by the call: in scope everywhere
+            self.bound[v] = ("size", 0)
         self.buffers: set[Buffer] = set(func.params)
         self.allocated: set[Buffer] = set()
         self.block_names: set[str] = set()
@@ -309,7 +311,11 @@ class BoundsProblem:
 def bounds_problems(func: PrimFunc) -> list[BoundsProblem]:
     """Every access of ``func`` that is provably out of bounds at a reached point (see the
     module docstring: conservative, an undecided access is not listed)."""
-    return _BoundsChecker().run(func.body)
+    checker = _BoundsChecker()
+    # a witness point takes every size variable at 1: what is out of bounds there is out of
+    # bounds in a real call; what depends on a larger size is not decided (not listed)
+    checker.sizes = dict.fromkeys(func.size_vars, 1)
+    return checker.run(func.body)
 
 
 _CMP = (LT, LE, GT, GE, EQ)
@@ -331,6 +337,7 @@ class _BoundsChecker:
         self.guards: list[Expr] = []  # as written (in iterators and loop variables)
         self.blocks: list[str] = []
         self.found: dict[tuple, BoundsProblem] = {}
+        self.sizes: dict[Var, int] = {}  # size variable -> its value at witness points
         # one simplification session over the live ranges (its memo serves every access);
         # a fresh one where a variable is bound a second time (its old facts are stale)
         self.sim = Simplifier(self.ranges)
@@ -483,6 +490,10 @@ class _BoundsChecker:
         for d, (idx, extent) in enumerate(zip(indices, buf.shape)):
             if not is_int(idx.dtype):
                 continue
+            if not isinstance(extent, int):
+                # a symbolic extent (size variable): whether ``idx < n`` holds for every n is not
+                # decided here; nothing is reported rather than a false positive
+                continue
             lo, hi = self.span(idx)
             if lo is not None and hi is not None and 0 <= lo and hi < extent:
                 continue  # the fast path: proved in bounds
@@ -556,7 +567,7 @@ class _BoundsChecker:
             except errors:
                 return False
 
-        env: dict[Var, int] = {}
+        env: dict[Var, int] = dict(self.sizes)
         try:
             for v, lo_e, ext_e in ranges:
                 lo, hi = span(v, lo_e, ext_e, env)

@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..gpu.device import DeviceProgram
+from ..gpu.device import DeviceProgram, host_count, host_sizes
 
 
 @lru_cache(maxsize=1)
@@ -76,15 +76,23 @@ class Launcher:
         for buf, arr in zip(self.program.func.params, arrays):
             mem[buf] = drv.mem_alloc(max(arr.nbytes, 1))
             drv.memcpy_htod(mem[buf], arr)
+        sizes = host_sizes(self.program.func, arrays)
         for buf in self.program.host_buffers:
-            nbytes = max(buf.alloc_size() * np.dtype(buf.dtype).itemsize, 1)
+            nbytes = max(host_count(buf, sizes) * np.dtype(buf.dtype).itemsize, 1)
             mem[buf] = drv.mem_alloc(nbytes)
             drv.memset_d8(mem[buf], 0, nbytes)
+        mem["sizes"] = [np.dtype(v.dtype).type(sizes[v]) for v in self.program.func.size_vars]
         return mem
 
     def launch(self, mem: dict) -> None:
         for fn, k in zip(self.functions, self.program.kernels):
-            fn(*[mem[b] for b in k.params], block=k.block, grid=k.grid, shared=k.dyn_shared_bytes)
+            fn(
+                *[mem[b] for b in k.params],
+                *mem["sizes"],
+                block=k.block,
+                grid=k.grid,
+                shared=k.dyn_shared_bytes,
+            )
 
     def run(self, *arrays: np.ndarray) -> None:
         mem = self.upload(arrays)

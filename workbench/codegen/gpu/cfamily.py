@@ -137,6 +137,9 @@ class KernelPrinter(SourceWriter):
         for b in k.params:
             self.names[b] = self.fresh(b.name)
             args.append(lang.param.format(type=self.type_name(b.dtype), name=self.names[b]))
+        for v in k.sizes:  # size variables: scalars after the buffers, in func.size_vars order
+            self.vars[v] = self.fresh(v.name)
+            args.append(f"{self.type_name(v.dtype)} {self.vars[v]}")
         x, y, z = k.block
         bounds = lang.launch_bounds.format(threads=k.num_threads, x=x, y=y, z=z) if k.num_threads > 1 else ""
         self.emit(
@@ -189,6 +192,11 @@ class KernelPrinter(SourceWriter):
             self.wmma(s, d)
         elif isinstance(s, Allocate):
             b = s.buffer
+            if b.is_symbolic:
+                raise self.error(
+                    f"{b.scope} buffer {b.name} has the symbolic shape {list(b.shape)}; a per-thread "
+                    f"array needs a static size"
+                )
             self.names[b] = self.fresh(b.name)
             self.emit(d, "{")
             decl = self.lang.local_array.format(

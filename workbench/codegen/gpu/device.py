@@ -34,13 +34,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Optional, cast
+from typing import Optional, Sequence, cast
 
 from ...errors import BuildError
 from ...ir import expr as E
 from ...ir.buffer import Buffer
 from ...ir.dtype import dtype_info
-from ...ir.func import PrimFunc
+from ...ir.arith import evaluate
+from ...ir.func import PrimFunc, size_var_sources
 from ...ir.functor import pre_order, substitute, uses_var
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt, seq
 from ...ir.structural import structural_equal
@@ -100,6 +101,8 @@ class DeviceKernel:
     body: Stmt
     shared: list[Buffer] = field(default_factory=list)
     dyn_shared: list[Buffer] = field(default_factory=list)
+    #: the function's size variables: scalar kernel parameters after the buffers
+    sizes: tuple[E.Var, ...] = ()
 
     @property
     def num_threads(self) -> int:
@@ -271,7 +274,15 @@ class _Kernelizer:
             body,
             self.shared,
             self.dyn_shared,
+            self.func.size_vars,
         )
+        local = [n.buffer for n in pre_order(body) if isinstance(n, Allocate)]
+        for b in [*self.shared, *self.dyn_shared, *local]:
+            if b.is_symbolic:
+                raise BuildError(
+                    f"cuda: {b.scope} buffer {b.name} has the symbolic shape {list(b.shape)}; "
+                    f"GPU on-chip buffers need a static size (cache a tile of constant extent)"
+                )
         shared_bytes = sum(_padded_bytes(b) for b in self.shared) + k.dyn_shared_bytes
         if shared_bytes > self.target.max_shared_memory_per_block:
             names = ", ".join(f"{b.name} ({_padded_bytes(b)} B)" for b in self.shared + self.dyn_shared)
@@ -737,3 +748,16 @@ def perfect_nest(f: For) -> tuple[list[For], BufferStore]:
     if not isinstance(body, BufferStore):
         raise BuildError(f"cuda: a wmma loop nest must hold one store, got {body}")
     return loops, body
+
+
+def host_sizes(func: PrimFunc, arrays: Sequence) -> dict:
+    """Each size variable of ``func`` -> its value, read from the (checked) arrays."""
+    if not func.size_vars:
+        return {}
+    return {v: int(arrays[k].shape[d]) for v, (k, d) in size_var_sources(func).items()}
+
+
+def host_count(buf: Buffer, sizes: dict) -> int:
+    """Elements of ``buf``, its symbolic size evaluated at ``sizes``."""
+    n = buf.alloc_size()
+    return n if isinstance(n, int) else int(evaluate(n, sizes))

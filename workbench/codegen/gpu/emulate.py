@@ -42,7 +42,18 @@ from ...ir.functor import pre_order, substitute
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, IfThenElse, Range, SeqStmt, Stmt
 from ..printing import SourceWriter, flat_index
 from ..pyexpr import BINOPS, P_ATOM, PyExprPrinter
-from .device import HW, PRIVATE_SCOPES, AllReduce, Barrier, DeviceKernel, DeviceProgram, Wmma, perfect_nest
+from .device import (
+    HW,
+    PRIVATE_SCOPES,
+    AllReduce,
+    Barrier,
+    DeviceKernel,
+    DeviceProgram,
+    Wmma,
+    host_count,
+    host_sizes,
+    perfect_nest,
+)
 
 
 class GPURaceError(RuntimeError):
@@ -63,12 +74,13 @@ class EmulatedProgram:
 
     def run(self, *arrays: np.ndarray) -> None:
         mem: dict[Buffer, np.ndarray] = {}
+        sizes = host_sizes(self.program.func, arrays)
         for buf, arr in zip(self.program.func.params, arrays):
             mem[buf] = arr.reshape(-1)  # a view: stores land in the caller's array
         for buf in self.program.host_buffers:
-            mem[buf] = np.zeros(buf.alloc_size(), buf.dtype)
+            mem[buf] = np.zeros(host_count(buf, sizes), buf.dtype)
         for k in self.kernels:
-            k.run(mem)
+            k.run(mem, sizes)
 
 
 # ------------------------------------------------------------------------------------------
@@ -78,9 +90,11 @@ class EmulatedProgram:
 class _State:
     """Lanes, memories and the race detector of one kernel run (``S`` in generated code)."""
 
-    def __init__(self, kernel: DeviceKernel, mem: dict[Buffer, np.ndarray]):
+    def __init__(self, kernel: DeviceKernel, mem: dict[Buffer, np.ndarray], sizes: Optional[dict] = None):
         k = kernel
         self.kernel = k
+        sizes = sizes or {}
+        self.sizes = [sizes[v] for v in k.sizes]
         self.nt = k.num_threads
         self.nb = k.grid[0] * k.grid[1] * k.grid[2]
         self.n = self.nt * self.nb
@@ -115,7 +129,7 @@ class _State:
                     np.zeros(arr.size, np.int64),
                 ]
             self.ids[b] = len(self.bufs)
-            self.bufs.append([arr, b.name, shared, track, b.alloc_size()])
+            self.bufs.append([arr, b.name, shared, track, host_count(b, sizes)])
         self.at = ""  # the statement running (for messages)
 
     # masks ------------------------------------------------------------------------------------
@@ -455,9 +469,9 @@ class _EmulatedKernel(SourceWriter, PyExprPrinter):
         exec(compile(self.source, f"<cuda-emulate {kernel.name}>", "exec"), namespace)  # noqa
         self.fn: Callable[[_State], None] = namespace[kernel.name]
 
-    def run(self, mem: dict[Buffer, np.ndarray]) -> None:
+    def run(self, mem: dict[Buffer, np.ndarray], sizes: Optional[dict] = None) -> None:
         with np.errstate(all="ignore"):  # IEEE results (inf, nan) as the GPU computes them
-            self.fn(_State(self.kernel, mem))
+            self.fn(_State(self.kernel, mem, sizes))
 
     def fresh(self, name: str) -> str:
         # numbered, not looked up: every name of the kernel is a local of one function
@@ -473,6 +487,9 @@ class _EmulatedKernel(SourceWriter, PyExprPrinter):
             name = tag.replace(".", "_")
             self.vars[var] = name
             self.emit(1, f"{name} = S.hw[{tag!r}]")
+        for i, v in enumerate(k.sizes):  # size variables, as the kernel's scalar parameters
+            self.vars[v] = self.fresh(v.name)
+            self.emit(1, f"{self.vars[v]} = S.sizes[{i}]")
         self.stmt(k.body, 1, "None")
         self.emit(1, "return None")
         return "\n".join(self.lines) + "\n"

@@ -99,11 +99,11 @@ class LLVMKernel(Kernel):
         self._compiled = compiled  # owns the machine code: must live as long as the entry
         self._parallel = parallel
         super().__init__(
-            func,
-            target,
-            _entry(compiled, len(func.params), parallel),
-            {"llvm": compiled.optimized_ir, "llvm-raw": raw_ir},
+            func, target, self._refuse_early, {"llvm": compiled.optimized_ir, "llvm-raw": raw_ir}
         )
+        # a symbolic kernel's pointer entry also passes the sizes, read from the arrays
+        sizes = len(func.size_vars)
+        self.entry = _entry(compiled, len(func.params), parallel, self.sizes if sizes else None, sizes)
         by_pointers = self.entry
 
         def checked(*arrays: np.ndarray) -> None:  # the Python path: full checks, ctypes call
@@ -114,7 +114,11 @@ class LLVMKernel(Kernel):
         self._fast: Optional[pycall.PythonEntry] = None  # None: the Python path only
         if pycall.available() and symbol is not None:  # symbol: the kernel's LLVM function
             module = pycall.python_entry_module(
-                symbol, [b.shape for b in self._params], [b.dtype for b in self._params], self._writes
+                symbol,
+                [b.shape for b in self._params],
+                [b.dtype for b in self._params],
+                self._writes,
+                func.size_vars,
             )
             fast = self._fast = pycall.PythonEntry(
                 link(compiled, str(module), symbol + "_py", target), symbol + "_py"
@@ -123,6 +127,10 @@ class LLVMKernel(Kernel):
             # object, ...) go to the Python path: checked for __call__, as they are for entry
             self._checked = _fast_entry(fast, checked, parallel)
             self.entry = _fast_entry(fast, by_pointers, parallel)
+
+    @staticmethod
+    def _refuse_early(*_: object) -> None:  # pragma: no cover - replaced before any call
+        raise AssertionError("LLVMKernel entry used before it was set")
 
     def __call__(self, *arrays: np.ndarray) -> None:
         """Run: the arguments are checked in native code (:mod:`.pycall`); anything it does
@@ -213,10 +221,27 @@ class CompileOnlyKernel(LLVMKernel):
         raise AssertionError("unreachable")
 
 
-def _entry(compiled: Compiled, n_args: int, parallel: bool):
-    """``entry(*arrays)``: pass the arrays' data pointers to the packed C entry point."""
+def _entry(compiled: Compiled, n_args: int, parallel: bool, sizes=None, n_sizes: int = 0):
+    """``entry(*arrays)``: pass the arrays' data pointers (then, for a symbolic kernel, the
+    ``n_sizes`` values ``sizes(arrays)`` of its size variables) to the packed C entry point."""
     cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(compiled.address)
-    args_t = ctypes.c_void_p * n_args
+    args_t = ctypes.c_void_p * (n_args + n_sizes)
+
+    def check(status: int) -> None:
+        if status == OUT_OF_BOUNDS:
+            raise _OutOfBounds()
+        if status:
+            raise MemoryError("kernel could not allocate its intermediate buffers")
+
+    if sizes is not None:  # a separate closure: the static one stays as it was
+
+        def symbolic_entry(*arrays: np.ndarray) -> None:
+            if parallel:
+                before_parallel_call()
+            check(cfunc(args_t(*[a.ctypes.data for a in arrays], *sizes(arrays))))
+
+        symbolic_entry.compiled = compiled  # type: ignore[attr-defined]  # keeps the code alive
+        return symbolic_entry
 
     def entry(*arrays: np.ndarray) -> None:
         if parallel:

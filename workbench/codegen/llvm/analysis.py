@@ -49,7 +49,7 @@ def flat_offset(buffer: Buffer, indices: Sequence[Expr]) -> Expr:
             continue
         if idx.dtype not in ("int32", "int64"):
             idx = Cast("int64", idx)
-        terms.append(idx if stride == 1 else Mul.make(idx, stride))
+        terms.append(idx if isinstance(stride, int) and stride == 1 else Mul.make(idx, stride))
     if not terms:
         return IntImm(0)
     out = terms[0]
@@ -112,8 +112,11 @@ def bounds(e: Expr, ranges: Mapping[Var, Interval]) -> Interval:
 
 def in_bounds(offset: Expr, buffer: Buffer, ranges: Mapping[Var, Interval]) -> bool:
     """Whether ``offset`` provably stays inside ``buffer``'s allocation."""
+    size = buffer.alloc_size()
+    if not isinstance(size, int):  # symbolic: not proved here (the access is guarded instead)
+        return False
     lo, hi = bounds(offset, ranges)
-    return lo is not None and hi is not None and lo >= 0 and hi < buffer.alloc_size()
+    return lo is not None and hi is not None and lo >= 0 and hi < size
 
 
 def loop_interval(loop: For, ranges: Mapping[Var, Interval]) -> Interval:

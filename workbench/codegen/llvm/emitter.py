@@ -2,9 +2,13 @@
 
 The module holds::
 
-    i32 @<name>(ptr noalias %A, ptr noalias %B, ...)   ; the kernel; returns 0, or 1 when a
-                                                       ; heap allocation failed
+    i32 @<name>(ptr noalias %A, ptr noalias %B, ..., i64 %n, ...)
+                                                       ; the kernel: buffers, then the size
+                                                       ; variables (func.size_vars order);
+                                                       ; returns 0, or 1 when a heap
+                                                       ; allocation failed
     i32 @<name>_packed(ptr %args)                      ; C ABI entry: args is a void*[]
+                                                       ; (a size variable's slot holds its value)
     void @<name>_par<k>(ptr %closure)                  ; one per parallel loop (parallel.py)
 
 Statements are translated here (expressions and memory accesses in :mod:`.expressions`): loops
@@ -12,7 +16,8 @@ become bottom-tested ``phi`` loops over i64 counters, ``unrolled`` loops are cop
 ones are outlined onto the thread pool, and a ``vectorized`` loop whose body allows it becomes
 explicit SIMD code (:meth:`KernelEmitter.vector_loop`), otherwise a scalar loop carrying
 ``llvm.loop.vectorize`` metadata. Intermediate buffers are allocated in the entry block of the
-function being emitted, once per call (or per parallel task), whatever loop they sit in.
+function being emitted, once per call (or per parallel task), whatever loop they sit in; one of
+a symbolic size is always on the heap, its byte count computed from the size variables there.
 
 ``check_bounds=True`` emits the debug build of ``wb.build(..., check_bounds=True)``: every loop
 is serial scalar code (no SIMD, no thread pool), every load and store first checks each index
@@ -108,11 +113,17 @@ class KernelEmitter(ExpressionEmitter):
     # module --------------------------------------------------------------------------------
     def emit(self) -> ir.Module:
         params = self.func.params
-        fn = ir.Function(self.module, ir.FunctionType(I32, [PTR] * len(params)), name=self.name)
+        sizes = self.func.size_vars  # int32 and int64 alike live in i64 registers
+        fn = ir.Function(
+            self.module, ir.FunctionType(I32, [PTR] * len(params) + [I64] * len(sizes)), name=self.name
+        )
         for arg, buf in zip(fn.args, params):
             arg.name = buf.name
             arg.add_attribute("noalias")
             self.bufs[buf] = arg
+        for arg, v in zip(fn.args[len(params) :], sizes):
+            arg.name = v.name
+            self.vars[v] = arg
         fn.attributes.add("nounwind")
         fn.attributes.add("noinline")  # compiled once, not again inlined into the entry
         self.fs = FunctionState(fn)
@@ -132,8 +143,8 @@ class KernelEmitter(ExpressionEmitter):
         fn = ir.Function(self.module, ir.FunctionType(I32, [PTR]), name=self.name + "_packed")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         args = [
-            b.load(b.gep(fn.args[0], [ir.Constant(I64, i)], source_etype=PTR), typ=PTR)
-            for i in range(len(kernel.args))
+            b.load(b.gep(fn.args[0], [ir.Constant(I64, i)], source_etype=PTR), typ=arg.type)
+            for i, arg in enumerate(kernel.args)
         ]
         b.ret(b.call(kernel, args))
 
@@ -319,12 +330,14 @@ class KernelEmitter(ExpressionEmitter):
 
     def allocate(self, s: Allocate) -> None:
         buf = s.buffer
-        nbytes = buf.alloc_size() * dtype_info(buf.dtype).nbytes
         entry = self.fs.entry
-        if nbytes <= STACK_BYTES:
+        if buf.is_symbolic:
+            ptr = self._heap_alloc(buf)
+        elif buf.alloc_size() * dtype_info(buf.dtype).nbytes <= STACK_BYTES:
             ptr = alloca(entry, ir.ArrayType(mem_type(buf.dtype), buf.alloc_size()), buf.name)
         else:
             alloc = K.declare(self.module, "aligned_alloc", PTR, [I64, I64])
+            nbytes = buf.alloc_size() * dtype_info(buf.dtype).nbytes
             size = (nbytes + 63) // 64 * 64  # aligned_alloc wants a multiple of the alignment
             ptr = entry.call(alloc, [ir.Constant(I64, 64), ir.Constant(I64, size)], name=buf.name)
             self.fs.heap.append(ptr)
@@ -336,6 +349,31 @@ class KernelEmitter(ExpressionEmitter):
         finally:
             del self.bufs[buf]
 
+    def _heap_alloc(self, buf: Buffer) -> ir.Value:
+        """A buffer of symbolic size: its byte count from the size variables, computed in the
+        entry block (they are arguments there), rounded up to a multiple of 64, at least 64."""
+        entry = self.fs.entry
+        saved, self.fs.builder = self.fs.builder, entry
+        try:
+            count = self.size_value(buf.alloc_size())
+        finally:
+            self.fs.builder = saved
+        nbytes = entry.mul(count, ir.Constant(I64, dtype_info(buf.dtype).nbytes))
+        rounded = entry.and_(entry.add(nbytes, ir.Constant(I64, 63)), ir.Constant(I64, -64))
+        small = entry.icmp_signed("<", rounded, ir.Constant(I64, 64))
+        rounded = entry.select(small, ir.Constant(I64, 64), rounded)
+        alloc = K.declare(self.module, "aligned_alloc", PTR, [I64, I64])
+        ptr = entry.call(alloc, [ir.Constant(I64, 64), rounded], name=buf.name)
+        self.fs.heap.append(ptr)
+        return ptr
+
+    def size_value(self, size: Union[int, E.Expr]) -> ir.Value:
+        """An element count (an int, or an expression of size variables) as an i64 value."""
+        if isinstance(size, int):
+            return ir.Constant(I64, size)
+        v = self.expr(size)
+        return v if v.type == I64 else self.b.sext(v, I64)
+
     # check_bounds --------------------------------------------------------------------------
     def _poison(self, buf: Buffer, ptr: ir.Value) -> None:
         """Fill ``buf`` with :func:`~workbench.ir.dtype.poison` (each time its
@@ -346,7 +384,9 @@ class KernelEmitter(ExpressionEmitter):
         def fill(i: ir.Value) -> None:
             self.b.store(value, self.b.gep(ptr, [i], source_etype=mem_type(buf.dtype)), align=align)
 
-        self.loop(ir.Constant(I64, 0), buf.alloc_size(), fill, name=buf.name + "_poison")
+        size = buf.alloc_size()
+        count = size if isinstance(size, int) else self.size_value(size)
+        self.loop(ir.Constant(I64, 0), count, fill, name=buf.name + "_poison")
 
     def check_access(self, buf: Buffer, indices: tuple[E.Expr, ...], verb: str) -> None:
         """Leave for the out-of-bounds exit unless every index is inside its dimension (only
@@ -357,7 +397,8 @@ class KernelEmitter(ExpressionEmitter):
         values = [self.expr(i if i.dtype in ("int32", "int64") else E.Cast("int64", i)) for i in indices]
         ok = None
         for v, n in zip(values, buf.shape):
-            inside = b.icmp_unsigned("<", v, ir.Constant(I64, n))  # unsigned: negatives fail too
+            limit = ir.Constant(I64, n) if isinstance(n, int) else self.size_value(n)
+            inside = b.icmp_unsigned("<", v, limit)  # unsigned: negatives fail too
             ok = inside if ok is None else b.and_(ok, inside)
         bad = b.not_(ok)
         if self.mask is not None:

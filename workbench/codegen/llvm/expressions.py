@@ -226,9 +226,17 @@ class ExpressionEmitter:
         t, f = K.splat(self.b, t, n), K.splat(self.b, f, n)
         return self.b.select(cond, t, f)
 
-    def _clamp(self, offset: ir.Value, last: int) -> ir.Value:
+    def _last_index(self, size: E.Expr) -> ir.Value:
+        """``size - 1`` of a symbolic allocation, as an i64 value."""
+        v = self.expr(size)
+        if v.type != I64:
+            v = self.b.sext(v, I64)
+        return self.b.sub(v, ir.Constant(I64, 1))
+
+    def _clamp(self, offset: ir.Value, last: Union[int, ir.Value]) -> ir.Value:
         """``offset`` clamped into ``[0, last]``: an address to read where a guard failed."""
-        b, zero, hi = self.b, ir.Constant(I64, 0), ir.Constant(I64, last)
+        b, zero = self.b, ir.Constant(I64, 0)
+        hi = ir.Constant(I64, last) if isinstance(last, int) else last
         offset = b.select(b.icmp_signed("<", offset, zero), zero, offset)
         return b.select(b.icmp_signed(">", offset, hi), hi, offset)
 
@@ -254,12 +262,16 @@ class ExpressionEmitter:
             if idx.dtype not in ("int32", "int64"):  # as flat_offset: n - 1 must fit
                 idx = E.Cast("int64", idx)
             lo, hi = bounds(idx, self.ranges)
-            inside = lo is not None and lo >= 0 and hi is not None and hi <= n - 1
+            static = isinstance(n, int)  # a symbolic dimension: its last index only at run time
+            inside = lo is not None and lo >= 0 and static and hi is not None and hi <= n - 1
             if not inside and keep is not None and uses_var(idx, keep):
                 return None
             if lo is None or lo < 0:
                 idx = E.Max(idx, E.IntImm(0, idx.dtype))
-            if hi is None or hi > n - 1:
+            if not static:
+                last = n if n.dtype == idx.dtype else E.Cast(idx.dtype, n)
+                idx = E.Min(idx, E.Sub(last, E.IntImm(1, idx.dtype)))
+            elif hi is None or hi > n - 1:
                 idx = E.Min(idx, E.IntImm(n - 1, idx.dtype))
             safe.append(idx)
         return flat_offset(buf, safe)
@@ -295,6 +307,7 @@ class ExpressionEmitter:
             self.check_access(buf, e.indices, "reads")
         off = flat_offset(buf, e.indices)
         guarded = self.mask is not None and not in_bounds(off, buf, self.ranges)
+        size = buf.alloc_size()  # an int, or an Expr of size variables
         align = dtype_info(buf.dtype).nbytes
         coeff = linear_coeff(off, self.vec[0]) if self.vec is not None else 0
         b = self.b
@@ -312,7 +325,8 @@ class ExpressionEmitter:
                 guarded
                 and mask is not None
                 and not isinstance(mask.type, ir.VectorType)
-                and buf.alloc_size() >= lanes
+                and isinstance(size, int)
+                and size >= lanes
             ):
                 # a guard the same for every lane (a padding condition on outer loops) comes
                 # from a Select, which discards the value where it fails: a plain load from a
@@ -321,7 +335,7 @@ class ExpressionEmitter:
                 if safe is not None:  # the lanes' own dimension stays in bounds: clamp the others
                     base = self.index_base(safe)
                 else:
-                    base = self._clamp(self.index_base(off), buf.alloc_size() - lanes)
+                    base = self._clamp(self.index_base(off), size - lanes)
                 v = b.load(self._gep(buf, base), typ=vt, align=align)
             elif guarded:
                 ptr = self._gep(buf, self.index_base(off), inbounds=False)

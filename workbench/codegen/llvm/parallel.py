@@ -27,6 +27,7 @@ from typing import Callable, Optional, Protocol, Union, cast
 from llvmlite import ir
 
 from ...ir import expr as E
+from ...ir.func import PrimFunc
 from ...ir.functor import pre_order
 from ...ir.stmt import For, Stmt
 from ...target import Target
@@ -47,6 +48,7 @@ class Emitter(Protocol):
 
     name: str
     module: ir.Module
+    func: PrimFunc
     target: Target
     fs: FunctionState
     vars: dict
@@ -120,6 +122,10 @@ def _captured(em: Emitter, loop: For):
         buf = getattr(n, "buffer", None)
         if buf is not None and buf in em.bufs:
             bufs.setdefault(buf, None)
+    # size variables: strides and allocation sizes use them without a Var node in the body
+    for v in em.func.size_vars:
+        if v in em.vars:
+            vars_.setdefault(v, None)
     return list(bufs), list(vars_)
 
 

@@ -14,7 +14,11 @@ For each argument it reads numpy's ``PyArrayObject`` fields (the layout numpy ha
 1.7: ``data`` at byte 16, ``nd`` at 24, ``dimensions`` at 32, ``descr`` at 56, ``flags`` at 64
 on 64-bit CPython) and accepts exactly an ``ndarray`` (not a subclass) whose ``descr`` is the
 builtin dtype singleton, whose shape is the parameter's, that is C-contiguous and, for an
-output, writeable. Anything else goes to the slow path, so the fast path can only be stricter
+output, writeable. A symbolic kernel reads each size variable from the dimension it comes from
+(:func:`~workbench.ir.func.size_var_sources`) and requires every other dimension that is the
+same variable to agree; a dimension that is an expression of size variables (``n * 2``) is
+left to the slow path. Static dimensions are compared with constants exactly as before.
+Anything else goes to the slow path, so the fast path can only be stricter
 than ``Kernel.check_args``. The GIL is released while the kernel runs, as ctypes did.
 
 The layout is checked once per process on a real array (:func:`available`); where it does not
@@ -31,6 +35,7 @@ from typing import Sequence, cast
 import numpy as np
 from llvmlite import ir
 
+from ...ir.expr import Var
 from .dtypes import I32, I64, PTR
 
 # offsets of numpy's PyArrayObject_fields on 64-bit CPython (see the module docstring)
@@ -86,12 +91,21 @@ def available() -> bool:
 
 
 def python_entry_module(
-    kernel_name: str, shapes: Sequence[tuple[int, ...]], dtypes: Sequence[str], writes: Sequence[bool]
+    kernel_name: str,
+    shapes: Sequence[tuple],
+    dtypes: Sequence[str],
+    writes: Sequence[bool],
+    size_vars: Sequence[Var] = (),
 ) -> ir.Module:
     """The module of ``@<kernel_name>_py`` (see the module docstring); it calls
-    ``i32 @<kernel_name>(ptr, ...)``, defined in the kernel's own module."""
+    ``i32 @<kernel_name>(ptr, ..., i64 <size>, ...)``, defined in the kernel's own module.
+    ``shapes`` hold ints and, for a symbolic kernel, the ``size_vars`` expressions."""
     mod = ir.Module(name=kernel_name + "_py")
-    kernel = ir.Function(mod, ir.FunctionType(I32, [PTR] * len(shapes)), name=kernel_name)
+    kernel = ir.Function(
+        mod, ir.FunctionType(I32, [PTR] * len(shapes) + [I64] * len(size_vars)), name=kernel_name
+    )
+    limits = {v: 2**31 - 1 if v.dtype == "int32" else 2**63 - 1 for v in size_vars}
+    values: dict = {}  # size variable -> its i64 value, once read
     fn = ir.Function(mod, ir.FunctionType(PTR, [PTR, PTR, I64]), name=kernel_name + "_py")
     fn.attributes.add("nounwind")
     _, args, nargs = fn.args
@@ -131,11 +145,19 @@ def python_entry_module(
             dims = field(obj, _DIMS, PTR)
             for d, extent in enumerate(shape):
                 size = b.load(b.gep(dims, [ir.Constant(I64, d)], source_etype=I64), typ=I64)
-                require(b.icmp_signed("==", size, ir.Constant(I64, extent)))
+                if isinstance(extent, int):
+                    require(b.icmp_signed("==", size, ir.Constant(I64, extent)))
+                elif isinstance(extent, Var) and extent in values:
+                    require(b.icmp_signed("==", size, values[extent]))
+                elif isinstance(extent, Var):  # its first appearance: where it is read from
+                    require(b.icmp_signed("<=", size, ir.Constant(I64, limits[extent])))
+                    values[extent] = size
+                else:  # an expression of size variables: the slow path checks it
+                    require(ir.Constant(ir.IntType(1), 0))
         data.append(field(obj, _DATA, PTR))
     long_t = [I64]
     save = b.call(c_api("PyEval_SaveThread", PTR, []), [])
-    status = b.call(kernel, data)
+    status = b.call(kernel, data + [values[v] for v in size_vars])
     b.call(c_api("PyEval_RestoreThread", ir.VoidType(), [PTR]), [save])
     code = b.select(
         b.icmp_signed("==", status, ir.Constant(I32, 0)), ir.Constant(I64, RAN), ir.Constant(I64, NO_MEMORY)

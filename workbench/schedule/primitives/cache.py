@@ -144,11 +144,12 @@ def copy_stage(name: str, src: Buffer, dst: Buffer, region: Sequence[Range], ran
     return nest
 
 
-def _clamp(region: Sequence[Range], shape: Sequence[int]) -> tuple[Range, ...]:
-    """Constant ranges cut to the buffer (a relaxed region may overhang a guarded edge)."""
+def _clamp(region: Sequence[Range], shape: Sequence[Any]) -> tuple[Range, ...]:
+    """Constant ranges cut to the buffer (a relaxed region may overhang a guarded edge); a
+    symbolic dimension (a size variable) is left as it is."""
     out = []
     for r, n in zip(region, shape):
-        if isinstance(r.min, IntImm) and isinstance(r.extent, IntImm):
+        if isinstance(n, int) and isinstance(r.min, IntImm) and isinstance(r.extent, IntImm):
             lo, hi = max(0, r.min.value), min(n, r.min.value + r.extent.value)
             r = Range(IntImm(lo), IntImm(hi - lo))
         out.append(r)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union, cast
 
 from ...errors import InternalError, ScheduleError
 from ...ir.arith import Simplifier
-from ...ir.buffer import Buffer
+from ...ir.buffer import Buffer, shape_str
 from ...ir.expr import (
     EQ,
     GE,
@@ -465,6 +465,13 @@ def transform_layout(
     if isinstance(pad, (str, list, tuple, IndexMap)) or callable(pad):
         pad = _index_map(sch, "transform_layout", pad, "pad_value")
     site = allocation_site(sch.index, node, buf)
+    if buf.is_symbolic:
+        raise ScheduleError(
+            "transform_layout",
+            f"buffer {buf.name} has the symbolic shape {shape_str(buf.shape)}: transforming the layout "
+            "of a buffer with size variables is not supported yet",
+            argument="buffer",
+        )
     if len(imap.params) != buf.ndim:
         raise ScheduleError(
             "transform_layout",
