@@ -152,6 +152,14 @@ def _set_kind(sch, primitive: str, rv: LoopRV, kind: ForKind, thread_tag: Option
     # (a thread-bound loop may be unrolled, re-bound, parallelized), and the new kind replaces the
     # old one, thread binding included.
     loop = sch.get(rv)
+    if not isinstance(loop.extent, IntImm) and not free_vars(loop.extent) <= set(sch.func.size_vars):
+        # an extent over enclosing loops (a triangular nest): TVM accepts it; kept refused here
+        raise ScheduleError(
+            primitive,
+            f"{loop_name(loop)} has extent {loop.extent}, not a constant",
+            argument="loop",
+            nodes=[loop],
+        )
     if kind == ForKind.THREAD_BINDING and not isinstance(loop.extent, IntImm):
         # a GPU launch's grid and block sizes are fixed when the kernel is built
         raise ScheduleError(

@@ -36,8 +36,7 @@ def const_extent(primitive: str, loop: For, argument: str = "loop", advice: str 
     if not isinstance(loop.extent, IntImm):
         raise ScheduleError(
             primitive,
-            f"{loop_name(loop)} has extent {loop.extent}, not a constant"
-            + (f": {advice}" if advice else ""),
+            f"{loop_name(loop)} has extent {loop.extent}, not a constant" + (f": {advice}" if advice else ""),
             argument=argument,
             nodes=[loop],
         )
@@ -157,20 +156,27 @@ def _symbolic_factor_values(sch, factors, loop: For, ranges: dict) -> tuple[list
         values.append(f)
     missing = [k for k, f in enumerate(values) if f is None]
     if len(missing) != 1:
-        what = "only one factor may be None (inferred)" if missing else (
-            f"constant factors cannot be shown to cover the extent {loop.extent} of {loop_name(loop)}, "
-            f"which is not known until the kernel is called: give None for one factor (the outer, "
-            f"usually) and it becomes ceildiv({loop.extent}, product of the others)"
+        what = (
+            "only one factor may be None (inferred)"
+            if missing
+            else (
+                f"constant factors cannot be shown to cover the extent {loop.extent} of {loop_name(loop)}, "
+                f"which is not known until the kernel is called: give None for one factor (the outer, "
+                f"usually) and it becomes ceildiv({loop.extent}, product of the others)"
+            )
         )
-        raise ScheduleError(
-            "split", f"factors {list(factors)}: {what}", argument="factors", nodes=[loop]
-        )
+        raise ScheduleError("split", f"factors {list(factors)}: {what}", argument="factors", nodes=[loop])
     rest = 1
     for f in values:
         rest *= f or 1
     extent = loop.extent
-    values[missing[0]] = extent if rest == 1 else simplify((extent + (rest - 1)) // rest, ranges)
-    return values, rest != 1
+    if rest == 1:
+        values[missing[0]] = extent
+        return values, False
+    # a multiple of the others (n * 64 split by 16, after a fuse) needs no tail, as in TVM
+    exact = is_const(simplify(extent % rest, ranges), 0)
+    values[missing[0]] = simplify(extent // rest if exact else (extent + (rest - 1)) // rest, ranges)
+    return values, not exact
 
 
 @schedule_primitive(
