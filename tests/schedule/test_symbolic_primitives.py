@@ -365,3 +365,14 @@ def test_rfactor_of_a_symbolic_loop_is_refused():
     with pytest.raises(wb.ScheduleError, match="is false on the first reduce iteration"):
         sch.rfactor(ki, 0)
     assert str(sch.func) == before
+
+
+def test_reorder_with_a_unit_loop_beside_the_symbolic_outer_loop():
+    """What a tile drawn at a hinted size gives: [1, 1, 8] at n = 8 becomes [None, 1, 8], so i_0
+    and the unit loop i_1 both have coefficient 8 in the binding."""
+    sch = wb.Schedule(matmul_bias())
+    i, j, k = sch.get_loops("C")
+    i0, i1, i2 = sch.split(i, factors=[None, 1, 8])
+    sch.reorder(i0, j, i1, k, i2)
+    assert "for i_0, j, i_1, k, i_2 in T.grid((n + 7) // 8, 16, 1, 32, 8):" in str(sch.func)
+    run_matmul(sch)

@@ -481,7 +481,10 @@ def _affine_problem(realize: BlockRealize, loops: list[For], outer: dict) -> Opt
     def span(ts: dict) -> Optional[int]:
         """The values ``sum(coeff * slice)`` reaches without a gap are ``[0, span)``."""
         reach: Optional[int] = 1
-        for coeff, extent in sorted((c, slice_extent(a)) for a, c in ts.values()):
+        # a symbolic extent (None) sorts after a constant one of the same coefficient (a unit
+        # loop beside the outer loop of a symbolic split: i_0 * 64 + i_1 * 64 + i_2)
+        pairs = [(c, slice_extent(a)) for a, c in ts.values()]
+        for coeff, extent in sorted(pairs, key=lambda p: (p[0], p[1] is None, p[1] or 0)):
             if coeff <= 0:
                 raise _NotAffine(f"coefficient {coeff}")
             if reach is None or coeff > reach:
