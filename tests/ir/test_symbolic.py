@@ -265,7 +265,7 @@ def test_symbolic_forms_the_reader_refuses_say_why(text, message, line):
 
 
 # ---------------------------------------------------------------------------------------------
-# schedules over symbolic functions (primitives on symbolic loops are the next step)
+# schedules over symbolic functions (primitives on symbolic loops: tests/schedule/test_symbolic_primitives.py)
 
 
 def run_matmul(target_of) -> None:
@@ -292,16 +292,16 @@ def test_schedule_of_a_symbolic_function_prints_and_fuse_reorder_work():
 @pytest.mark.parametrize(
     "primitive, message",
     [
-        (lambda s, i: s.split(i, factors=[None, 4]), "split .*loop 'i' has extent n, not a constant"),
+        (lambda s, i: s.split(i, factors=[8, 4]), "split .*cannot be shown to cover the extent n"),
         (lambda s, i: s.sample_perfect_tile(i, n=2), "sample_perfect_tile .*extent n, not a constant"),
-        (lambda s, i: s.parallel(i), "parallel .*extent n, not a constant"),
+        (lambda s, i: s.bind(i, "blockIdx.x"), "bind .*extent n, not a constant"),
         (
             lambda s, i: s.transform_layout(s.get_block("C"), ("write", 0), lambda a, b: (b, a)),
             "buffer C has the symbolic shape \\[n, 16\\]: transforming the layout",
         ),
     ],
 )
-def test_primitives_not_yet_symbolic_raise_schedule_error_and_change_nothing(primitive, message):
+def test_primitives_needing_a_constant_extent_raise_schedule_error_and_change_nothing(primitive, message):
     sch = wb.Schedule(matmul())
     before = str(sch.func)
     i = sch.get_loops(sch.get_block("C"))[0]

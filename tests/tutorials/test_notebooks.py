@@ -1,4 +1,4 @@
-"""Executes every lesson of tutorials/ and notebooks 02-05 through nbclient with a tiny budget
+"""Executes every lesson of tutorials/ and notebooks 02-07 through nbclient with a tiny budget
 (``WB_NOTEBOOK_TRIALS=2``): no cell may fail, every exercise cell shows its feedback, and each
 notebook shows what it is about. Notebook 01 has its own test (tests/kernel_ext/test_notebook.py).
 """
@@ -67,6 +67,12 @@ EXPECTED = {
         "tasks from the database:",
         "fused groups, 18 distinct tasks",
         "ResNet-34: 39 groups, 18 tasks",
+    ],
+    "07_symbolic_shapes": [
+        "T.where(i_0 * 32 + i_1 < n)",
+        "n =  1000: matches numpy",
+        "not known until the kernel is called",
+        "tuned schedule at n = 300: matches numpy: True",
     ],
 }
 

@@ -71,6 +71,8 @@ class TaskSummary:
     flops: Optional[int] = None
     baseline: Optional[float] = None  # the unscheduled function, seconds
     numpy: Optional[float] = None  # the numpy reference, seconds
+    measured_at: Optional[str] = None  # a symbolic task: the shape_hint it was tuned at ("n=512")
+    symbolic_ok: bool = True  # a symbolic task: some measured trace applies to the symbolic function
 
     @property
     def gflops(self) -> Optional[float]:
@@ -147,6 +149,14 @@ class TuneSummary:
         lines = [head, "-" * len(head), *rows]
         per = f", {self.seconds / self.measured:.2f} s per trial" if self.measured else ""
         lines.append(f"{self.measured} trials measured in {self.seconds:.1f} s{per}")
+        for t in self.tasks:
+            if t.measured_at is not None:
+                lines.append(
+                    f"{t.name}: symbolic shape, measured at {t.measured_at}; the schedule applies to any size"
+                    if t.symbolic_ok
+                    else f"{t.name}: symbolic shape, measured at {t.measured_at}; no measured schedule "
+                    f"applies to the symbolic function (see the records' errors)"
+                )
         if self.emulated:
             lines.append(
                 "cuda-emulate checks candidates for correctness only (on this CPU, with GPU "

@@ -21,19 +21,20 @@ import sys
 import threading
 import time
 from dataclasses import replace
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from ..codegen.cuda.launch import gpu_unavailable
 from ..target import Target, host_cores
-from ..errors import BuildError
+from ..errors import BuildError, ScheduleError
 from ..ir.func import PrimFunc
 from .cost_model import CostModel
-from .database.base import Database, Record
+from .database.base import Database, Record, trace_hash
 from .measure import MeasureConfig
 from .report import BatchEvent, ProgressBar, TaskSummary, TuneSummary, _isatty, dispatch
 from .runner import LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner, Task, machine_busy
 from .scheduler import TaskScheduler, TaskState
 from .search import SearchContext, SearchStrategy
+from .symbolic import check_shape_hint, generalize_trace, hint_text, specialize
 from .task import TuneTask, as_tasks, make_space
 from .worker import time_entry
 
@@ -139,6 +140,7 @@ def tune(
     measure: Optional[MeasureConfig] = None,
     verbose: Optional[bool] = None,
     baseline: bool = True,
+    shape_hint: Optional[Mapping[str, int]] = None,
 ) -> Database:
     """Tune ``func_or_list`` and return the database holding every measured record.
 
@@ -161,6 +163,13 @@ def tune(
         ``tune`` starts; a runner passed in has its own.
     verbose : print a progress bar and the summary (None: only on a terminal).
     baseline : the summary also times the unscheduled function and the numpy reference.
+    shape_hint : for a function of symbolic shape, the size of each size variable to tune at
+        (``{"n": 512}``): the search measures the function specialized to that size, and each
+        measured trace is carried back to the symbolic function (a split whose tiles were drawn
+        at ``n = 512`` keeps its inner factors and gets ``None`` for the outer one, see
+        :mod:`workbench.tune.symbolic`) and stored under it, with the hint in the record's
+        ``meta["shape_hint"]``: ``db.best(symbolic_func).schedule()`` then builds a kernel for
+        any ``n``. A symbolic function without a hint is refused.
 
     Raises
     ------
@@ -170,7 +179,7 @@ def tune(
     """
     if runner is not None and measure is not None:
         raise TypeError("tune: measure= sets up the runner tune starts; a runner passed in has its own")
-    tasks = as_tasks(func_or_list)
+    tasks, hints = _hinted_tasks(as_tasks(func_or_list), shape_hint)
     target = Target.of(target)  # the only parse: everything below takes the object
     if runner is None:
         _check_runs_here(target)
@@ -195,6 +204,7 @@ def tune(
                 space,
                 TaskScheduler.create(task_scheduler, seed=seed),
                 callbacks,
+                hints,
             )
             with interrupts_noticed() as session.interrupts:
                 session.run(trials, num_trials_per_iter)
@@ -211,6 +221,32 @@ def tune(
         if own_runner:
             runner.close()
     return db
+
+
+def _hinted_tasks(
+    tasks: list[TuneTask], shape_hint: Optional[Mapping[str, int]]
+) -> tuple[list[TuneTask], list[Optional[tuple[PrimFunc, dict]]]]:
+    """Tasks of symbolic shape specialized to ``shape_hint``; per task, (the symbolic function,
+    the sizes) where it was one, else None."""
+    out, hints = [], []
+    for task in tasks:
+        if not task.func.is_symbolic:
+            out.append(task)
+            hints.append(None)
+            continue
+        if shape_hint is None:
+            names = ", ".join(v.name for v in task.func.size_vars)
+            raise ValueError(
+                f"tune: {task.name} has a symbolic shape (size variables {names}): pass "
+                f"shape_hint={{{', '.join(repr(v.name) + ': 512' for v in task.func.size_vars)}}} "
+                f"or another representative size to measure at; the schedule found applies to any size"
+            )
+        sizes = check_shape_hint(task.func, shape_hint)
+        out.append(replace(task, func=specialize(task.func, sizes)))
+        hints.append((task.func, sizes))
+    if shape_hint is not None and not any(hints):
+        raise ValueError("tune: shape_hint is for functions of symbolic shape (wb.var sizes); none is")
+    return out, hints
 
 
 def _check_runs_here(target: Target) -> None:
@@ -247,8 +283,11 @@ class _Session:
         space: Any,
         scheduler: TaskScheduler,
         callbacks: list,
+        hints: Optional[list] = None,
     ):
         self.tasks, self.target, self.db, self.model = tasks, target, db, model
+        self.hints = hints or [None] * len(tasks)
+        self.generalized: dict = {}  # (task, trace hash) -> (trace, None) or (None, error)
         self.runner, self.scheduler, self.callbacks = runner, scheduler, callbacks
         self.t0 = time.monotonic()
         self.measured = 0
@@ -373,9 +412,31 @@ class _Session:
                 for c, r in zip(cands, results)
             ]
         )
+        if self.hints[k] is not None:
+            self.db.add([self._generalized(k, c, r) for c, r in zip(cands, results)])
         self.states[k].record(len(cands), [r.latency for r in results])
         self.failed[k] += sum(r.status != "ok" for r in results)
         self.measured += len(cands)
+
+    def _generalized(self, k: int, cand: Any, result: MeasureResult) -> Record:
+        """The record of a candidate of a hinted task, for the symbolic function: its trace
+        carried over (a failed record saying why where it does not apply)."""
+        func, sizes = self.hints[k]
+        key = (k, trace_hash(cand.trace))
+        if key not in self.generalized:
+            try:
+                self.generalized[key] = (generalize_trace(cand.trace, func), "")
+            except (ScheduleError, ValueError) as exc:
+                self.generalized[key] = (
+                    None,
+                    f"the trace measured at {hint_text(sizes)} does not apply "
+                    f"to the symbolic function: {exc}",
+                )
+        trace, why = self.generalized[key]
+        common = dict(predicted=cand.predicted, shape_hint=dict(sizes), **self._warnings(result, count=False))
+        if trace is None:
+            return Record.of(func, self.target, cand.trace, [], "build_error", why, **common)
+        return Record.of(func, self.target, trace, result.latencies, result.status, result.error, **common)
 
     def interrupted(self, exc: KeyboardInterrupt, budget: int) -> TuneInterrupted:
         """After Ctrl-C: commit what finished of the batch being measured; how far we got.
@@ -388,16 +449,16 @@ class _Session:
         self.measuring = None
         return TuneInterrupted(sum(s.trials for s in self.states), budget, self.measured, self.db)
 
-    def _warnings(self, result: MeasureResult) -> dict:
+    def _warnings(self, result: MeasureResult, count: bool = True) -> dict:
         """The record's ``noisy`` / ``busy`` flags (see :class:`Record`), counted."""
         flags = {}
         if result.noisy:
             flags["noisy"] = round(result.spread, 3)
-            self.noisy_records += 1
+            self.noisy_records += count
         if result.status == "ok" and machine_busy(result.load, self.cores):
             assert result.load is not None  # machine_busy is False without one
             flags["busy"] = round(result.load, 2)
-            self.busy_records += 1
+            self.busy_records += count
         return flags
 
     def summary(self, baseline: bool) -> TuneSummary:
@@ -419,6 +480,11 @@ class _Session:
                 best.latency if best is not None else math.inf,
                 task.flops,
             )
+            if self.hints[k] is not None:
+                func, sizes = self.hints[k]
+                row.measured_at = hint_text(sizes)
+                symbolic_best = self.db.best(func, self.target)
+                row.symbolic_ok = symbolic_best is not None
             if baseline:
                 row.baseline, row.numpy = self._baselines(k)
             out.tasks.append(row)

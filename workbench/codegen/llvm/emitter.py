@@ -209,6 +209,8 @@ class KernelEmitter(ExpressionEmitter):
             elif s.kind == ForKind.UNROLLED:
                 if ext is not None and ext * self.size(s.body) <= UNROLL_BUDGET:
                     self.unrolled(s)
+                elif ext is None:  # a symbolic trip count: LLVM warns where it cannot unroll
+                    self.serial(s)
                 else:
                     self.serial(s, [("llvm.loop.unroll.enable",)])
             else:

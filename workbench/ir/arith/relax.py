@@ -125,7 +125,7 @@ def _combine(sim: Simplifier, cls: type, x: Optional[Lin], y: Optional[Lin], str
     return sim.minmax(cls, x, y)
 
 
-def relax_range(relaxer: Relaxer, rng: Range, extent_if_unbounded: Optional[int] = None) -> Range:
+def relax_range(relaxer: Relaxer, rng: Range, extent_if_unbounded: Optional[int | Expr] = None) -> Range:
     """``rng`` relaxed over the relaxer's domain; an unbounded side is clamped to
     ``[0, extent_if_unbounded)`` when given, else raises ValueError."""
     sim = relaxer.sim
@@ -134,7 +134,9 @@ def relax_range(relaxer: Relaxer, rng: Range, extent_if_unbounded: Optional[int]
         if extent_if_unbounded is None:
             raise ValueError(f"cannot bound the range {rng} over the relaxed variables")
         lo = lin.constant(0, "int32") if lo is None else lo
-        hi = lin.constant(extent_if_unbounded - 1, "int32") if hi is None else hi
+        if hi is None:  # a symbolic extent (a size variable's) clamps as an expression
+            top = extent_if_unbounded - 1
+            hi = lin.constant(top, "int32") if isinstance(top, int) else sim.lin(top)
     extent = lin.add(lin.add(hi, lo, -1), lin.constant(1, hi.dtype))
     return Range(sim.to_expr(lo), sim.to_expr(sim.merge_divmod(extent)))
 

@@ -191,6 +191,7 @@ class Simplifier(IntRules):
     # bounds
 
     def bound_lin(self, l: Lin) -> iv.Interval:
+        l = self._expose_floordiv(l)
         lo = hi = l.const
         for a, c in l.terms.items():
             alo, ahi = self.bound_atom(a)
@@ -201,6 +202,27 @@ class Simplifier(IntRules):
                 lo += c * ahi
                 hi += c * alo
         return lo, hi
+
+    def _expose_floordiv(self, l: Lin, depth: int = 0) -> Lin:
+        """``k * c * (x // c)`` as ``k * (x - x % c)`` where ``x`` shares an atom with the rest, so
+        that it cancels: ``(n + 7) // 8 * 8 - n`` is ``7 - (n + 7) % 8``, in [0, 7] (a split of a
+        symbolic extent covers it), which bounding the atoms apart cannot see."""
+        if depth > 4:
+            return l
+        for a, k in l.terms.items():
+            if type(a) is not FloorDiv or type(a.b) is not IntImm:
+                continue
+            c = cast(IntImm, a.b).value
+            if c <= 0 or k % c:
+                continue
+            x = self.lin(a.a)
+            if not set(x.terms) & (set(l.terms) - {a}):
+                continue
+            rest = Lin({t: v for t, v in l.terms.items() if t is not a}, l.const, l.dtype)
+            out = lin.add(rest, lin.scale(x, k // c))
+            out = lin.add(out, lin.scale(self.lin(FloorMod(a.a, a.b)), k // c), -1)
+            return self._expose_floordiv(out, depth + 1)
+        return l
 
     def bound(self, x) -> iv.Interval:
         """Bounds of a visit result (a Lin or an Expr)."""

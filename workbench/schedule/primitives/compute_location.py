@@ -55,11 +55,13 @@ from ...ir.expr import (
     Select,
     Var,
     as_int,
+    convert,
     is_const,
 )
 from ...ir.func import PrimFunc
 from ...ir.index_map import IndexMap
 from ...ir.functor import children, free_vars
+from ...ir.structural import structural_equal
 from ...ir.region import block_access_regions
 from ...ir.stmt import (
     REDUCE,
@@ -536,7 +538,7 @@ def _loop_plan(
     Conditions are functions of the value, because the value is only known once the loop
     variable exists."""
     try:
-        d0, dn = as_int(iv.dom.min), as_int(iv.dom.extent)
+        d0 = as_int(iv.dom.min)
     except TypeError:
         raise ScheduleError(
             primitive,
@@ -544,6 +546,9 @@ def _loop_plan(
             argument="block",
             nodes=[block],
         ) from None
+    if not isinstance(iv.dom.extent, IntImm):
+        return _symbolic_loop_plan(primitive, block, iv, need, ana, forward)
+    dn = as_int(iv.dom.extent)
     if need is None:
         return iv.dom.min, dn, []
     lo, ext = ana.simplify(need.min), ana.simplify(need.extent)
@@ -583,6 +588,35 @@ def _loop_plan(
     return lo, ext_hi, conds
 
 
+def _symbolic_loop_plan(
+    primitive: str, block: Block, iv: IterVar, need: Optional[Range], ana: Analyzer, forward: bool
+) -> tuple[Expr, Expr | int, list]:
+    """:func:`_loop_plan` for an iterator whose domain ``[d0, d0 + n)`` has a symbolic extent: the
+    whole domain where nothing narrower is needed (an Expr extent), else the needed range with
+    a constant extent (its bound) and a guard ``v < d0 + n`` where the range may pass the end:
+    the tail of a split symbolic loop, as TVM guards it."""
+    d0, dn = iv.dom.min, iv.dom.extent
+    if need is None:
+        return d0, dn, []
+    lo, ext = ana.simplify(need.min), ana.simplify(need.extent)
+    ext_hi = ana.const_int_bound(ext)[1]
+    if ext_hi is None:
+        if forward or ana.can_prove(ext >= dn):
+            return d0, dn, []
+        raise ScheduleError(
+            primitive,
+            f"cannot bound the range of iterator {iv.var.name!r} of block {block.name!r}: extent {ext}",
+            argument="block",
+            nodes=[block],
+        )
+    conds = [] if is_const(ext, ext_hi) else [lambda v: v < lo + ext]
+    if not ana.can_prove(lo >= d0):
+        conds.append(lambda v: v >= d0)
+    if not ana.can_prove(lo + ext_hi <= d0 + dn):
+        conds.append(lambda v: v < d0 + dn)
+    return lo, ext_hi, conds
+
+
 def _loop_var_name(iv: IterVar, position: int) -> str:
     """New loops are named after the iterators (``vi`` -> ``i``, the DSL's convention; ``v_ax1``
     -> ``ax1``); where that is no name (``v0`` -> ``0``), TVM's ``ax<position>``."""
@@ -613,7 +647,7 @@ def _check_split_reduction(primitive: str, block: Block, loop: For, plans: list,
         (iv, start, extent, conds)
         for iv, (start, extent, conds) in zip(block.iter_vars, plans)
         if iv.iter_type == REDUCE
-        and not (is_const(start, as_int(iv.dom.min)) and extent == as_int(iv.dom.extent) and not conds)
+        and not (is_const(start, as_int(iv.dom.min)) and _same_extent(extent, iv.dom.extent) and not conds)
     ]
     if not split:
         return
@@ -625,7 +659,7 @@ def _check_split_reduction(primitive: str, block: Block, loop: For, plans: list,
     iv, start, extent, conds = split[0]
     if loop.kind not in (ForKind.SERIAL, ForKind.UNROLLED):
         raise refuse(f"the loop is {loop.kind.value}, so its iterations would update one element at once")
-    base = ana.simplify(start - IntImm(extent, start.dtype) * (loop.loop_var - loop.min))
+    base = ana.simplify(start - convert(extent, start.dtype) * (loop.loop_var - loop.min))
     tiles = (
         not conds
         and loop.loop_var not in free_vars(base)
@@ -637,6 +671,12 @@ def _check_split_reduction(primitive: str, block: Block, loop: For, plans: list,
             f"{iv.var.name!r} would range over [{start}, {start} + {extent}), which does not cut "
             f"[{iv.dom.min}, {iv.dom.min} + {iv.dom.extent}) into consecutive pieces, one per iteration"
         )
+
+
+def _same_extent(a: Expr | int, b: Expr) -> bool:
+    if isinstance(a, int):
+        return isinstance(b, IntImm) and a == b.value
+    return structural_equal(a, b)
 
 
 def _build_nest(
@@ -653,11 +693,11 @@ def _build_nest(
     if not forward and block.init is not None:
         _check_split_reduction(primitive, block, loop, plans, ana)
     scope = dict(outer)
-    loops: list[tuple[Var, int]] = []
+    loops: list[tuple[Var, Expr | int]] = []
     values: list[Expr] = []
     predicate: Expr = TRUE
     for iv, (start, extent, conds) in zip(block.iter_vars, plans):
-        if extent == 1 and not preserve_unit_loops:
+        if isinstance(extent, int) and extent == 1 and not preserve_unit_loops:
             value = start
         else:
             var = Var(_loop_var_name(iv, len(loops)), iv.var.dtype)
@@ -666,7 +706,7 @@ def _build_nest(
             value = var if is_const(start, 0) else start + var
         values.append(value)
         # a unit loop's variable is 0 in the guard (TVM's analyzer drops it there)
-        guarded = start if extent == 1 else value
+        guarded = start if isinstance(extent, int) and extent == 1 else value
         for cond in conds:
             predicate = conjoin(predicate, cond(guarded))
     inner = Analyzer(scope)
@@ -675,7 +715,7 @@ def _build_nest(
         predicate = TRUE if inner.can_prove(predicate) else inner.simplify(predicate)
     nest: Stmt = BlockRealize(tuple(values), predicate, block)
     for var, extent in reversed(loops):
-        nest = make_for(var, IntImm(extent, var.dtype), nest)  # min 0 is int32, as TVM
+        nest = make_for(var, convert(extent, var.dtype), nest)  # min 0 is int32, as TVM
     return nest
 
 

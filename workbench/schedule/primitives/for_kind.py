@@ -31,7 +31,8 @@ from ..instruction import schedule_primitive
 from ..rv import LoopRV
 from ...ir.index import _stmt_children
 from .block_scope import buffers
-from .loops import const_extent, loop_name
+from ...ir.expr import IntImm
+from .loops import loop_name
 from .reduce_space import affine_binding_problem
 
 
@@ -151,7 +152,23 @@ def _set_kind(sch, primitive: str, rv: LoopRV, kind: ForKind, thread_tag: Option
     # (a thread-bound loop may be unrolled, re-bound, parallelized), and the new kind replaces the
     # old one, thread binding included.
     loop = sch.get(rv)
-    const_extent(primitive, loop)
+    if not isinstance(loop.extent, IntImm) and not free_vars(loop.extent) <= set(sch.func.size_vars):
+        # an extent over enclosing loops (a triangular nest): TVM accepts it; kept refused here
+        raise ScheduleError(
+            primitive,
+            f"{loop_name(loop)} has extent {loop.extent}, not a constant",
+            argument="loop",
+            nodes=[loop],
+        )
+    if kind == ForKind.THREAD_BINDING and not isinstance(loop.extent, IntImm):
+        # a GPU launch's grid and block sizes are fixed when the kernel is built
+        raise ScheduleError(
+            primitive,
+            f"{loop_name(loop)} has extent {loop.extent}, not a constant: thread extents are launch "
+            f"dimensions fixed when the kernel is built",
+            argument="loop",
+            nodes=[loop],
+        )
     if kind != ForKind.UNROLLED:
         _check_iterators(
             sch, primitive, loop, allow_reduce=bool(thread_tag and thread_tag.startswith("threadIdx."))
@@ -164,9 +181,10 @@ def _set_kind(sch, primitive: str, rv: LoopRV, kind: ForKind, thread_tag: Option
 def parallel(sch: Schedule, loop: LoopRV) -> None:
     """Run the iterations of ``loop`` on several CPU threads.
 
-    Rules: ``loop`` has a constant extent, has compact dataflow (each block directly
-    under it is a complete or a reduction block, see the module notes) and feeds only spatial
-    iterators of the blocks under it (no two iterations update one element).
+    Rules: ``loop`` has compact dataflow (each block directly under it is a complete or a
+    reduction block, see the module notes) and feeds only spatial iterators of the blocks under
+    it (no two iterations update one element). Its extent may be symbolic (``T.parallel(n)``,
+    as in TVM): the threads share out ``n`` iterations when the kernel is called.
 
     Before / after::
 
@@ -180,8 +198,9 @@ def parallel(sch: Schedule, loop: LoopRV) -> None:
 def vectorize(sch: Schedule, loop: LoopRV) -> None:
     """Run the iterations of ``loop`` as SIMD lanes (usually an innermost loop).
 
-    Rules: as for ``parallel`` (constant extent, compact dataflow, only spatial iterators
-    fed).
+    Rules: as for ``parallel`` (compact dataflow, only spatial iterators fed). A symbolic
+    extent (``T.vectorized(n)``, as TVM allows) or a split's tail predicate is fine: the llvm
+    target then hands the loop to LLVM's loop vectorizer, which emits a scalar remainder.
 
     Before / after::
 
@@ -195,8 +214,9 @@ def vectorize(sch: Schedule, loop: LoopRV) -> None:
 def unroll(sch: Schedule, loop: LoopRV) -> None:
     """Replicate the body of ``loop`` once per iteration (any iterator kind is fine).
 
-    Rules: ``loop`` has a constant extent. A thread-bound loop becomes an unrolled one (its
-    binding is dropped, as in TVM).
+    Rules: none on the iterators. A thread-bound loop becomes an unrolled one (its binding is
+    dropped, as in TVM). A symbolic extent (``T.unroll(n)``, as TVM allows) cannot be unrolled
+    fully: the llvm target asks LLVM to unroll it partially.
 
     Before / after::
 
@@ -210,7 +230,8 @@ def unroll(sch: Schedule, loop: LoopRV) -> None:
 def bind(sch: Schedule, loop: LoopRV, thread_axis: str) -> None:
     """Map ``loop`` onto a GPU thread axis (``blockIdx.x``, ``threadIdx.y``, ``vthread.x`` …).
 
-    Rules: ``thread_axis`` is a known axis; ``loop`` has a constant extent, has
+    Rules: ``thread_axis`` is a known axis; ``loop`` has a constant extent (TVM binds symbolic
+    loops too; GPU launches here have dimensions fixed at build time), has
     compact dataflow (as for ``parallel``) and feeds only spatial iterators — a ``threadIdx.*``
     loop may also feed reduce iterators (a cross-thread reduction).
 

@@ -30,12 +30,13 @@ def loop_name(loop: For) -> str:
     return f"loop {loop.loop_var.name!r}"
 
 
-def const_extent(primitive: str, loop: For, argument: str = "loop") -> int:
-    """The loop's extent as an int; the primitives here need static extents."""
+def const_extent(primitive: str, loop: For, argument: str = "loop", advice: str = "") -> int:
+    """The loop's extent as an int, for primitives that need a static extent (``advice`` says
+    what to do instead when it is symbolic)."""
     if not isinstance(loop.extent, IntImm):
         raise ScheduleError(
             primitive,
-            f"{loop_name(loop)} has extent {loop.extent}, not a constant",
+            f"{loop_name(loop)} has extent {loop.extent}, not a constant" + (f": {advice}" if advice else ""),
             argument=argument,
             nodes=[loop],
         )
@@ -126,6 +127,58 @@ def _factor_values(sch, factors, extent: int, loop: For) -> list[int]:
     return values  # type: ignore[return-value]
 
 
+def _is_one(f) -> bool:
+    return isinstance(f, int) and f == 1
+
+
+def _symbolic_factor_values(sch, factors, loop: For, ranges: dict) -> tuple[list, bool]:
+    """Factors for a loop of symbolic extent ``n``: constants and exactly one ``None``, which
+    becomes ``ceildiv(n, product of the others)`` (an Expr). Returns (factors, whether the
+    blocks need the predicate ``fused < n``): they do unless the others multiply to 1, since
+    ``n`` may be any size; constant factors alone cannot be shown to cover ``n`` (TVM refuses
+    them too)."""
+    if not isinstance(factors, (list, tuple)) or len(factors) < 2:
+        raise ScheduleError(
+            "split", f"expected a list of at least 2 factors, got {factors!r}", argument="factors"
+        )
+    values: list = []
+    for k, f in enumerate(factors):
+        if isinstance(f, ExprRV):
+            f = sch.get(f)
+        elif isinstance(f, IntImm):
+            f = f.value
+        if f is not None and (isinstance(f, bool) or not isinstance(f, int) or f <= 0):
+            raise ScheduleError(
+                "split",
+                f"factor {k} is {f!r}; factors are positive ints, ExprRVs or one None",
+                argument="factors",
+            )
+        values.append(f)
+    missing = [k for k, f in enumerate(values) if f is None]
+    if len(missing) != 1:
+        what = (
+            "only one factor may be None (inferred)"
+            if missing
+            else (
+                f"constant factors cannot be shown to cover the extent {loop.extent} of {loop_name(loop)}, "
+                f"which is not known until the kernel is called: give None for one factor (the outer, "
+                f"usually) and it becomes ceildiv({loop.extent}, product of the others)"
+            )
+        )
+        raise ScheduleError("split", f"factors {list(factors)}: {what}", argument="factors", nodes=[loop])
+    rest = 1
+    for f in values:
+        rest *= f or 1
+    extent = loop.extent
+    if rest == 1:
+        values[missing[0]] = extent
+        return values, False
+    # a multiple of the others (n * 64 split by 16, after a fuse) needs no tail, as in TVM
+    exact = is_const(simplify(extent % rest, ranges), 0)
+    values[missing[0]] = simplify(extent // rest if exact else (extent + (rest - 1)) // rest, ranges)
+    return values, not exact
+
+
 @schedule_primitive(
     "split", tvm_inputs=("loop", "*factors"), tvm_attrs=("preserve_unit_iters", "!disable_predication")
 )
@@ -139,9 +192,14 @@ def split(
     ``i_0 * f1 + i_1 < extent``. ``preserve_unit_iters=False`` replaces the variables of
     unit-extent new loops by 0 in the block bindings.
 
-    Rules: ``loop`` is serial, unannotated, starts at 0 and has a constant extent; there are at
-    least 2 factors, positive ints or ExprRVs with at most one ``None``, multiplying to at least
-    the extent.
+    Rules: ``loop`` is serial, unannotated and starts at 0; there are at least 2 factors,
+    positive ints or ExprRVs with at most one ``None``, multiplying to at least the extent.
+
+    A loop of symbolic extent ``n`` (a size variable) splits as in TVM: the factors are
+    constants and exactly one ``None``, which becomes ``ceildiv(n, product of the others)``;
+    the blocks get the predicate ``i_0 * f + i_1 < n`` (the tail). ``[None, 4]`` gives
+    ``for i_0, i_1 in T.grid((n + 3) // 4, 4)``; ``[4, None]`` an inner loop of extent
+    ``(n + 3) // 4``. Constant factors alone are refused: nothing shows they cover ``n``.
 
     Before / after ``split(i, factors=[None, 16])`` on a 128-loop::
 
@@ -151,21 +209,27 @@ def split(
     """
     node = sch.get(loop)
     _check_rebuildable("split", node, "loop")
-    extent = const_extent("split", node)
-    values = _factor_values(sch, factors, extent, node)
+    ranges = sch.index.var_ranges(node)
+    values: list
+    if isinstance(node.extent, IntImm):
+        extent: Expr | int = node.extent.value
+        values = _factor_values(sch, factors, node.extent.value, node)
+        total = 1
+        for f in values:
+            total *= f
+        needs_guard = total > node.extent.value
+    else:
+        extent = node.extent
+        values, needs_guard = _symbolic_factor_values(sch, factors, node, ranges)
     name = node.loop_var.name
     new_vars = [Var(f"{name}_{k}", node.loop_var.dtype) for k in range(len(values))]
-    terms = [IntImm(0) if f == 1 and not preserve_unit_iters else v for v, f in zip(new_vars, values)]
+    terms = [IntImm(0) if _is_one(f) and not preserve_unit_iters else v for v, f in zip(new_vars, values)]
     fused: Expr = terms[0]
     for term, f in zip(terms[1:], values[1:]):
         fused = fused * f + term
-    ranges = sch.index.var_ranges(node)
     # unit loops are left out of the simplifier's ranges so it keeps their variables
-    ranges.update({v: Range.from_extent(f) for v, f in zip(new_vars, values) if f != 1})
-    total = 1
-    for f in values:
-        total *= f
-    guard = LT.make(fused, extent) if total > extent else None
+    ranges.update({v: Range.from_extent(f) for v, f in zip(new_vars, values) if not _is_one(f)})
+    guard = LT.make(fused, extent) if needs_guard else None
     body = rebind(node.body, {node.loop_var: fused}, ranges, guard)
     for v, f in reversed(list(zip(new_vars, values))):
         body = make_for(v, f, body)
@@ -417,7 +481,10 @@ def _affine_problem(realize: BlockRealize, loops: list[For], outer: dict) -> Opt
     def span(ts: dict) -> Optional[int]:
         """The values ``sum(coeff * slice)`` reaches without a gap are ``[0, span)``."""
         reach: Optional[int] = 1
-        for coeff, extent in sorted((c, slice_extent(a)) for a, c in ts.values()):
+        # a symbolic extent (None) sorts after a constant one of the same coefficient (a unit
+        # loop beside the outer loop of a symbolic split: i_0 * 64 + i_1 * 64 + i_2)
+        pairs = [(c, slice_extent(a)) for a, c in ts.values()]
+        for coeff, extent in sorted(pairs, key=lambda p: (p[0], p[1] is None, p[1] or 0)):
             if coeff <= 0:
                 raise _NotAffine(f"coefficient {coeff}")
             if reach is None or coeff > reach:

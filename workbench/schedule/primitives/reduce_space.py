@@ -45,7 +45,7 @@ class _Slice:
 
     source: Expr
     lower: int
-    extent: int
+    extent: Optional[int]  # None: a loop of symbolic extent (unbounded here), the top slice
 
 
 class _NotExact(Exception):
@@ -58,13 +58,22 @@ class _ReduceSpace:
     def __init__(self, realize: BlockRealize, loops: Sequence[For], spatial_too: bool = False):
         block = realize.block
         self.loop_vars = {l.loop_var for l in loops}
-        # only loops from 0 with constant extents can be sliced
+        # only loops from 0 can be sliced; a symbolic extent (a size variable's) is None: such a
+        # loop can only be the topmost slice of a binding
         # keyed by loop variables; typed by Expr since it is looked up with any expression
-        self.extents: dict[Expr, int] = {
-            l.loop_var: l.extent.value for l in loops if is_const(l.min, 0) and isinstance(l.extent, IntImm)
+        self.extents: dict[Expr, Optional[int]] = {
+            l.loop_var: l.extent.value if isinstance(l.extent, IntImm) else None
+            for l in loops
+            if is_const(l.min, 0)
+        }
+        self.symbolic: dict[Expr, Expr] = {
+            l.loop_var: l.extent for l in loops if is_const(l.min, 0) and not isinstance(l.extent, IntImm)
         }
         self.sim = Simplifier(
-            cast("dict[Var, Range]", {v: Range.from_extent(e) for v, e in self.extents.items()})
+            cast(
+                "dict[Var, Range]",
+                {l.loop_var: Range(l.min, l.extent) for l in loops if is_const(l.min, 0)},
+            )
         )
         # with spatial_too every binding is sliced, so a shared loop shows as overlapping slices
         self.spatial_loops = (
@@ -83,9 +92,9 @@ class _ReduceSpace:
         self.slices_of: dict[Expr, list[tuple[_Slice, str]]] = {}
         self.expanding: set[Expr] = set()
 
-    def radix(self, e: Expr, user: str) -> tuple[list[_Slice], int, int]:
+    def radix(self, e: Expr, user: str) -> tuple[list[_Slice], Optional[int], int]:
         """``e`` as ``const + sum(coeff * slice)`` with mixed-radix coefficients: (slices, the
-        number of values they span, const)."""
+        number of values they span (None: unbounded, a symbolic top slice), const)."""
         try:
             form = self.sim.lin(e)
         except TypeError:
@@ -95,13 +104,14 @@ class _ReduceSpace:
             piece = self.slice(atom, user)
             if coeff <= 0:
                 raise _NotExact(f"{user} = {e} has the negative term {coeff} * {atom}")
-            if piece.extent > 1:
+            if piece.extent is None or piece.extent > 1:
                 terms.append((coeff, piece))
-        span, out = 1, []
+        span: Optional[int] = 1
+        out = []
         for coeff, piece in sorted(terms, key=lambda t: t[0]):
             if coeff != span:
                 raise _NotExact(f"{user} = {e} is not a mixed-radix number of loop slices")
-            span *= piece.extent
+            span = None if piece.extent is None else span * piece.extent
             out.append(piece)
         for piece in out:
             self.slices_of.setdefault(piece.source, []).append((piece, user))
@@ -112,6 +122,10 @@ class _ReduceSpace:
         divisor or modulus divides its extent."""
         if isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm) and e.b.value > 0:
             inner, c = self.slice(e.a, user), e.b.value
+            if inner.extent is None:
+                if isinstance(e, FloorDiv):
+                    return _Slice(inner.source, inner.lower * c, None)
+                return _Slice(inner.source, inner.lower, c)
             if inner.extent % c == 0:
                 if isinstance(e, FloorDiv):
                     return _Slice(inner.source, inner.lower * c, inner.extent // c)
@@ -127,7 +141,7 @@ class _ReduceSpace:
             return _Slice(e, 1, self.fused_extent(e, user))
         raise _NotExact(f"{user} uses {e}, not a slice of one of the block's loops")
 
-    def fused_extent(self, e: Expr, user: str) -> int:
+    def fused_extent(self, e: Expr, user: str) -> Optional[int]:
         """The extent of fused sum ``e`` (registering its own slices once)."""
         if e not in self.extents:
             if e in self.expanding:  # a product of loops (``k * k``): its form is itself
@@ -137,42 +151,78 @@ class _ReduceSpace:
             if const:
                 raise _NotExact(f"{user} uses {e}, a fused sum not starting at 0")
             bound = self.take_clip(e)
-            self.extents[e] = span if bound is None else min(span, bound)
+            if not isinstance(bound, int):
+                self.extents[e] = span  # a symbolic clip bounds nothing constant
+            else:
+                self.extents[e] = bound if span is None else min(span, bound)
         return self.extents[e]
 
-    def take_clip(self, e: Expr) -> Optional[int]:
-        """``bound`` if a predicate conjunct reads ``e < bound`` (it is then accounted for)."""
+    def take_clip(self, e: Expr) -> Optional[int | Expr]:
+        """``bound`` if a predicate conjunct reads ``e < bound`` (it is then accounted for); an
+        Expr where the bound is symbolic (over size variables, no loop of the block)."""
         for cond in self.conds:
             if isinstance(cond, LT):
                 diff = self.sim.simplify(Sub(Sub(cond.a, cond.b), e))
                 if isinstance(diff, IntImm):
                     self.conds.remove(cond)
                     return -diff.value
+                if not free_vars(diff) & self.loop_vars:
+                    self.conds.remove(cond)
+                    return self.sim.simplify(-diff)
         return None
 
     def check_disjoint(self) -> None:
         """No two slices of one loop or fused sum overlap (parts may be left out)."""
         for source, pieces in self.slices_of.items():
-            end = 1
+            end: Optional[int] = 1
             for piece, _ in sorted(pieces, key=lambda p: p[0].lower):
-                if piece.lower < end:
+                if end is None or piece.lower < end:
                     what = f"loop {source.name!r}" if isinstance(source, Var) else f"the sum {source}"
                     users = sorted({user for _, user in pieces})
                     raise _NotExact(f"{what} feeds {users} through overlapping slices")
-                end = piece.lower * piece.extent
+                end = None if piece.extent is None else piece.lower * piece.extent
 
     def check_tiling(self) -> None:
         """Each loop and fused sum is cut into slices exactly once: none overlaps another (a
         term repeated), none is left out (the loop would repeat the others' terms)."""
         for source, pieces in self.slices_of.items():
-            lower, chained = 1, True
+            lower: Optional[int] = 1
+            chained = True
             for piece, _ in sorted(pieces, key=lambda p: p[0].lower):
                 chained = chained and piece.lower == lower
-                lower *= piece.extent
+                lower = None if lower is None or piece.extent is None else lower * piece.extent
             if not chained or lower != self.extents[source]:
                 what = f"loop {source.name!r}" if isinstance(source, Var) else f"the sum {source}"
                 users = sorted({user for _, user in pieces})
                 raise _NotExact(f"{what} feeds {users} through slices that overlap or leave part of it out")
+
+
+def _check_symbolic_reduce(space: _ReduceSpace, name: str, value: Expr, dom: Range) -> None:
+    """A reduce iterator over ``[d0, d0 + n)``, ``n`` symbolic: its binding must be mixed-radix
+    slices whose top one is a whole loop of symbolic extent ``E`` over constant slices spanning
+    ``s`` below, with ``s * E == n`` (``vk = k`` over ``range(n)``), or ``s * E >= n`` and a
+    predicate clipping the binding to ``n`` (``k_0 * 4 + k_1 < n`` under ``range((n + 3) // 4)``,
+    a split of ``range(n)``)."""
+    slices, _, const = space.radix(value, name)
+    if const != as_int(dom.min):
+        raise _NotExact(f"{name} = {value} does not start at its domain's minimum {dom.min}")
+    top = slices[-1] if slices else None
+    if top is None or top.extent is not None or top.source not in space.symbolic or top.lower != 1:
+        raise _NotExact(
+            f"{name} = {value} does not run over a loop of symbolic extent as its domain {dom} does"
+        )
+    below = 1
+    for piece in slices[:-1]:
+        below *= cast(int, piece.extent)
+    n = dom.extent
+    total = space.symbolic[top.source] * below
+    if is_const(space.sim.simplify(total - n), 0):
+        return
+    clip = space.take_clip(Sub(value, dom.min))
+    if clip is None or isinstance(clip, int) or not is_const(space.sim.simplify(clip - n), 0):
+        raise _NotExact(f"{name} = {value} reaches {total} values, and the predicate does not clip it to {n}")
+    if space.sim.bound_lin(space.sim.lin(total - n))[0] < 0:
+        raise _NotExact(f"{name} = {value} reaches {total} values, which may be fewer than {n}")
 
 
 def reduce_space_problem(realize: BlockRealize, loops: Sequence[For]) -> Optional[str]:
@@ -185,10 +235,16 @@ def reduce_space_problem(realize: BlockRealize, loops: Sequence[For]) -> Optiona
                 continue
             name = iv.var.name
             try:
-                d0, n = as_int(iv.dom.min), as_int(iv.dom.extent)
+                d0 = as_int(iv.dom.min)
             except TypeError:
                 raise _NotExact(f"{name} has the non-constant domain {iv.dom}") from None
+            if not isinstance(iv.dom.extent, IntImm):
+                _check_symbolic_reduce(space, name, value, iv.dom)
+                continue
+            n = as_int(iv.dom.extent)
             _, span, const = space.radix(value, name)
+            if span is None:
+                raise _NotExact(f"{name} = {value} runs over a loop of symbolic extent, its domain has {n}")
             if const != d0:
                 raise _NotExact(f"{name} = {value} does not start at its domain's minimum {d0}")
             if span < n:

@@ -260,7 +260,12 @@ def rfactor(sch: Schedule, loop: LoopRV, factor_axis: int) -> BlockRV:
             argument="loop",
             nodes=[rf_loop],
         )
-    extent = const_extent("rfactor", rf_loop)
+    extent = const_extent(
+        "rfactor",
+        rf_loop,
+        advice="the rfactor buffer would have a dimension of that size; rfactor a loop of constant "
+        "extent (the inner loop of a perfect split)",
+    )
     if not (isinstance(rf_loop.min, IntImm) and rf_loop.min.value == 0):
         raise ScheduleError(
             "rfactor",

@@ -109,6 +109,10 @@ def sample_perfect_tile(
 
         v0, v1 = sch.sample_perfect_tile(loop=l0, n=2, max_innermost_factor=16, decision=[8, 16])
         l2, l3 = sch.split(loop=l0, factors=[v0, v1])
+
+    A loop of symbolic extent ``n`` has no factorization to draw from: refused (TVM 0.27 returns
+    no usable factors there). Split it by a constant (``factors=[None, 16]``) or tune with
+    ``shape_hint``, which draws the tiles at a representative size.
     """
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_TILE_PARTS:
         raise ScheduleError(
@@ -122,7 +126,12 @@ def sample_perfect_tile(
             argument="max_innermost_factor",
         )
     node = sch.get(loop)
-    extent = const_extent("sample_perfect_tile", node)
+    extent = const_extent(
+        "sample_perfect_tile",
+        node,
+        advice=f"extent {node.extent} is not known until the kernel is called: split by a constant "
+        f"factor instead (factors=[None, f]), or tune with shape_hint",
+    )
     if decision is None:
         if n == 1:
             decision = [extent]
@@ -233,7 +242,11 @@ def sample_partitioned_tile(
     partition_pos = _check_int(partition_pos, "partition_pos", 0, n - 1)
     innerpart_factor = _check_int(innerpart_factor, "innerpart_factor", 1)
     node = sch.get(loop)
-    extent = const_extent("sample_partitioned_tile", node)
+    extent = const_extent(
+        "sample_partitioned_tile",
+        node,
+        advice=f"extent {node.extent} is not known until the kernel is called: tune with shape_hint",
+    )
     if extent % innerpart_factor:
         raise ScheduleError(
             "sample_partitioned_tile",
