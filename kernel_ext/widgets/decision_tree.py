@@ -347,34 +347,60 @@ class DecisionTree:
             ]
         return out + [("failed", FAILED_FILL)]
 
-    def _walk(self, node: _Node, parent: str, emit, ids: Iterator[int]) -> None:
-        """Call ``emit(parent_id, child_id, edge_label, child)`` for every node, one decision
-        per edge, fastest branches first."""
+    def _walk(self, node: _Node, parent: str, emit, ids: Iterator[int], depth: int = 0) -> None:
+        """Call ``emit(parent_id, child_id, edge_label, child, depth)`` for every node, one
+        decision per edge, fastest branches first."""
         for label, child in sorted(node.children.items(), key=lambda kv: kv[1].best()):
             cid = f"n{next(ids)}"
-            emit(parent, cid, label, child)
-            self._walk(child, cid, emit, ids)
+            emit(parent, cid, label, child, depth)
+            self._walk(child, cid, emit, ids, depth + 1)
 
     def _build(self) -> graphviz.Digraph:
         g = graphviz.Digraph(
             "decisions",
-            graph_attr={"rankdir": "LR", "fontsize": "10", "ranksep": "0.3", "nodesep": "0.12"},
+            graph_attr={"rankdir": "LR", "fontsize": "10", "ranksep": "0.25", "nodesep": "0.08"},
             node_attr={"fontname": "monospace", "fontsize": "10", "fontcolor": TEXT_COLOR},
-            edge_attr={"fontname": "monospace", "fontsize": "9", "fontcolor": TEXT_COLOR},
+            edge_attr={"fontname": "monospace", "fontsize": "10", "fontcolor": TEXT_COLOR},
         )
         g.node("root", f"{self.title}\n{self.leaves} programs", shape="box", style="rounded")
+        # one design space: its levels are named once, in a header row, and each edge shows
+        # only the value (a name on every edge made the tree three times as wide)
+        (levels,) = self.levels.values() if len(self.levels) == 1 else (None,)
+        levels = levels or None  # a single program: no level to name
         leaves: list[str] = []
+        columns: dict[int, list[str]] = {}
 
-        def emit(parent: str, cid: str, label: str, child: _Node) -> None:
+        def emit(parent: str, cid: str, label: str, child: _Node, depth: int) -> None:
             if child.children:
-                g.node(cid, str(child.count()), shape="circle", width="0.3", fixedsize="false")
+                g.node(
+                    cid, str(child.count()), shape="circle", width="0.25", fixedsize="false", margin="0.02"
+                )
             else:
                 text, color = self._leaf_label(child)
                 g.node(cid, text, shape="box", style="filled,rounded", fillcolor=color)
                 leaves.append(cid)
+            columns.setdefault(depth, []).append(cid)
+            if levels is not None:
+                label = label.split(" = ", 1)[1]
             g.edge(parent, cid, label=label)
 
         self._walk(self.root, "root", emit, itertools.count())
+        if levels is not None:
+            for depth, name in enumerate(levels):
+                g.node(f"h{depth}", f"{name} ↓", shape="plaintext", fontname="sans-serif")
+                with g.subgraph() as column:
+                    column.attr(rank="same")
+                    column.node(f"h{depth}")
+                    for cid in columns.get(depth, []):
+                        column.node(cid)
+            g.node("hroot", "decision:", shape="plaintext", fontname="sans-serif")
+            with g.subgraph() as column:
+                column.attr(rank="same")
+                column.node("hroot")
+                column.node("root")
+            chain = ["hroot"] + [f"h{d}" for d in range(len(levels))]
+            for a, b in zip(chain, chain[1:]):
+                g.edge(a, b, style="invis")
         with g.subgraph() as column:  # every program in one column, whatever its depth
             column.attr(rank="same")
             for cid in leaves:

@@ -64,8 +64,8 @@ def test_svg_leaves_and_labels_are_readable(gmm):
     nodes = re.findall(r'<g id="node\d+" class="node">(.*?)</g>', svg, re.S)
     assert len(nodes) >= 6
     for node in nodes:
-        fill = re.search(r'<(?:polygon|path|ellipse) fill="([^"]+)"', node).group(1)
-        bg = "#ffffff" if fill == "none" else fill
+        shape = re.search(r'<(?:polygon|path|ellipse) fill="([^"]+)"', node)
+        bg = "#ffffff" if shape is None or shape.group(1) == "none" else shape.group(1)  # text only: the page
         for fg in re.findall(r'<text[^>]*fill="([^"]+)"', node) or [TEXT_COLOR]:
             assert contrast_ratio(fg, bg) >= 4.5, (fg, bg)
     assert svg.count(f'fill="{TEXT_COLOR}"') >= len(nodes)  # text colour set, not left to defaults
@@ -94,6 +94,11 @@ def test_one_level_per_decision_with_shared_prefixes_merged():
     # decision with the fewest values) has fewer branches than there are programs
     assert len(seen) < 12 * len(levels)
     assert len(tree.root.children) < 12
+    # drawn: each level named once in a header row, each edge only its value
+    source = tree.digraph.source
+    for depth, name in enumerate(levels):
+        assert f'h{depth} [label="{name} ↓"' in source
+    assert f'label="{levels[0]} = ' not in source
 
 
 def test_a_note_when_differences_are_within_the_noise(gmm):
