@@ -49,10 +49,14 @@ def check() -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument(
+        "--fresh", action="store_true", help="sphinx-build -E: re-read all pages (cached executions stay)"
+    )
     args = ap.parse_args()
     if not args.no_build:
         t0 = time.monotonic()
-        cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "docs", str(HTML)]
+        fresh = ["-E"] if args.fresh else []  # re-read every page (after a conf.py change)
+        cmd = [sys.executable, "-m", "sphinx", *fresh, "-W", "--keep-going", "-b", "html", "docs", str(HTML)]
         code = subprocess.call(cmd, cwd=ROOT)
         print(f"sphinx-build: exit {code} in {time.monotonic() - t0:.0f} s")
         if code:

@@ -77,6 +77,9 @@ for folder in ("tutorials", "notebooks"):
 os.environ.setdefault("WB_NOTEBOOK_TRIALS", "4")
 os.environ["WB_DOCS_BUILD"] = "1"
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+# plotly figures as HTML that draws with the page's plotly.js (below): the default renderer's
+# output is a MIME type MyST-NB does not render
+os.environ["PLOTLY_RENDERER"] = "notebook_connected"
 nb_execution_mode = os.environ.get("WB_DOCS_EXECUTE", "cache")
 nb_execution_cache_path = str(DOCS / "_build" / ".jupyter_cache")
 nb_execution_timeout = int(os.environ.get("WB_DOCS_TIMEOUT", "300"))  # seconds per cell
@@ -98,6 +101,17 @@ default_role = "code"  # `x` in a docstring reads as code, as it does in Markdow
 html_theme = "furo"
 html_title = f"workbench {release}"
 html_static_path: list[str] = ["_static"]
+# plotly.js from the installed plotly package (copied at each build, gitignored), loaded by every
+# page: the executed notebooks' figures draw with it, offline too
+try:
+    import plotly
+
+    _plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    (DOCS / "_static" / "plotly").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_plotly_js, DOCS / "_static" / "plotly" / "plotly.min.js")
+    html_js_files = ["plotly/plotly.min.js"]
+except (ImportError, OSError):  # no plotly: the notebooks' figures stay blank
+    html_js_files = []
 
 
 class PrimitiveReference(SphinxDirective):

@@ -119,3 +119,13 @@ def test_a_note_when_differences_are_within_the_noise(gmm):
     noisy = DecisionTree(recs)
     assert noisy.noise > 0.1 and noisy.within_noise()
     assert math.isclose(DecisionTree(recs, noise=0.01).noise, 0.01)
+
+
+def test_from_database_can_time_the_unscheduled_function_for_the_scale(gmm, tmp_path):
+    from workbench.tune import Database, Record
+
+    db = Database.open(tmp_path / "t.jsonl")
+    db.add([Record.of(gmm, "llvm", tiled(gmm, seed).trace, [1e-6 * (seed + 1)]) for seed in range(3)])
+    tree = DecisionTree.from_database(db, gmm, baseline="measure")
+    assert tree.baseline is not None and tree.baseline > 0 and tree.leaves == 3
+    assert "speed-up over the unscheduled function" in tree.legend_html()
