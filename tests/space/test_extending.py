@@ -3,7 +3,7 @@ double-or-halve mutator — run as written there: each is under 40 lines, plugs 
 PostOrderApply with no engine change, and the search loop (mutate, replay, postprocess)
 explores its decisions. Then the traps of code ported from TVM MetaSchedule courses (issue
 14): a rule returning ``[]``, kind names in TVM's spelling, decisions of non-sampling
-instructions, writing into ``trace.decisions``, ``MutateAutoInline``; and the doc's complete
+instructions, writing into ``trace.decisions``, a mistyped mutator name; and the doc's complete
 course-mutator script, run as it stands."""
 
 import random
