@@ -81,7 +81,9 @@ def widgets_html() -> dict[str, str]:
             items.append((design, best_of(wb.build(sch, target="llvm"), args)))
         else:
             items.append((design, None))
-    tree = DecisionTree(items, title="12 programs sampled from CBR's first sketch", func=func, baseline=baseline)
+    tree = DecisionTree(
+        items, title="12 programs sampled from CBR's first sketch", func=func, baseline=baseline
+    )
     graph = TraceGraph(wb.generate_design_space(func, target="llvm", seed=0)[0])
     return {"decision_tree": tree._repr_html_(), "trace_graph": graph._repr_html_()}
 
@@ -97,7 +99,9 @@ def main() -> None:
         for name, body in widgets_html().items():
             page = tmp / f"{name}.html"
             page.write_text(PAGE.format(width=900, body=body), encoding="utf-8")
-            shoot(page.as_uri(), OUT / f"{name}.png", width=940, height=1100 if name == "trace_graph" else 900)
+            shoot(
+                page.as_uri(), OUT / f"{name}.png", width=940, height=1100 if name == "trace_graph" else 900
+            )
     for page in args.docs_page:
         path = ROOT / "docs" / "_build" / "html" / page
         shoot(path.as_uri(), OUT / f"docs_{Path(page).stem}.png", width=1280, height=2400)
