@@ -1,14 +1,28 @@
 """Sphinx configuration: ``sphinx-build -W --keep-going -b html docs docs/_build/html``.
 
 The reference is generated from the docstrings (autodoc; their reStructuredText is the
-source of truth), the Markdown pages and the notebooks are read by MyST-NB without executing
-anything. Why Sphinx: docs/design.md ("Documentation").
+source of truth), the Markdown pages and the notebooks are read by MyST-NB. The lessons and
+notebooks are executed at build time so that their pages show their outputs (plots, loop nests,
+widgets' static HTML), with a tiny tuning budget and cached:
+
+* ``WB_NOTEBOOK_TRIALS`` (default here 4; the notebooks read it, below 16 they also shrink their
+  problem sizes) is the budget; ``WB_DOCS_BUILD=1`` is set for the kernels too;
+* the results are cached in ``docs/_build/.jupyter_cache`` (jupyter-cache): a notebook is run
+  again only when its code changes, so a rebuild after a text edit takes seconds;
+* ``WB_DOCS_TIMEOUT`` (seconds, default 300) bounds each cell; a cell that fails or times
+  out is a warning, hence an error under ``-W``;
+* ``WB_DOCS_EXECUTE=off`` builds without executing (code without outputs), as before.
+
+A first build executes the 16 notebooks (a few minutes on a quiet machine);
+``python bench/docs_build.py`` builds the site and checks that a lesson page holds its outputs.
+Why Sphinx: docs/design.md ("Documentation").
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import inspect
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -54,10 +68,23 @@ for folder in ("tutorials", "notebooks"):
     shutil.copytree(
         ROOT / folder,
         copy,
-        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.sqlite*", "*.jsonl", "*.py"),
+        # the lessons' helper modules (checks.py) come along: the notebooks run here and import them
+        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.sqlite*", "*.jsonl"),
     )
 
-nb_execution_mode = "off"  # notebooks are executed by the tests, not by the docs build
+# the kernels that execute the notebooks inherit this environment: a tiny budget, and the tree
+# being documented ahead of any installed workbench
+os.environ.setdefault("WB_NOTEBOOK_TRIALS", "4")
+os.environ["WB_DOCS_BUILD"] = "1"
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+# plotly figures as HTML that draws with the page's plotly.js (below): the default renderer's
+# output is a MIME type MyST-NB does not render
+os.environ["PLOTLY_RENDERER"] = "notebook_connected"
+nb_execution_mode = os.environ.get("WB_DOCS_EXECUTE", "cache")
+nb_execution_cache_path = str(DOCS / "_build" / ".jupyter_cache")
+nb_execution_timeout = int(os.environ.get("WB_DOCS_TIMEOUT", "300"))  # seconds per cell
+nb_execution_show_tb = True  # a failing cell's traceback in the build log
+nb_merge_streams = True  # a cell's prints as one block
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 suppress_warnings = [
@@ -73,7 +100,18 @@ default_role = "code"  # `x` in a docstring reads as code, as it does in Markdow
 
 html_theme = "furo"
 html_title = f"workbench {release}"
-html_static_path: list[str] = []
+html_static_path: list[str] = ["_static"]
+# plotly.js from the installed plotly package (copied at each build, gitignored), loaded by every
+# page: the executed notebooks' figures draw with it, offline too
+try:
+    import plotly
+
+    _plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    (DOCS / "_static" / "plotly").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_plotly_js, DOCS / "_static" / "plotly" / "plotly.min.js")
+    html_js_files = ["plotly/plotly.min.js"]
+except (ImportError, OSError):  # no plotly: the notebooks' figures stay blank
+    html_js_files = []
 
 
 class PrimitiveReference(SphinxDirective):

@@ -156,8 +156,10 @@ class WorkbenchMagics(Magics):
         try:
             exec(compile(source, filename, "exec"), self.shell.user_ns)
         except wb.ScheduleError as err:
-            return LoopNestStepper(sch, error=err, failed_source=_failing_line(err, filename, source))
-        return LoopNestStepper(sch)
+            return LoopNestStepper(
+                sch, error=err, failed_source=_failing_line(err, filename, source), names=self.shell.user_ns
+            )
+        return LoopNestStepper(sch, names=self.shell.user_ns)
 
     @cell_magic
     def tvmscript(self, line: str, cell: str) -> Optional[wb.PrimFunc]:

@@ -46,15 +46,16 @@ def render_svg(digraph: graphviz.Digraph) -> Optional[str]:
     except (graphviz.ExecutableNotFound, graphviz.CalledProcessError):
         return None
     svg = svg[svg.find("<svg") :]  # drop the XML prolog and doctype: it is embedded in HTML
-    # One CSS pixel per point (10 pt labels read as 10 px) and no shrinking to the output's
-    # width, which makes a wide graph unreadable: wide graphs scroll sideways instead.
+    # One CSS pixel per point (10 pt labels read as 10 px) at most: a graph wider than the page
+    # (the output area, a docs column) is scaled down to its width, never wider, keeping its
+    # aspect ratio (the viewBox scales; height follows).
     svg = re.sub(r'(<svg[^>]*?\b(?:width|height)="[\d.]+)pt"', r'\1px"', svg, count=1)
     svg = re.sub(r'(<svg[^>]*?\b(?:width|height)="[\d.]+)pt"', r'\1px"', svg, count=1)
-    return (
-        '<div style="overflow-x: auto;">'
-        + svg.replace("<svg ", '<svg style="max-width: none;" ', 1)
-        + "</div>"
-    )
+    return svg.replace("<svg ", f'<svg style="{FIT_STYLE}" ', 1) + "\n"
+
+
+#: how an SVG graph fits the page: never wider than its container, scaled down evenly
+FIT_STYLE = "max-width: 100%; height: auto;"
 
 
 def compact_line(inst: Any, names: dict) -> str:
@@ -178,6 +179,11 @@ class TraceGraph:
                 g.node(f"i{k}", text, fillcolor=fill)
         for a, b, rvs in self.edges():
             g.edge(f"i{a}", f"i{b}", label=", ".join(rvs))
+        # one instruction per rank, in trace order: the data flow alone puts every get_block /
+        # get_loops output side by side (a CBR trace was 5400 px wide); as a column the graph
+        # stays about one page wide, and the page's width scales what remains
+        for k in range(len(self.trace) - 1):
+            g.edge(f"i{k}", f"i{k + 1}", style="invis", weight="10")
         return g
 
     def _fallback_html(self) -> str:

@@ -1,5 +1,6 @@
 """The loop-nest stepper, driven headlessly: slider values and button handlers."""
 
+import itertools
 import re
 
 import pytest
@@ -106,3 +107,61 @@ def test_a_long_trace_shows_a_window_around_the_current_step(gmm):
     marked = re.findall(r'data-changed="1"[^>]*>(.*?)</span><span', stepper.instruction.value)
     assert len(marked) == 1 and "l" in _text(marked[0])
     assert shown.count("= sch.get_") == 16
+
+
+def test_the_users_variable_names_replace_the_generic_ones(gmm):
+    sch = wb.Schedule(gmm)
+    block = sch.get_block("Z")
+    loops = sch.get_loops(block)
+    outer, inner = sch.split(loops[1], factors=[4, 4])
+    stepper = LoopNestStepper(sch)  # the caller's variables: block, loops, outer, inner
+    text = _text(stepper.instruction_html(stepper.n_steps - 1))
+    assert 'block = sch.get_block(name="Z")' in text
+    assert "loops[0], loops[1], loops[2], loops[3] = sch.get_loops(block=block)" in text
+    assert "outer, inner = sch.split(loop=loops[1], factors=[4, 4]" in text
+    assert "l5" not in text and "b0" not in text
+    generic = LoopNestStepper(sch, names={})  # nothing named: the trace's names
+    assert "l5, l6 = sch.split(loop=l2" in _text(generic.instruction_html(generic.n_steps - 1))
+
+
+def test_the_schedule_magic_passes_the_notebook_names(ip, gmm):
+    ip.user_ns["gmm"] = gmm
+    stepper = ip.run_cell_magic(
+        "schedule", "gmm", 'blk = sch.get_block("Z")\nyo, xo = sch.get_loops(blk)[:2]'
+    )
+    assert 'blk = sch.get_block(name="Z")' in _text(stepper.instruction_html(1))
+
+
+def test_a_long_run_of_annotation_steps_is_one_step():
+    """A tuned trace's postprocessing: dozens of ``unroll`` steps in a row."""
+    from workbench.space import PostOrderApply
+    from workbench.space.postprocs import default_postprocs, run_postprocs
+
+    func = wb.workloads.get("GMM", n=16, m=16, k=16)
+    gen = PostOrderApply()
+    gen.initialize_with_target("llvm -num-cores=2")
+    sch = None
+    for seed in range(20):
+        cand = gen.generate_design_space(func, seed=seed)[0]
+        if run_postprocs(cand, default_postprocs("llvm")) is None:
+            kinds = [i.kind.name for i in cand.trace]
+            if max((len(list(g)) for k, g in itertools.groupby(kinds) if k == "unroll"), default=0) >= 4:
+                sch = cand
+                break
+    if sch is None:
+        # no sampled candidate unrolled enough loops: unroll them by hand, as a postproc would
+        sch = wb.Schedule(func)
+        for loop in sch.get_loops(sch.get_block("Z")):
+            sch.unroll(loop)
+    stepper = LoopNestStepper(sch, names={})
+    assert stepper.n_steps < len(sch.trace) + 1
+    grouped = [k for k in range(stepper.n_steps) if "grouped" in stepper.describe(k)]
+    assert grouped
+    k = grouped[-1]
+    first, last = stepper.steps[k]
+    assert last - first + 1 >= 4 and f"{last - first + 1} × unroll" in stepper.describe(k)
+    line = stepper.trace_lines[k - 1]
+    assert line.startswith("sch.unroll(") and f"and {last - first} more unroll steps" in line
+    stepper.step = k
+    assert "unroll" in stepper.loop_nest.value or "T.unroll" in _text(stepper.loop_nest.value)
+    assert stepper.text().endswith(str(sch.history[last][1]))

@@ -3,7 +3,7 @@ double-or-halve mutator — run as written there: each is under 40 lines, plugs 
 PostOrderApply with no engine change, and the search loop (mutate, replay, postprocess)
 explores its decisions. Then the traps of code ported from TVM MetaSchedule courses (issue
 14): a rule returning ``[]``, kind names in TVM's spelling, decisions of non-sampling
-instructions, writing into ``trace.decisions``, ``MutateAutoInline``; and the doc's complete
+instructions, writing into ``trace.decisions``, a mistyped mutator name; and the doc's complete
 course-mutator script, run as it stands."""
 
 import random
@@ -237,22 +237,11 @@ def test_with_decision_remove_postproc_drops_the_postprocessing_part():
     assert [i.kind.name for i in cut] == kinds[: kinds.index("enter_postproc")]
 
 
-def test_mutate_auto_inline_is_answered_with_the_mutators_that_exist():
-    message = (
-        r"TVM MetaSchedule has no MutateAutoInline.*AutoInline schedule rule.*"
-        r"workbench's mutators: MutateComputeLocation, MutateParallel, "
-        r"MutateThreadBinding, MutateTileSize, MutateUnroll"
-    )
-    with pytest.raises(ImportError, match=message):
-        wb.space.mutators.MutateAutoInline()
-    with pytest.raises(ImportError, match=message):
-        from workbench.space import MutateAutoInline  # noqa: F401
-    with pytest.raises(ImportError, match=message):
-        from workbench.space.mutators import MutateAutoInline  # noqa: F401,F811
-    with pytest.raises(KeyError, match="TVM MetaSchedule has no MutateAutoInline"):
-        Mutator.named("mutate_auto_inline")
+def test_a_mutator_that_does_not_exist_is_answered_with_the_mutators_that_do():
+    assert Mutator.named("mutate_auto_inline").__class__.__name__ == "MutateAutoInline"
     with pytest.raises(
-        AttributeError, match="no mutator MutateTileSise; workbench's mutators: MutateComputeLocation"
+        AttributeError,
+        match="no mutator MutateTileSise; workbench's mutators: MutateAutoInline, MutateComputeLocation",
     ):
         wb.space.MutateTileSise  # noqa: B018  (the attribute access is what raises)
     assert not hasattr(wb.space.mutators, "something_else")

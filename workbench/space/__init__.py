@@ -61,7 +61,7 @@ from .rules import (
 
 
 def __getattr__(name: str):
-    if name.startswith("Mutate"):  # MutateAutoInline and typos: say which mutators exist
+    if name.startswith("Mutate"):  # typos: say which mutators exist
         return getattr(mutators, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -1,6 +1,7 @@
 """Mutators and the default mutator probabilities of each target kind."""
 
 from .base import Mutator, NoSuchMutator, annotated_with, builtin_mutators, free_sampling, not_a_mutator
+from .mutate_auto_inline import MutateAutoInline
 from .mutate_compute_location import MutateComputeLocation
 from .mutate_parallel import MutateParallel
 from .mutate_thread_binding import MutateThreadBinding
@@ -23,11 +24,7 @@ def default_mutators(kind: str = "llvm") -> dict[Mutator, float]:
 
 
 def __getattr__(name: str):
-    """A mutator name that does not exist (``MutateAutoInline``, which course material lists)
-    is answered with the mutators that do."""
-    why = not_a_mutator(name)
-    if why is not None:
-        raise NoSuchMutator(why, name=name)
+    """A mutator name that does not exist is answered with the mutators that do."""
     if name.startswith("Mutate"):
         raise AttributeError(f"no mutator {name}; workbench's mutators: {', '.join(builtin_mutators())}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -39,6 +36,7 @@ __all__ = [
     "MutateUnroll",
     "MutateParallel",
     "MutateComputeLocation",
+    "MutateAutoInline",
     "MutateThreadBinding",
     "default_mutators",
     "free_sampling",

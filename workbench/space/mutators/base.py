@@ -68,19 +68,14 @@ class Mutator(Pluggable):
         return self.func
 
 
-#: mutators that course material names but TVM MetaSchedule does not have, and why
-_NOT_IN_TVM = {
-    "mutateautoinline": "TVM MetaSchedule has no MutateAutoInline: whether a block is inlined "
-    "is decided by the AutoInline schedule rule when the design space is "
-    "generated, not by a decision the search mutates (TVM's mutators: "
-    "MutateTileSize, MutateParallel, MutateUnroll, MutateComputeLocation, "
-    "MutateThreadBinding)",
-}
+#: mutators that course material names but workbench does not have, and why (none now:
+#: ``MutateAutoInline``, which TVM lacks, exists here; see ``mutate_auto_inline``)
+_NOT_IN_TVM: dict[str, str] = {}
 
 
 class NoSuchMutator(ImportError):
-    """A mutator that TVM does not have either (``MutateAutoInline``). An ``ImportError``, so
-    that ``from workbench.space import MutateAutoInline`` shows this message too: Python
+    """A mutator that course material names and workbench does not have. An ``ImportError``,
+    so that ``from workbench.space import MutateX`` shows this message too: Python
     replaces an ``AttributeError`` there by its generic "cannot import name"."""
 
 
