@@ -107,6 +107,7 @@ from ...ir.stmt import OPAQUE, REDUCE, SPATIAL
 from ...schedule import REGISTRY, Schedule, Trace
 from ...schedule.instruction import py_value
 from ...schedule.trace import JSON_FORMAT
+from ...space import without_postproc
 from .base import Database, Record, target_str
 
 WORKLOAD_FILE = "database_workload.json"
@@ -671,3 +672,80 @@ def to_tvm_python(trace: Any) -> str:
         else:
             lines.append(f"{outs[0]} = {call}")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------
+# sketches: is a TVM trace a point of a workbench design space?
+
+
+def structure(trace: Trace) -> list[str]:
+    """The instructions of ``trace`` before ``enter_postproc``, one JSON line each without the
+    decisions (random variables named by order of creation): two traces with equal structures
+    are the same sketch with different decisions."""
+    out = []
+    for rec in trace.as_json()["insts"]:
+        if rec["kind"] == "enter_postproc":
+            break
+        rec = {k: v for k, v in rec.items() if k not in ("decision", "pinned")}
+        out.append(json.dumps(rec, sort_keys=True))
+    return out
+
+
+@dataclass
+class SketchMatch:
+    """Where a trace sits among the sketches of a design space.
+
+    ``index``: the sketch with the trace's structure, or None. ``closest``: the sketch sharing
+    the longest leading run of instructions with it, ``position`` the first instruction where
+    the two differ, ``theirs`` / ``ours`` those instructions as Python (``""`` past an end).
+    """
+
+    index: Optional[int]
+    closest: int
+    position: int
+    theirs: str
+    ours: str
+
+
+def _inst_text(trace: Trace, k: int) -> str:
+    if k >= len(trace.insts) or trace.insts[k].kind.name == "enter_postproc":
+        return ""
+    return trace.insts[k].kind.as_python(trace.insts[k], trace.rv_names())
+
+
+def match_sketch(trace: Trace, sketches: Sequence[Trace], simplify: bool = False) -> SketchMatch:
+    """The sketch of ``sketches`` that ``trace`` is a point of (see :class:`SketchMatch`).
+
+    ``simplify``: compare the traces without their unused queries and samples
+    (:meth:`Trace.simplified`), as TVM's database stores a trace."""
+    if not sketches:
+        raise ValueError("match_sketch: no sketches to match")
+
+    def prep(t: Trace) -> Trace:
+        return t.simplified() if simplify else t
+
+    theirs = prep(trace)
+    target = structure(theirs)
+    best = (-1, 0)
+    for j, sketch in enumerate(sketches):
+        ours = structure(prep(sketch))
+        if ours == target:
+            return SketchMatch(j, j, len(target), "", "")
+        n = next((n for n, (a, b) in enumerate(zip(ours, target)) if a != b), min(len(ours), len(target)))
+        if n > best[0]:
+            best = (n, j)
+    n, j = best
+    return SketchMatch(None, j, n, _inst_text(theirs, n), _inst_text(prep(sketches[j]), n))
+
+
+def with_decisions(sketch: Trace, trace: Trace, simplify: bool = False) -> Trace:
+    """``sketch`` (before postprocessing, simplified when ``simplify``) carrying the decisions
+    of ``trace``, a trace of the same structure (:func:`match_sketch`)."""
+    out = without_postproc(sketch.simplified() if simplify else sketch)
+    given = without_postproc(trace.simplified() if simplify else trace)
+    if structure(out) != structure(given):
+        raise ValueError("with_decisions: the traces are not the same sketch")
+    for k, inst in enumerate(given.insts):
+        if inst.kind.is_sampling:
+            out = out.with_decision(k, inst.decision)
+    return out
