@@ -159,3 +159,26 @@ def test_cuda_softmax_fused_rows_compute_softmax_on_the_emulator():
     done = finished(sch, "cuda")
     check_numeric(done, "SFM", target="cuda-emulate", rtol=1e-3, atol=1e-3, **shape)
     check_trace_roundtrip(done)
+
+
+@pytest.mark.parametrize("name", ["C1D", "C2D", "DEP", "GMM", "NRM", "SFM"])
+def test_tvm_tuned_records_are_points_of_the_space(name):
+    # records of TVM tunes (tests/data/tvm/<name>): each is a sketch of workbench's space with
+    # TVM's decisions, and workbench's postprocessors finish it into TVM's program (TVM's
+    # RewriteParallelVectorizeUnroll order and unroll placement)
+    directory = Path(__file__).parent.parent / "data" / "tvm" / name
+    _, module = json.loads((directory / tvmdb.WORKLOAD_FILE).read_text().splitlines()[0])
+    wl, func = tvmdb.match_workload(tvmdb.module_signature(module), tvmdb.default_candidates())
+    assert wl == name
+    spaces = {}
+    lines = [json.loads(line) for line in (directory / tvmdb.RECORD_FILE).read_text().splitlines()]
+    for _, (trace, _secs, target, _args) in lines:
+        wb_target = tvmdb.convert_target(target)
+        if wb_target not in spaces:
+            space = PostOrderApply()
+            space.initialize_with_target(wb_target)
+            spaces[wb_target] = (space, [s.trace for s in space.generate_design_space(func, seed=0)])
+        space, sketches = spaces[wb_target]
+        cov = tvmdb.coverage(tvmdb.convert_trace(trace), func, sketches, space.postprocs)
+        assert cov.match.index is not None, cov.match
+        assert cov.program == "same", cov.why
