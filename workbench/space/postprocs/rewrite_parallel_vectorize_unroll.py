@@ -8,9 +8,10 @@ loop of the nest could be both, the nest is fused and split by the vector limit:
 outside, vector inside); the outermost loop of a block that is not purely spatial gets
 ``pragma_auto_unroll_max_step``. Blocks are visited in program order, each before the blocks
 nested in it, as TVM's postprocessor does: a block computed inside another's loops sees those
-loops already fused, so a record of TVM's tuning gives TVM's program here. With explicit unrolling, loops under it
-are then marked ``unrolled`` from the inside out while extent x statements stays within the
-step (TVM's UnrollLoop pass, which our LLVM backend does not run itself)::
+loops already fused, so a record of TVM's tuning gives TVM's program here. With explicit
+unrolling, loops under the annotated loop are then marked ``unrolled`` from the inside out while
+extent x statements stays within the step (TVM's UnrollLoop pass, which our LLVM backend does
+not run itself)::
 
     for i0, j0, i1, j1 (4 x 4 x 8 x 16):        for i0_j0_fused in T.parallel(16):
       C[...] = ...                                for i1 in range(8):
