@@ -1,6 +1,9 @@
 """Postprocessors: each fixes a candidate into a runnable program or rejects it with a reason."""
 
-from workbench import workloads
+import numpy as np
+
+from workbench import build, workloads
+from workbench.ir import dsl
 from workbench.ir.stmt import ForKind
 from workbench.schedule import Schedule
 from workbench.space import (
@@ -105,3 +108,55 @@ def test_run_postprocs_reasons_and_marker():
     assert "enter_postproc" in names
     assert len(without_postproc(done.trace)) == names.index("enter_postproc")
     assert isinstance(Postproc.named("verify_gpu_code"), VerifyGPUCode)
+
+
+def _double(n, m):
+    A = dsl.placeholder((n, m), name="A")
+    B = dsl.compute((n, m), lambda i, j: A[i, j] * 2.0, name="B")
+    return dsl.create_func([A, B], name="double")
+
+
+def _annotated_root(func, parallel=32, vectorize=64, unroll=16):
+    sch = Schedule(func)
+    root = sch.get_block("root")
+    sch.annotate(root, PARALLEL, parallel)
+    sch.annotate(root, "meta_schedule.vectorize", vectorize)
+    sch.annotate(root, "meta_schedule.unroll_explicit", unroll)
+    return sch
+
+
+def test_rewrite_parallel_vectorize_unroll_fuse_splits_a_nest_that_is_all_parallel_and_vector():
+    # TVM's RewriteFuseSplitParallelVectorize: every loop may be both parallel and vectorized,
+    # so the nest is fused and split by the vector limit; a spatial block is not unrolled
+    # (8 x 256: the row of 256 is over the vector limit alone; fused and split it is 32 x 64)
+    sch = _annotated_root(_double(8, 256))
+    assert run_postprocs(sch, [RewriteParallelVectorizeUnroll()]) is None
+    (outer, inner) = list(sch.func.loops())
+    assert (outer.kind, outer.extent.value) == (ForKind.PARALLEL, 32)
+    assert (inner.kind, inner.extent.value) == (ForKind.VECTORIZED, 64)
+    assert AUTO_UNROLL_MAX_STEP not in outer.annotations
+    a = np.random.default_rng(0).standard_normal((8, 256)).astype("float32")
+    b = np.zeros_like(a)
+    build(sch, target="llvm")(a, b)
+    np.testing.assert_allclose(b, a * 2)
+    check_trace_roundtrip(sch)
+
+
+def test_rewrite_parallel_vectorize_unroll_visits_blocks_in_program_order():
+    # GMM with its write cache under tile level 2: the matmul comes first (TVM's order), so its
+    # loops get the parallel fusion and the unroll annotation; the cache block, computed inside
+    # those loops, is spatial and gets no annotation of its own
+    sketch = generate_design_space(small("GMM"), target="llvm -num-cores=2", seed=0)[2]
+    trace = sketch.trace.copy()
+    picks = [[1, 1, 1, 1], [1, 2, 2, 4], [2, 1, 1, 8], [8, 2], 1]
+    for inst, value in zip([i for i in trace if i.kind.is_sampling], picks):
+        trace.pin(inst, value)
+    assert "cache_write" in str(trace)
+    sch, why = replay(small("GMM"), trace, [RewriteParallelVectorizeUnroll()])
+    assert why is None
+    post = str(sch.trace).split("enter_postproc()")[1]
+    first_loops = next(line for line in post.splitlines() if "get_loops" in line)
+    assert first_loops.count(",") + 1 == 14  # the matmul's 14 loops (the cache has 6 under 4)
+    assert post.count(AUTO_UNROLL_MAX_STEP) == 1
+    check_numeric(sch, "GMM", target="llvm", **workloads.small("GMM"))
+    check_trace_roundtrip(sch)

@@ -47,6 +47,24 @@ def test_xgb_learns_to_rank_and_round_trips(tmp_path):
     assert np.allclose(model.predict(schs), again.predict(schs))
 
 
+@pytest.mark.skipif(not cm.has_xgboost(), reason="xgboost not installed")
+def test_xgb_ranks_by_default_and_regresses_on_request():
+    assert XGBModel().params["objective"] == "rank:pairwise"
+    reg = XGBModel(objective="reg:squarederror")
+    assert ranking_quality(reg) > 0.6
+    # the ranking objective forms pairs within a workload: two workloads of very different
+    # latencies train one model, each group contiguous in the training matrix
+    model = XGBModel()
+    schs = candidates(24)
+    lat = [fake_latency(s) for s in schs]
+    model.update(schs[:12], [MeasureResult("ok", [x]) for x in lat[:12]])
+    model.groups += ["other"] * 12
+    model.x = np.vstack([model.x, model.features(schs[12:])])
+    model.latencies = np.concatenate([model.latencies, 100 * np.array(lat[12:])])
+    model.fit(model.x, model.targets())
+    assert model.booster.num_boosted_rounds() == model.num_rounds
+
+
 def test_targets_are_normalized_throughputs():
     model = RidgeModel()
     schs = candidates(3)

@@ -197,11 +197,17 @@ def read_write_pattern(read: BufferRegion, write: BufferRegion) -> tuple[bool, b
 
 
 def is_write_cache(block: Block) -> bool:
-    """A block that only copies one buffer into another, element by element."""
-    if len(block.writes) != 1 or len(block.reads) != 1:
+    """A block with one write whose every read maps injectively and in order onto the write
+    indices: a copy, or an elementwise epilogue such as ``relu(conv[n, y, x, f] + bias[f])``
+    (TVM's IsWriteCache; MultiLevelTiling computes such a single consumer at the tile instead of
+    adding a cache stage in front of it)."""
+    if len(block.writes) != 1:
         return False
-    exists, surjective, injective, ordered = read_write_pattern(block.reads[0], block.writes[0])
-    return exists and surjective and injective and ordered
+    for read in block.reads:
+        _, _, injective, ordered = read_write_pattern(read, block.writes[0])
+        if not (injective and ordered):
+            return False
+    return True
 
 
 def has_if_then_else(realize: BlockRealize) -> bool:

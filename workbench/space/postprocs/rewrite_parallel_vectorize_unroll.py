@@ -3,10 +3,15 @@
 ``ParallelizeVectorizeUnroll`` left limits on the root block; with the decisions now known,
 for every block: the outer spatial loops are fused into one ``parallel`` loop while their
 product stays within ``meta_schedule.parallel``; the inner spatial loops whose accesses stay
-contiguous are fused into one ``vectorized`` loop within ``meta_schedule.vectorize``; the
-outermost loop gets ``pragma_auto_unroll_max_step``. With explicit unrolling, loops under it
-are then marked ``unrolled`` from the inside out while extent x statements stays within the
-step (TVM's UnrollLoop pass, which our LLVM backend does not run itself)::
+contiguous are fused into one ``vectorized`` loop within ``meta_schedule.vectorize`` (when every
+loop of the nest could be both, the nest is fused and split by the vector limit: parallel
+outside, vector inside); the outermost loop of a block that is not purely spatial gets
+``pragma_auto_unroll_max_step``. Blocks are visited in program order, each before the blocks
+nested in it, as TVM's postprocessor does: a block computed inside another's loops sees those
+loops already fused, so a record of TVM's tuning gives TVM's program here. With explicit
+unrolling, loops under the annotated loop are then marked ``unrolled`` from the inside out while
+extent x statements stays within the step (TVM's UnrollLoop pass, which our LLVM backend does
+not run itself)::
 
     for i0, j0, i1, j1 (4 x 4 x 8 x 16):        for i0_j0_fused in T.parallel(16):
       C[...] = ...                                for i1 in range(8):
@@ -66,26 +71,38 @@ class RewriteParallelVectorizeUnroll(Postproc):
             found.get(UNROLL_IMPLICIT, -1),
         )
         unroll_roots: list[LoopRV] = []
-        stack = list(sch.get_child_blocks(root))
+        # in program order, each block before the blocks nested in it (TVM's order: a block
+        # computed inside another's loops sees the loops that one already fused)
+        stack = list(reversed(sch.get_child_blocks(root)))
         while stack:
             block = stack.pop()
             if AUTO_TENSORIZE not in sch.get(block).annotations:
-                stack.extend(sch.get_child_blocks(block))  # an intrinsic's loops stay as is
+                stack.extend(reversed(sch.get_child_blocks(block)))  # an intrinsic's loops stay
             loops = sch.get_loops(block)
             if not loops:
                 continue
             plan = replace(base)
             _adjust(sch, block, loops, plan)
-            if plan.n_parallel > 0:
-                fused = sch.fuse(*loops[: plan.n_parallel])
-                sch.parallel(fused)
-                loops[: plan.n_parallel] = [fused] * plan.n_parallel
-            if plan.n_vectorize > 0:
-                fused = sch.fuse(*loops[-plan.n_vectorize :])
-                sch.vectorize(fused)
-                loops[-plan.n_vectorize :] = [fused] * plan.n_vectorize
+            if plan.n_parallel == plan.n_vectorize == len(loops):
+                # every loop both parallel and vector: one loop split into the two (TVM's)
+                outer, inner = sch.split(sch.fuse(*loops), factors=[None, plan.max_vectorize])
+                sch.parallel(outer)
+                sch.vectorize(inner)
+                loops = [outer] * (len(loops) - 1) + [inner]
+            else:
+                if plan.n_parallel > 0:
+                    fused = sch.fuse(*loops[: plan.n_parallel])
+                    sch.parallel(fused)
+                    loops[: plan.n_parallel] = [fused] * plan.n_parallel
+                if plan.n_vectorize > 0:
+                    fused = sch.fuse(*loops[-plan.n_vectorize :])
+                    sch.vectorize(fused)
+                    loops[-plan.n_vectorize :] = [fused] * plan.n_vectorize
             step = plan.unroll_explicit + plan.unroll_implicit + 1
-            if (plan.unroll_explicit != -1 or plan.unroll_implicit != -1) and step > 0:
+            # a purely spatial block is not unrolled (TVM's RewriteUnroll); one computed inside
+            # a reduction's loops is, by the annotation of those loops
+            spatial = all(iv.iter_type == SPATIAL for iv in sch.get(block).iter_vars)
+            if (plan.unroll_explicit != -1 or plan.unroll_implicit != -1) and step > 0 and not spatial:
                 sch.annotate(loops[0], AUTO_UNROLL_MAX_STEP, step)
                 sch.annotate(loops[0], UNROLL_EXPLICIT_PRAGMA, int(plan.unroll_explicit != -1))
                 if plan.unroll_explicit != -1:
@@ -141,7 +158,18 @@ def _adjust(sch: Schedule, block, loops: list[LoopRV], plan: Plan) -> None:
             count += 1
         plan.n_vectorize = count if product != 1 else -1
     if plan.n_parallel != -1 and plan.n_vectorize != -1:
-        plan.n_parallel = min(plan.n_parallel, len(nodes) - plan.n_vectorize)
+        rewritable = sum(
+            1
+            for node, kind in zip(nodes, kinds)
+            if not _fixed(node)
+            and kind == SPATIAL
+            and not isinstance(node.body, SeqStmt)
+            and const_extent(node) is not None
+        )
+        if rewritable == len(nodes) and innermost and _max_contiguous(idx, block_node, nodes) == len(nodes):
+            plan.n_parallel = plan.n_vectorize = len(nodes)
+        else:  # vectorizing first
+            plan.n_parallel = min(plan.n_parallel, len(nodes) - plan.n_vectorize)
 
 
 def _fixed(loop: For) -> bool:

@@ -61,7 +61,7 @@ def default_rules(kind: str = "llvm") -> list[ScheduleRule]:
             ParallelizeVectorizeUnroll(
                 max_jobs_per_core=-1,
                 max_vectorize_extent=-1,
-                unroll_max_steps=[0, 16, 64, 512, 1024],
+                unroll_max_steps=[0, 16, 32, 64, 128, 256, 512, 1024],
                 unroll_explicit=True,
             ),
             AutoBind(max_threadblocks=256, thread_extents=[32, 64, 128, 256, 512, 1024]),

@@ -46,9 +46,10 @@ class AddRFactor(ScheduleRule):
         for part in sch.split(fused, factors=factors):
             branch = fork(sch)
             try:
-                branch.rfactor(part, n_spatial)
+                rf = branch.rfactor(part, n_spatial)
             except ScheduleError:
                 continue  # this split cannot be factored; the other branches remain
+            branch.get_loops(rf)  # TVM's rule queries the rfactor block's loops: the same trace
             branch.annotate(block, RANDOM_COMPUTE_PRODUCER, 1)
             results.append(branch)
         return results + [original]

@@ -90,13 +90,15 @@ def bind_block_thread_idx(
         i_spatial = 0
         i_thread += i_thread != -1
         i_multi += 1
+    # A single loop is "fused" too, and the loops queried again before binding blockIdx: TVM's
+    # steps, so that the traces (and what the mutators and features see) are TVM's.
     if i_thread != -1:
         num = min(i_multi, i_thread, i_spatial + 1)
-        fused = sch.fuse(*loop_rvs[:num]) if num > 1 else loop_rvs[0]
+        fused = sch.fuse(*sch.get_loops(block)[:num])
         sch.bind(fused, "blockIdx.x")
         return
     num = min(i_multi, i_spatial + 1)
-    fused = sch.fuse(*loop_rvs[:num]) if num > 1 else loop_rvs[0]
+    fused = sch.fuse(*loop_rvs[:num])
     bind_spatial_loop(sch, fused, max_threadblocks, max_threads_per_block, get_factor)
 
 

@@ -19,9 +19,9 @@ The rule forks: the cross-thread variant and the untouched block.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
-from ...ir.stmt import SPATIAL
+from ...ir.stmt import SPATIAL, Block, For
 from ...schedule import BlockRV, LoopRV, Schedule
 from ..analysis import loop_iter_type, needs_multi_level_tiling, needs_rfactor
 from ..plugin import gpu_limit
@@ -66,27 +66,53 @@ class CrossThreadReduction(ScheduleRule):
 
     @staticmethod
     def _compute_target(sch: Schedule, block: BlockRV) -> Optional[tuple[LoopRV, BlockRV, LoopRV]]:
-        """(consumer loop to compute at, the consumer, its innermost loop), or None when the
-        block stays where it is (several consumers, or a consumer that will be tiled)."""
+        """(consumer loop to compute at, the first consumer, its innermost loop), or None when
+        the block stays where it is (no consumer, a consumer that will be tiled, or several
+        consumers under no common loop). Several consumers under a common loop (softmax's
+        max, read by the sum and the normalization once the sum sits in the row loop): the
+        block goes to the first consumer, no deeper than that loop (TVM's
+        GetComputeTargetLoopAndBlock)."""
         node = sch.get(block)
         if len(node.writes) != 1:
             return None
         found = sch.get_consumers(block)
-        if len(found) != 1 or needs_multi_level_tiling(sch.index, sch.get(found[0])):
-            return None
-        consumer = found[0]
-        loops, target_loops = sch.get_loops(block), sch.get_loops(consumer)
-        if not target_loops:
+        if not found or needs_multi_level_tiling(sch.index, sch.get(found[0])):
             return None
         idx = sch.index
-        pos = min(len(loops), len(target_loops)) - 1
-        for i in range(min(len(loops), len(target_loops))):
+        lca = _lowest_common_ancestor(idx, [sch.get(b) for b in found])
+        if len(found) > 1 and isinstance(lca, Block):
+            return None
+        consumer = found[0]
+        target_loops = sch.get_loops(consumer)  # before the block's loops, as TVM's trace
+        loops = sch.get_loops(block)
+        n = min(len(loops), len(target_loops))
+        pos = n - 1
+        for i in range(n):
             if loop_iter_type(idx, sch.get(loops[i])) != SPATIAL:
                 pos = i - 1
+                break
+            if sch.get(target_loops[i]) is lca:
+                pos = i
                 break
         if pos < 0:
             return None
         return target_loops[pos], consumer, target_loops[-1]
+
+
+def _lowest_common_ancestor(idx, blocks: list[Block]) -> Union[Block, For]:
+    """The innermost loop or block enclosing all ``blocks`` (a block encloses itself)."""
+
+    def chain(b: Block) -> list:
+        up = [a for a in idx.ancestors(idx.realizes[b.name]) if isinstance(a, (Block, For))]
+        return [b, *up][::-1]  # root first
+
+    chains = [chain(b) for b in blocks]
+    lca = chains[0][0]
+    for level in zip(*chains):
+        if any(x is not level[0] for x in level):
+            break
+        lca = level[0]
+    return lca
 
 
 def _in_thread_scope(sch: Schedule, block: BlockRV) -> bool:

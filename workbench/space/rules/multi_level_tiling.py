@@ -26,7 +26,6 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from ...ir.stmt import REDUCE, SPATIAL
 from ...schedule import BlockRV, LoopRV, Schedule
-from ...schedule.primitives.block_scope import consumers
 from ..analysis import (
     COOPERATIVE_FETCH,
     THREAD_EXTENT_HIGH,
@@ -181,10 +180,12 @@ class MultiLevelTiling(ScheduleRule):
             return [state]
         results = []
         if config.req == "may":
-            found = consumers(state.sch.index, state.sch.get(state.block))
-            if len(found) == 1 and is_write_cache(found[0]):
-                # the consumer already is a write cache: place it, or leave it where it is
-                cache = state.sch.get_block(found[0].name)
+            # through the schedule, so the trace records the query as TVM's does
+            found = state.sch.get_consumers(state.block)
+            if len(found) == 1 and is_write_cache(state.sch.get(found[0])):
+                # the single consumer already is a write cache or an elementwise epilogue:
+                # place it at the tile, or leave it where it is
+                cache = found[0]
                 for level in config.levels:
                     new = state.copy()
                     new.sch.reverse_compute_at(cache, new.tiles[level - 1][-1], preserve_unit_loops=True)

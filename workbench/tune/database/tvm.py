@@ -92,6 +92,7 @@ primitive has TVM's name and keywords already.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import struct
@@ -103,10 +104,15 @@ from ...target import KIND_OPTIONS, Target
 from ...errors import ScheduleError, WorkbenchError
 from ...ir.expr import IntImm
 from ...ir.func import PrimFunc
-from ...ir.stmt import OPAQUE, REDUCE, SPATIAL
+from ...ir.functor import transform
+from ...ir.stmt import OPAQUE, REDUCE, SPATIAL, For, ForKind
+from ...ir.structural import structural_equal
 from ...schedule import REGISTRY, Schedule, Trace
 from ...schedule.instruction import py_value
 from ...schedule.trace import JSON_FORMAT
+from ...space import replay as replay_candidate
+from ...space import without_postproc
+from ...space.analysis import PARALLEL
 from .base import Database, Record, target_str
 
 WORKLOAD_FILE = "database_workload.json"
@@ -671,3 +677,138 @@ def to_tvm_python(trace: Any) -> str:
         else:
             lines.append(f"{outs[0]} = {call}")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------
+# sketches: is a TVM trace a point of a workbench design space?
+
+
+def _is_parallel_limit(inst: Any) -> bool:
+    """The root's ``meta_schedule.parallel`` annotation: a value MutateParallel changes, so a
+    decision of the space though not a sampled one."""
+    return inst.kind.name == "annotate" and inst.args.get("ann_key") == PARALLEL
+
+
+def structure(trace: Trace) -> list[str]:
+    """The instructions of ``trace`` before ``enter_postproc``, one JSON line each without the
+    decisions (random variables named by order of creation; the parallel limit counts as a
+    decision): two traces with equal structures are the same sketch with different
+    decisions."""
+    out = []
+    for inst, rec in zip(trace.insts, trace.as_json()["insts"]):
+        if rec["kind"] == "enter_postproc":
+            break
+        rec = {k: v for k, v in rec.items() if k not in ("decision", "pinned")}
+        if _is_parallel_limit(inst):
+            rec["args"] = {**rec["args"], "ann_val": None}
+        out.append(json.dumps(rec, sort_keys=True))
+    return out
+
+
+@dataclass
+class SketchMatch:
+    """Where a trace sits among the sketches of a design space.
+
+    ``index``: the sketch with the trace's structure, or None. ``closest``: the sketch sharing
+    the longest leading run of instructions with it, ``position`` the first instruction where
+    the two differ, ``theirs`` / ``ours`` those instructions as Python (``""`` past an end).
+    """
+
+    index: Optional[int]
+    closest: int
+    position: int
+    theirs: str
+    ours: str
+
+
+def _inst_text(trace: Trace, k: int) -> str:
+    if k >= len(trace.insts) or trace.insts[k].kind.name == "enter_postproc":
+        return ""
+    return trace.insts[k].kind.as_python(trace.insts[k], trace.rv_names())
+
+
+def match_sketch(trace: Trace, sketches: Sequence[Trace], simplify: bool = False) -> SketchMatch:
+    """The sketch of ``sketches`` that ``trace`` is a point of (see :class:`SketchMatch`).
+
+    ``simplify``: compare the traces without their unused queries and samples
+    (:meth:`Trace.simplified`), as TVM's database stores a trace."""
+    if not sketches:
+        raise ValueError("match_sketch: no sketches to match")
+
+    def prep(t: Trace) -> Trace:
+        return t.simplified() if simplify else t
+
+    theirs = prep(trace)
+    target = structure(theirs)
+    best = (-1, 0)
+    for j, sketch in enumerate(sketches):
+        ours = structure(prep(sketch))
+        if ours == target:
+            return SketchMatch(j, j, len(target), "", "")
+        n = next((n for n, (a, b) in enumerate(zip(ours, target)) if a != b), min(len(ours), len(target)))
+        if n > best[0]:
+            best = (n, j)
+    n, j = best
+    return SketchMatch(None, j, n, _inst_text(theirs, n), _inst_text(prep(sketches[j]), n))
+
+
+def with_decisions(sketch: Trace, trace: Trace, simplify: bool = False) -> Trace:
+    """``sketch`` (before postprocessing, simplified when ``simplify``) carrying the decisions
+    of ``trace``, a trace of the same structure (:func:`match_sketch`)."""
+    out = without_postproc(sketch.simplified() if simplify else sketch)
+    given = without_postproc(trace.simplified() if simplify else trace)
+    if structure(out) != structure(given):
+        raise ValueError("with_decisions: the traces are not the same sketch")
+    for k, inst in enumerate(given.insts):
+        if inst.kind.is_sampling:
+            out = out.with_decision(k, inst.decision)
+        elif _is_parallel_limit(inst):
+            insts = list(out.insts)
+            insts[k] = dataclasses.replace(insts[k], args={**insts[k].args, "ann_val": inst.args["ann_val"]})
+            out = Trace(insts, out.base_func)
+    return out
+
+
+@dataclass
+class Coverage:
+    """Whether a TVM trace is a schedule of a workbench design space (:func:`coverage`).
+
+    ``match``: where it sits among the sketches. ``program``: ``"same"`` when the sketch with
+    its decisions, postprocessed by workbench, gives the program of the trace itself (TVM's
+    postprocessing included) replayed in workbench; ``"differs"``, ``"rejected"`` (a
+    postprocessor refused it, ``why`` says which) or ``None`` when no sketch matched.
+    """
+
+    match: SketchMatch
+    program: Optional[str] = None
+    why: str = ""
+
+
+def _serial_unrolled(func: PrimFunc) -> PrimFunc:
+    def post(n: Any) -> Any:
+        if isinstance(n, For) and n.kind == ForKind.UNROLLED:
+            return dataclasses.replace(n, kind=ForKind.SERIAL)
+        return n
+
+    return transform(func, post)
+
+
+def coverage(trace: Trace, func: PrimFunc, sketches: Sequence[Trace], postprocs: Sequence[Any]) -> Coverage:
+    """Is ``trace`` (converted from TVM, :func:`convert_trace`) a point of the design space
+    whose ``sketches`` and ``postprocs`` are given? Traces are compared simplified, as TVM's
+    database stores them. Loops workbench's RewriteParallelVectorizeUnroll marks ``unrolled``
+    count as serial: workbench unrolls in the postprocessor what TVM's lowering (UnrollLoop)
+    unrolls from the same ``pragma_auto_unroll_max_step`` annotation."""
+    m = match_sketch(trace, sketches, simplify=True)
+    if m.index is None:
+        return Coverage(m)
+    mine, why = replay_candidate(func, with_decisions(sketches[m.index], trace, simplify=True), postprocs)
+    if mine is None:
+        return Coverage(m, "rejected", why or "")
+    ref = Schedule(func)
+    try:
+        trace.apply_to_schedule(ref)
+    except ScheduleError as exc:
+        return Coverage(m, "differs", f"the trace itself does not replay: {exc}")
+    same = structural_equal(_serial_unrolled(mine.func), _serial_unrolled(ref.func))
+    return Coverage(m, "same" if same else "differs")
