@@ -11,6 +11,10 @@ without a ``__main__`` guard). It talks over the socket ``FD`` with pickled tupl
     ("build", job_id, task_id, func)  -> ("built", job_id, seconds) | ("build_error", job_id, msg)
     ("run", job_id, timing, check)    -> ("ran", job_id, status, latencies, msg, seconds)
                                          the last job run may be run again (a re-measurement)
+    ("time", job_id, timing, check)   -> ("ran", job_id, status, latencies, msg, seconds, number)
+                                         the kernel stays (an interleaved re-measurement times
+                                         several in turn); number: runs per repeat it used
+    ("drop", job_ids)                 -> nothing; frees those kernels
     anything that fails outside a candidate -> ("error", kind, msg)
 
 A kernel that crashes the process, or hangs, is the parent's business: it sees the socket close
@@ -164,6 +168,29 @@ class Worker:
         except Exception as exc:
             return ("ran", job_id, "run_error", [], _error_text(exc), time.perf_counter() - t0)
         return ("ran", job_id, "ok", latencies, "", time.perf_counter() - t0)
+
+    def on_time(self, job_id, timing, check):
+        task_id, kernel = self.kernels[job_id]
+        task = self.tasks[task_id]
+        t0 = time.perf_counter()
+        print(f"run {job_id}", file=sys.stderr, flush=True)
+        try:
+            if check:
+                task.reset()
+            # also the warm-up: the candidate timed just before used the caches
+            kernel.entry(*task.arrays)
+            if check:
+                wrong = task.mismatch()
+                if wrong is not None:
+                    return ("ran", job_id, "wrong_result", [], wrong, time.perf_counter() - t0, 0)
+            timed = time_runs(kernel.entry, timing_args(task.arrays), **timing)
+        except Exception as exc:
+            return ("ran", job_id, "run_error", [], _error_text(exc), time.perf_counter() - t0, 0)
+        return ("ran", job_id, "ok", list(timed.samples), "", time.perf_counter() - t0, timed.number)
+
+    def on_drop(self, job_ids) -> None:
+        for job_id in job_ids:
+            self.kernels.pop(job_id, None)
 
 
 def _die_with_parent() -> None:

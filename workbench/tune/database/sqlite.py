@@ -326,6 +326,14 @@ class SQLiteDatabase(Database, default=True):
             rec.func = func
         return out[:k]
 
+    def _has_remeasurements(self, func, target) -> bool:
+        rows = self._query(
+            "SELECT 1 FROM records r JOIN workloads w ON w.id = r.workload_id "
+            "WHERE w.hash = ? AND w.target = ? AND r.meta LIKE '%\"remeasure\"%' LIMIT 1",
+            (func_hash(func), target_str(target)),
+        )
+        return bool(rows)
+
     def trace_hashes(self, func, target) -> set[str]:
         rows = self._query(
             "SELECT r.trace_hash FROM records r JOIN workloads w ON w.id = r.workload_id "
