@@ -91,14 +91,14 @@ def tune_with(runner, trials=8, **kw):
 
 
 def true_best(db, func):
-    trials = [r for r in db.records(func, "llvm") if r.trial and r.ok]
+    trials = [r for r in db.records(func, "llvm", remeasured=True) if r.trial and r.ok]
     return min(trials, key=lambda r: truth(r.schedule().func))
 
 
 def test_a_perturbed_tune_still_picks_the_truly_fastest_candidate():
     runner = PerturbedRunner(new_best, remeasure_busy=False, final_top_k=3, final_rounds=3)
     func, db, summary = tune_with(runner)
-    trials = [r for r in db.records(func, "llvm") if r.trial]
+    trials = [r for r in db.records(func, "llvm", remeasured=True) if r.trial]
     assert len(trials) == 8
     fastest = true_best(db, func)
     searched = min(trials, key=lambda r: r.latency)
@@ -107,7 +107,7 @@ def test_a_perturbed_tune_still_picks_the_truly_fastest_candidate():
     assert best.trace_hash == fastest.trace_hash
     assert best.latency == pytest.approx(truth(fastest.schedule().func))
     # stored: one record per re-measured candidate, of one final group, one value per round
-    finals = [r for r in db.records(func, "llvm") if r.meta.get("remeasure") == "final"]
+    finals = [r for r in db.records(func, "llvm", remeasured=True) if r.meta.get("remeasure") == "final"]
     assert best.meta.get("remeasure") == "final"
     assert len({r.meta["final"]["group"] for r in finals}) == 1
     assert all(len(r.latencies) == 3 for r in finals)
@@ -123,7 +123,7 @@ def test_without_the_final_remeasurement_the_search_is_fooled():
     runner = PerturbedRunner(new_best, remeasure_busy=False, final_top_k=0)
     func, db, _ = tune_with(runner)
     assert db.best(func, "llvm").trace_hash != true_best(db, func).trace_hash
-    assert all(r.trial for r in db.records(func, "llvm"))
+    assert all(r.trial for r in db.records(func, "llvm", remeasured=True))
 
 
 def test_busy_candidates_are_measured_again_once_the_load_drops():
@@ -131,7 +131,7 @@ def test_busy_candidates_are_measured_again_once_the_load_drops():
     the machine is quiet: those candidates are measured again, and count with the new figure."""
     runner = PerturbedRunner(lambda r, t: True, busy_calls=1, final_top_k=0)
     func, db, summary = tune_with(runner)
-    records = db.records(func, "llvm")
+    records = db.records(func, "llvm", remeasured=True)
     busy = [r for r in records if r.trial and r.busy]
     again = [r for r in records if r.meta.get("remeasure") == "busy"]
     assert len(busy) == 4 and {r.trace_hash for r in again} == {r.trace_hash for r in busy}
@@ -172,7 +172,7 @@ def test_ctrl_c_during_the_final_remeasurement_keeps_every_trial():
             verbose=False,
         )
     assert info.value.trials == 8 and info.value.measured == 8
-    records = db.records(small("GMM"), "llvm")
+    records = db.records(small("GMM"), "llvm", remeasured=True)
     assert len(records) == 8 and all(r.trial for r in records)
 
 
@@ -186,7 +186,7 @@ def test_a_candidate_failing_its_remeasurement_keeps_its_record_and_is_not_picke
 
     runner = Failing(new_best, remeasure_busy=False, final_top_k=3, final_rounds=2)
     func, db, _ = tune_with(runner)
-    finals = [r for r in db.records(func, "llvm") if r.meta.get("remeasure") == "final"]
+    finals = [r for r in db.records(func, "llvm", remeasured=True) if r.meta.get("remeasure") == "final"]
     fastest = true_best(db, func)
     assert finals and all(r.ok for r in finals)
     assert fastest.trace_hash not in {r.trace_hash for r in finals}
@@ -234,7 +234,8 @@ def test_pick_rules():
     db = Database.open(":memory:")
     db.add(recs)
     assert db.best(func, "llvm").trace_hash == recs[4].trace_hash
-    assert db.top_k(func, "llvm", 1)[0].latency == 0.5  # the raw ranking is unchanged
+    assert db.top_k(func, "llvm", 1)[0].latency == 0.5  # the trials' ranking is unchanged
+    assert len(db.records(func, "llvm")) == 3 and len(db.records(func, "llvm", remeasured=True)) == 5
 
 
 def test_local_runner_interleaves_kept_kernels_and_fails_only_a_crashing_one():

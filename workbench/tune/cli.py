@@ -187,7 +187,7 @@ def _cmd_best(args) -> int:
         return _user_error(problem)
     rec = db.best(task.func, args.target)
     if rec is None:
-        n = sum(r.trial for r in db.records(task.func, args.target))
+        n = len(db.records(task.func, args.target))
         print(
             f"no successful record of {task.name} {task.shape or ''} on {args.target} in "
             f"{args.db} ({n} records){_same_name_elsewhere(db, task.func)}"
@@ -199,7 +199,7 @@ def _cmd_best(args) -> int:
         rate = f", {task.flops / rec.latency / 1e9:.1f} GFLOP/s"
     print(
         f"# {task.name} on {rec.target}: {rec.latency * 1e3:.4f} ms{rate} "
-        f"(best of {sum(r.trial for r in db.records(task.func, args.target))} records in {args.db})"
+        f"(best of {len(db.records(task.func, args.target))} records in {args.db})"
     )
     print(sch.func)
     print("\n# trace")
@@ -215,7 +215,7 @@ def _same_name_elsewhere(db, func) -> str:
     others = [e for e in db.workloads() if e.name == func.name and e.hash != key]
     if not others:
         return ""
-    n = sum(r.trial for e in others for r in db.records_of(e))  # re-measurements: not counted
+    n = sum(len(db.records_of(e)) for e in others)
     return (
         f"; it holds {n} records of {len(others)} other workload(s) named {func.name!r}: another "
         f"shape or target, or written by a workbench before 2026-11-25, whose workload keys differ"

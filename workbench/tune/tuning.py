@@ -272,6 +272,7 @@ class _Session:
         self.remeasured_busy = 0  # busy records measured again once the load dropped
         self.pending_busy: list[set[str]] = [set() for _ in tasks]  # trace hashes to re-measure
         self.finals: dict[int, dict] = {}  # task -> what its final re-measurement found
+        self.new_trials = [0] * len(tasks)  # measured by this session
         self.states = [TaskState(weight=t.weight) for t in tasks]
         self.measuring: Optional[tuple[int, list]] = None  # (task, candidates) being measured
         self.interrupts: list = []  # SIGINTs noticed while running (interrupts_noticed)
@@ -288,7 +289,7 @@ class _Session:
             strat.initialize(ctx)
             self.contexts.append(ctx)
             self.strategies.append(strat)
-            records = [r for r in db.records(task.func, target) if r.trial]
+            records = db.records(task.func, target)
             if records:  # resuming: they count (re-measurements of them are not trials)
                 self.states[k].record(len(records), [r.latency for r in records])
                 self.failed[k] = sum(not r.ok for r in records)
@@ -393,6 +394,7 @@ class _Session:
                 self.pending_busy[k].add(getattr(c, "hash", None) or trace_hash(c.trace))
         self.states[k].record(len(cands), [r.latency for r in results])
         self.failed[k] += sum(r.status != "ok" for r in results)
+        self.new_trials[k] += len(cands)
         self.measured += len(cands)
 
     @property
@@ -410,7 +412,8 @@ class _Session:
         if not pending or not self.config.remeasure_busy or self._busy_now()[0]:
             return
         task = self.tasks[k]
-        recs = [r for r in self.db.records(task.func, self.target) if r.ok and r.trace_hash in pending]
+        recs = self.db.records(task.func, self.target, remeasured=True)
+        recs = [r for r in recs if r.ok and r.trace_hash in pending]
         pending.clear()
         latest = {r.trace_hash: r for r in recs}
         again, scheds = [], []
@@ -467,14 +470,17 @@ class _Session:
         if config.final_top_k <= 0 or config.final_rounds <= 0:
             return
         for k, task in enumerate(self.tasks):
-            current = latest_per_trace(self.db.records(task.func, self.target))
+            records = self.db.records(task.func, self.target, remeasured=True)
+            if not self.new_trials[k] and any(not r.trial for r in records if "final" in r.meta):
+                continue  # nothing new since its last final re-measurement
+            current = latest_per_trace(records)
             if not current:
                 continue
             by_latency = sorted(current, key=lambda r: r.latency)
             quiet = [r for r in by_latency if not r.busy][: config.final_top_k]
             busy = [r for r in by_latency if r.busy][: config.final_top_k]
             chosen = sorted(quiet + busy, key=lambda r: r.latency)
-            before = pick(self.db.records(task.func, self.target))
+            before = pick(records)
             cands, scheds = [], []
             for rec in chosen:
                 try:
@@ -498,7 +504,7 @@ class _Session:
                 stored = self._store_remeasured(k, cands, results, meta)
             if not stored:
                 continue
-            after = pick(self.db.records(task.func, self.target))
+            after = pick(self.db.records(task.func, self.target, remeasured=True))
             self.finals[k] = {
                 "candidates": len(stored),
                 "rounds": config.final_rounds,

@@ -285,16 +285,23 @@ class Database:
         if records:
             self._add(records)
 
-    def records(self, func: PrimFunc, target: Any = None) -> list[Record]:
-        """Every record of ``func`` (on ``target``, or on every target), in measurement order."""
+    def records(self, func: PrimFunc, target: Any = None, remeasured: bool = False) -> list[Record]:
+        """Every trial of ``func`` (on ``target``, or on every target), in measurement order.
+
+        ``remeasured``: also the tuner's re-measurements of trials (``Record.trial`` False: a
+        busy candidate measured again, the final interleaved re-measurement), where they came;
+        :meth:`best` takes them into account."""
         targets = [target_str(target)] if target is not None else None
         out = self._records(func_hash(func), targets)
+        if not remeasured:
+            out = [r for r in out if r.trial]
         for rec in out:
             rec.func = func
         return out
 
     def top_k(self, func: PrimFunc, target: Any, k: int) -> list[Record]:
-        """The ``k`` fastest successful records of ``func`` on ``target``, fastest first."""
+        """The ``k`` fastest successful trials of ``func`` on ``target``, fastest first, as
+        measured (re-measurements left out: :meth:`best` is the tuner's pick)."""
         good = [r for r in self.records(func, target) if r.ok]
         good.sort(key=lambda r: r.latency)
         return good[:k]
@@ -311,12 +318,12 @@ class Database:
             return None
         if not self._has_remeasurements(func, target):
             return top[0]
-        return pick(self.records(func, target))
+        return pick(self.records(func, target, remeasured=True))
 
     def _has_remeasurements(self, func: PrimFunc, target: Any) -> bool:
         """Whether any record of the workload is a re-measurement (backends may answer it
         without reading every record)."""
-        return any("remeasure" in r.meta for r in self.records(func, target))
+        return any(not r.trial for r in self.records(func, target, remeasured=True))
 
     def trace_hashes(self, func: PrimFunc, target: Any) -> set[str]:
         """Hashes of every trace already measured for ``func`` on ``target`` (for resuming)."""
@@ -330,9 +337,11 @@ class Database:
         """Every stored workload (hash, target, function name, IR text)."""
         return self._workloads()
 
-    def records_of(self, entry: WorkloadEntry) -> list[Record]:
-        """Records of a stored workload entry (when no function object is at hand)."""
-        return self._records(entry.hash, [entry.target])
+    def records_of(self, entry: WorkloadEntry, remeasured: bool = False) -> list[Record]:
+        """Trials (``remeasured``: and re-measurements) of a stored workload entry (when no
+        function object is at hand)."""
+        out = self._records(entry.hash, [entry.target])
+        return out if remeasured else [r for r in out if r.trial]
 
     def __len__(self) -> int:
         return self._count()

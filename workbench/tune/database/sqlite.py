@@ -317,7 +317,7 @@ class SQLiteDatabase(Database, default=True):
                 func_hash(func),
                 [target_str(target)],
                 order=f"r.latency, r.id LIMIT {limit}",
-                where=" AND r.latency IS NOT NULL",
+                where=" AND r.latency IS NOT NULL AND r.meta NOT LIKE '%\"remeasure\"%'",
             )
             if len(out) >= k or len(out) + len(self._damaged_ids) < limit:
                 break
