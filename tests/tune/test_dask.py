@@ -50,9 +50,11 @@ def test_a_dask_tune_measures_what_a_local_tune_measures(client, tmp_path):
     assert sorted(r.trace_hash for r in remote) == sorted(r.trace_hash for r in local)
     assert [r.status for r in remote] == ["ok"] * len(remote), [r.error for r in remote]
     assert all(len(r.latencies) == 3 and min(r.latencies) > 0 for r in remote)
-    # the Dask workers measured them, one Dask task per candidate
+    # the Dask workers measured them, one Dask task per candidate, and one per candidate and
+    # round of the final interleaved re-measurement (Runner.measure_interleaved: a batch a round)
     measured = [t for t in stream.data if "_measure_on_worker" in str(t["key"])]
-    assert len(measured) == SETTINGS["trials"]
+    finals = [r for r in db.records(task.func, remeasured=True) if not r.trial]
+    assert finals and len(measured) == SETTINGS["trials"] + sum(r.meta["final"]["rounds"] for r in finals)
 
 
 def kill_a_measuring_worker(client, killed: list) -> threading.Thread:

@@ -17,12 +17,21 @@ from ..ir.expr import Var
 from ..ir.func import PrimFunc, size_var_sources
 from ..ir.functor import free_vars, pre_order
 from ..ir.stmt import BufferStore
+from .arrays import canonical_dtype
 from .timing import MIN_REPEAT_MS, TimingResult, time_runs
 
 
 def written_buffers(func: PrimFunc) -> set[Buffer]:
     """The buffers ``func`` stores into (its outputs, among its parameters)."""
     return {n.buffer for n in pre_order(func.body) if isinstance(n, BufferStore)}
+
+
+def timing_args(arrays: Any) -> list:
+    """The arrays a timing loop passes to a kernel's entry: the same data, with numpy's builtin
+    dtype objects (:func:`~workbench.codegen.arrays.canonical_dtype`), so that every timed call
+    takes the native entry whatever the arrays' history (``kernel.time`` and the tuner's
+    workers time through this)."""
+    return [canonical_dtype(a) for a in arrays]
 
 
 class Kernel:
@@ -89,7 +98,7 @@ class Kernel:
         self.check_args(arrays)
         return time_runs(
             self.entry,
-            arrays,
+            timing_args(arrays),
             number=number or 1,
             repeat=repeat,
             warmup=warmup,

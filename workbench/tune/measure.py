@@ -23,6 +23,13 @@ class MeasureConfig:
     ``max_retries``: how often a candidate whose kernel was lost with a crashing neighbour is
     built again. ``max_spread``: repeats further apart than this (max / min) are measured
     once more, and flagged ``noisy`` if they still are.
+
+    Surviving a busy machine (see :mod:`workbench.tune.tuning`): ``remeasure_busy``: a
+    candidate measured while other work competed for the CPUs (its record flagged ``busy``)
+    is measured again once the load has dropped. ``final_top_k`` / ``final_rounds``: at the
+    end of a tune the ``final_top_k`` fastest candidates (and as many of the fastest measured
+    while busy) are timed again in alternation, ``final_rounds`` rounds of one repeat each;
+    the pick (``db.best``) is the one whose fastest round is fastest. 0 turns it off.
     """
 
     build_timeout: float = 30.0
@@ -33,6 +40,9 @@ class MeasureConfig:
     check: bool = True
     max_retries: int = 2
     max_spread: float = 2.0
+    remeasure_busy: bool = True
+    final_top_k: int = 4
+    final_rounds: int = 5
 
     @property
     def timing(self) -> dict:

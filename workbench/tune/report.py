@@ -73,6 +73,15 @@ class TaskSummary:
     numpy: Optional[float] = None  # the numpy reference, seconds
     measured_at: Optional[str] = None  # a symbolic task: the shape_hint it was tuned at ("n=512")
     symbolic_ok: bool = True  # a symbolic task: some measured trace applies to the symbolic function
+    # the final interleaved re-measurement of the top candidates (None: not done): its
+    # "candidates", "rounds", "confirmed" (the machine was quiet meanwhile), "load",
+    # "changed" (the pick differs from the search's best) and "searched" (that best, seconds)
+    final: Optional[dict] = None
+
+    @property
+    def confirmed(self) -> Optional[bool]:
+        """Whether the pick was re-measured on a quiet machine (None: not re-measured)."""
+        return None if self.final is None else bool(self.final["confirmed"])
 
     @property
     def gflops(self) -> Optional[float]:
@@ -104,6 +113,7 @@ class TuneSummary:
     cores: int = 1  # CPUs the tuner could use
     busy_records: int = 0  # records measured while the machine was busy
     noisy_records: int = 0  # records whose repeats disagreed even when re-measured
+    remeasured_busy: int = 0  # busy records measured again once the load had dropped
     emulated: bool = False  # cuda-emulate: candidates checked for correctness, times are the emulator's
 
     @property
@@ -121,6 +131,16 @@ class TuneSummary:
                 f"measured (flagged 'busy' in the database); their timings include "
                 f"waiting for other work — tune again on a quiet machine"
             )
+        for t in self.tasks:
+            if t.final is not None and not t.final["confirmed"]:
+                load = t.final.get("load")
+                at = f" (1-minute load average {load:.1f} on {self.cores} CPU(s))" if load is not None else ""
+                out.append(
+                    f"{t.name}: the pick could not be confirmed on a quiet machine: the machine "
+                    f"was still busy{at} during the final re-measurement of its top "
+                    f"{t.final['candidates']} candidates; they were timed in alternation (the "
+                    f"same conditions for each), but the figures include waiting for other work"
+                )
         if self.noisy_records:
             out.append(
                 f"{self.noisy_records} record(s) were noisy: their repeats still "
@@ -156,6 +176,21 @@ class TuneSummary:
                     if t.symbolic_ok
                     else f"{t.name}: symbolic shape, measured at {t.measured_at}; no measured schedule "
                     f"applies to the symbolic function (see the records' errors)"
+                )
+        if self.remeasured_busy:
+            lines.append(
+                f"{self.remeasured_busy} candidate(s) measured while busy were measured again when quiet"
+            )
+        for t in self.tasks:
+            if t.final is not None and not self.emulated:
+                what = (
+                    "a different pick than the search's best"
+                    if t.final["changed"]
+                    else "the search's best kept"
+                )
+                lines.append(
+                    f"{t.name}: top {t.final['candidates']} re-measured in {t.final['rounds']} "
+                    f"interleaved rounds ({what}; {'quiet' if t.final['confirmed'] else 'busy'})"
                 )
         if self.emulated:
             lines.append(

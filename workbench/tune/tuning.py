@@ -8,6 +8,16 @@ validated candidates; the runner builds and times them in worker processes; the 
 committed to the database, the cost model learns from it and the callbacks hear about it.
 Tuning into a database that already has records of a task resumes it: those trials are not
 measured again, count toward ``trials`` and train the cost model first.
+
+Tuning on a busy machine (a laptop, a shared server): a candidate measured while other work
+competed for the CPUs (1-minute load average above them: its record is flagged ``busy``) is
+measured again after a later batch, once the load has dropped; and at the end the fastest
+candidates (``MeasureConfig.final_top_k`` of the quiet ones and as many of the busy ones) are
+timed again *in alternation*, ``final_rounds`` rounds, so that they are compared under the
+same conditions. Both are stored as records (``meta["remeasure"]``: ``"busy"`` / ``"final"``;
+they are not trials), and ``db.best`` returns the re-measured pick (see
+:func:`workbench.tune.database.base.pick`). When the machine was still busy during that final
+re-measurement, the summary says that the pick could not be confirmed on a quiet machine.
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ from ..target import Target, host_cores
 from ..errors import BuildError, ScheduleError
 from ..ir.func import PrimFunc
 from .cost_model import CostModel
-from .database.base import Database, Record, trace_hash
+from .database.base import Database, Record, latest_per_trace, pick, trace_hash
 from .measure import MeasureConfig
 from .report import BatchEvent, ProgressBar, TaskSummary, TuneSummary, _isatty, dispatch
 from .runner import LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner, Task, machine_busy
@@ -208,6 +218,7 @@ def tune(
             )
             with interrupts_noticed() as session.interrupts:
                 session.run(trials, num_trials_per_iter)
+                session.finalize()
             summary = session.summary(baseline)
         except KeyboardInterrupt as exc:
             if session is not None:
@@ -297,6 +308,10 @@ class _Session:
         self.cores = host_cores()
         self.load: Optional[float] = None  # highest load average read while measuring
         self.busy_records = self.noisy_records = 0
+        self.remeasured_busy = 0  # busy records measured again once the load dropped
+        self.pending_busy: list[set[str]] = [set() for _ in tasks]  # trace hashes to re-measure
+        self.finals: dict[int, dict] = {}  # task -> what its final re-measurement found
+        self.new_trials = [0] * len(tasks)  # measured by this session
         self.states = [TaskState(weight=t.weight) for t in tasks]
         self.measuring: Optional[tuple[int, list]] = None  # (task, candidates) being measured
         self.interrupts: list = []  # SIGINTs noticed while running (interrupts_noticed)
@@ -313,8 +328,8 @@ class _Session:
             strat.initialize(ctx)
             self.contexts.append(ctx)
             self.strategies.append(strat)
-            records = db.records(task.func, target)  # resuming: they count
-            if records:
+            records = db.records(task.func, target)
+            if records:  # resuming: they count (re-measurements of them are not trials)
                 self.states[k].record(len(records), [r.latency for r in records])
                 self.failed[k] = sum(not r.ok for r in records)
         dispatch(callbacks, "on_start", tasks)
@@ -368,6 +383,7 @@ class _Session:
         self.model.update([c.sch for c in cands], results)
         self.strategies[k].notify(cands, results)
         self.batches += 1
+        self._remeasure_busy(k)
         best = self.db.best(task.func, self.target)
         dispatch(
             self.callbacks,
@@ -414,9 +430,28 @@ class _Session:
         )
         if self.hints[k] is not None:
             self.db.add([self._generalized(k, c, r) for c, r in zip(cands, results)])
+        for c, r in zip(cands, results):
+            if r.status == "ok" and machine_busy(r.load, self.cores):
+                self.pending_busy[k].add(getattr(c, "hash", None) or trace_hash(c.trace))
         self.states[k].record(len(cands), [r.latency for r in results])
         self.failed[k] += sum(r.status != "ok" for r in results)
+        self.new_trials[k] += len(cands)
         self.measured += len(cands)
+
+    def _generalized_remeasure(self, k: int, rec: Record) -> Record:
+        """A re-measured record of a hinted task, for the symbolic function (same meta)."""
+        func, sizes = self.hints[k]
+        key = (k, rec.trace_hash)
+        if key not in self.generalized:
+            try:
+                self.generalized[key] = (generalize_trace(rec.trace, func), "")
+            except (ScheduleError, ValueError) as exc:
+                self.generalized[key] = (None, str(exc))
+        trace, why = self.generalized[key]
+        meta = {**rec.meta, "shape_hint": dict(sizes)}
+        if trace is None:
+            return Record.of(func, self.target, rec.trace_json, [], "build_error", why, **meta)
+        return Record.of(func, self.target, trace, rec.latencies, **meta)
 
     def _generalized(self, k: int, cand: Any, result: MeasureResult) -> Record:
         """The record of a candidate of a hinted task, for the symbolic function: its trace
@@ -437,6 +472,125 @@ class _Session:
         if trace is None:
             return Record.of(func, self.target, cand.trace, [], "build_error", why, **common)
         return Record.of(func, self.target, trace, result.latencies, result.status, result.error, **common)
+    @property
+    def config(self) -> MeasureConfig:
+        return getattr(self.runner, "config", None) or MeasureConfig()
+
+    def _busy_now(self) -> tuple[bool, Optional[float]]:
+        load = self.runner.current_load()
+        return machine_busy(load, self.cores), load
+
+    def _remeasure_busy(self, k: int) -> None:
+        """Measure again the task's candidates that were measured while the machine was busy,
+        if it is not any more (stored as new records of the same traces: the latest counts)."""
+        pending = self.pending_busy[k]
+        if not pending or not self.config.remeasure_busy or self._busy_now()[0]:
+            return
+        task = self.tasks[k]
+        recs = self.db.records(task.func, self.target, remeasured=True)
+        recs = [r for r in recs if r.ok and r.trace_hash in pending]
+        pending.clear()
+        latest = {r.trace_hash: r for r in recs}
+        again, scheds = [], []
+        for rec in latest.values():
+            if not rec.busy:
+                continue  # measured again already (quiet)
+            try:
+                sch = rec.schedule()
+            except Exception:  # a trace this space cannot replay any more: keep its record
+                continue
+            again.append(rec)
+            scheds.append(sch)
+        if not again:
+            return
+        results = self.runner.measure([MeasureInput(self.measure_tasks[k], s.func) for s in scheds])
+        with interrupts_deferred():
+            self._store_remeasured(k, again, results, {"remeasure": "busy"})
+        self.remeasured_busy += sum(r.status == "ok" for r in results)
+        for rec, res in zip(again, results):
+            if res.status == "ok" and machine_busy(res.load, self.cores):
+                pending.add(rec.trace_hash)  # busy again: next time
+
+    def _store_remeasured(self, k: int, recs: list, results: list, meta: dict) -> list[Record]:
+        """New records of ``recs``' traces with the re-measured ``results`` (failed ones are
+        not stored: the earlier measurement stands)."""
+        out = []
+        for rec, res in zip(recs, results):
+            if res.status != "ok":
+                continue
+            flags = {}
+            if res.noisy:
+                flags["noisy"] = round(res.spread, 3)
+            if machine_busy(res.load, self.cores):
+                assert res.load is not None
+                flags["busy"] = round(res.load, 2)
+            out.append(
+                Record.of(
+                    self.tasks[k].func,
+                    self.target,
+                    rec.trace_json,
+                    res.latencies,
+                    build_seconds=res.build_seconds,
+                    run_seconds=res.run_seconds,
+                    **meta,
+                    **flags,
+                )
+            )
+        self.db.add(out)
+        return out
+
+    def finalize(self) -> None:
+        """Re-measure each task's top candidates in alternation and store them: the pick."""
+        config = self.config
+        if config.final_top_k <= 0 or config.final_rounds <= 0:
+            return
+        for k, task in enumerate(self.tasks):
+            records = self.db.records(task.func, self.target, remeasured=True)
+            if not self.new_trials[k] and any(not r.trial for r in records if "final" in r.meta):
+                continue  # nothing new since its last final re-measurement
+            current = latest_per_trace(records)
+            if not current:
+                continue
+            by_latency = sorted(current, key=lambda r: r.latency)
+            quiet = [r for r in by_latency if not r.busy][: config.final_top_k]
+            busy = [r for r in by_latency if r.busy][: config.final_top_k]
+            chosen = sorted(quiet + busy, key=lambda r: r.latency)
+            before = pick(records)
+            cands, scheds = [], []
+            for rec in chosen:
+                try:
+                    scheds.append(rec.schedule())
+                except Exception:
+                    continue
+                cands.append(rec)
+            if len(cands) < 2 and not any(r.busy for r in cands):
+                continue  # nothing to compare, and its figure was taken on a quiet machine
+            t0 = time.monotonic()
+            busy_before, load_before = self._busy_now()
+            inputs = [MeasureInput(self.measure_tasks[k], s.func) for s in scheds]
+            results = self.runner.measure_interleaved(inputs, config.final_rounds)
+            busy_after, load_after = self._busy_now()
+            loads = [x for x in [load_before, load_after, *(r.load for r in results)] if x is not None]
+            load = max(loads) if loads else None
+            group = f"{time.time():.6f}-{k}"
+            final = {"group": group, "rounds": config.final_rounds, "stat": "min"}
+            meta = {"remeasure": "final", "final": final}
+            with interrupts_deferred():
+                stored = self._store_remeasured(k, cands, results, meta)
+            if not stored:
+                continue
+            if self.hints[k] is not None:  # the symbolic function's records follow the pick
+                self.db.add([self._generalized_remeasure(k, rec) for rec in stored])
+            after = pick(self.db.records(task.func, self.target, remeasured=True))
+            self.finals[k] = {
+                "candidates": len(stored),
+                "rounds": config.final_rounds,
+                "confirmed": not (busy_before or busy_after or machine_busy(load, self.cores)),
+                "load": load,
+                "changed": before is not None and after is not None and before.trace_hash != after.trace_hash,
+                "searched": before.latency if before is not None else math.inf,
+                "seconds": time.monotonic() - t0,
+            }
 
     def interrupted(self, exc: KeyboardInterrupt, budget: int) -> TuneInterrupted:
         """After Ctrl-C: commit what finished of the batch being measured; how far we got.
@@ -469,6 +623,7 @@ class _Session:
             cores=self.cores,
             busy_records=self.busy_records,
             noisy_records=self.noisy_records,
+            remeasured_busy=self.remeasured_busy,
             emulated=self.target.kind == "cuda-emulate",
         )
         for k, task in enumerate(self.tasks):
@@ -485,6 +640,9 @@ class _Session:
                 row.measured_at = hint_text(sizes)
                 symbolic_best = self.db.best(func, self.target)
                 row.symbolic_ok = symbolic_best is not None
+            final = self.finals.get(k)
+            if final is not None:
+                row.final = final
             if baseline:
                 row.baseline, row.numpy = self._baselines(k)
             out.tasks.append(row)

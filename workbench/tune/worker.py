@@ -11,6 +11,10 @@ without a ``__main__`` guard). It talks over the socket ``FD`` with pickled tupl
     ("build", job_id, task_id, func)  -> ("built", job_id, seconds) | ("build_error", job_id, msg)
     ("run", job_id, timing, check)    -> ("ran", job_id, status, latencies, msg, seconds)
                                          the last job run may be run again (a re-measurement)
+    ("time", job_id, timing, check)   -> ("ran", job_id, status, latencies, msg, seconds, number)
+                                         the kernel stays (an interleaved re-measurement times
+                                         several in turn); number: runs per repeat it used
+    ("drop", job_ids)                 -> nothing; frees those kernels
     anything that fails outside a candidate -> ("error", kind, msg)
 
 A kernel that crashes the process, or hangs, is the parent's business: it sees the socket close
@@ -34,9 +38,10 @@ from typing import Any, Optional
 import numpy as np
 
 from ..codegen import build
-from ..codegen.arrays import aligned
+from ..codegen.arrays import aligned, canonical_dtype
 from ..codegen.llvm.runtime import set_max_threads
 from ..target import host_cores
+from ..codegen.kernel import timing_args
 from ..codegen.timing import time_runs
 
 
@@ -46,8 +51,10 @@ class _Task:
     def __init__(self, func, target, inputs, outputs, expected, tolerance):
         self.func, self.target = func, target
         self.pristine = [np.array(a) for a in inputs]
-        # 64-byte aligned, as users' arrays from wb.workloads.random_args and TVM's tensors
-        self.arrays = [aligned(np.array(a)) for a in inputs]
+        # 64-byte aligned, as users' arrays from wb.workloads.random_args and TVM's tensors;
+        # with numpy's own dtype objects, not the unpickled copies: the kernel's native entry
+        # takes only those (else every timed call went through ctypes, ~2.5 us more)
+        self.arrays = [canonical_dtype(aligned(np.array(a))) for a in inputs]
         self.outputs = list(outputs)
         self.expected = expected
         self.rtol, self.atol = tolerance
@@ -82,7 +89,8 @@ def time_entry(entry, args, number: int, repeat: int, min_repeat_ms: float) -> l
     """Seconds per run, one value per repeat, the way TVM's time evaluator measures:
     ``number`` grows until a repeat lasts ``min_repeat_ms`` (see
     :func:`workbench.codegen.timing.time_runs`)."""
-    return list(time_runs(entry, args, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms).samples)
+    timed = time_runs(entry, timing_args(args), number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    return list(timed.samples)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -160,6 +168,29 @@ class Worker:
         except Exception as exc:
             return ("ran", job_id, "run_error", [], _error_text(exc), time.perf_counter() - t0)
         return ("ran", job_id, "ok", latencies, "", time.perf_counter() - t0)
+
+    def on_time(self, job_id, timing, check):
+        task_id, kernel = self.kernels[job_id]
+        task = self.tasks[task_id]
+        t0 = time.perf_counter()
+        print(f"run {job_id}", file=sys.stderr, flush=True)
+        try:
+            if check:
+                task.reset()
+            # also the warm-up: the candidate timed just before used the caches
+            kernel.entry(*task.arrays)
+            if check:
+                wrong = task.mismatch()
+                if wrong is not None:
+                    return ("ran", job_id, "wrong_result", [], wrong, time.perf_counter() - t0, 0)
+            timed = time_runs(kernel.entry, timing_args(task.arrays), **timing)
+        except Exception as exc:
+            return ("ran", job_id, "run_error", [], _error_text(exc), time.perf_counter() - t0, 0)
+        return ("ran", job_id, "ok", list(timed.samples), "", time.perf_counter() - t0, timed.number)
+
+    def on_drop(self, job_ids) -> None:
+        for job_id in job_ids:
+            self.kernels.pop(job_id, None)
 
 
 def _die_with_parent() -> None:

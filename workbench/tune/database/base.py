@@ -160,8 +160,23 @@ class Record:
 
     @property
     def latency(self) -> float:
-        """Median of the repeats in seconds; ``inf`` for a failed candidate."""
-        return statistics.median(self.latencies) if self.ok else float("inf")
+        """Median of the repeats in seconds; ``inf`` for a failed candidate. A final
+        interleaved re-measurement (``meta["final"]["stat"] == "min"``) counts its fastest
+        round: other work only ever adds time, and on a busy machine a parallel kernel loses a
+        whole scheduler tick now and then (rounds of 55 us beside rounds of 0.7 us measured on
+        2 busy cores), so the fastest round is what the candidate does uncontended."""
+        if not self.ok:
+            return float("inf")
+        final = self.meta.get("final")
+        if isinstance(final, dict) and final.get("stat") == "min":
+            return min(self.latencies)
+        return statistics.median(self.latencies)
+
+    @property
+    def trial(self) -> bool:
+        """Whether it is a trial of the search, not a re-measurement of one (``meta["remeasure"]``:
+        a busy candidate measured again, or the final interleaved re-measurement)."""
+        return "remeasure" not in self.meta
 
     @property
     def noisy(self) -> bool:
@@ -270,24 +285,45 @@ class Database:
         if records:
             self._add(records)
 
-    def records(self, func: PrimFunc, target: Any = None) -> list[Record]:
-        """Every record of ``func`` (on ``target``, or on every target), in measurement order."""
+    def records(self, func: PrimFunc, target: Any = None, remeasured: bool = False) -> list[Record]:
+        """Every trial of ``func`` (on ``target``, or on every target), in measurement order.
+
+        ``remeasured``: also the tuner's re-measurements of trials (``Record.trial`` False: a
+        busy candidate measured again, the final interleaved re-measurement), where they came;
+        :meth:`best` takes them into account."""
         targets = [target_str(target)] if target is not None else None
         out = self._records(func_hash(func), targets)
+        if not remeasured:
+            out = [r for r in out if r.trial]
         for rec in out:
             rec.func = func
         return out
 
     def top_k(self, func: PrimFunc, target: Any, k: int) -> list[Record]:
-        """The ``k`` fastest successful records of ``func`` on ``target``, fastest first."""
+        """The ``k`` fastest successful trials of ``func`` on ``target``, fastest first, as
+        measured (re-measurements left out: :meth:`best` is the tuner's pick)."""
         good = [r for r in self.records(func, target) if r.ok]
         good.sort(key=lambda r: r.latency)
         return good[:k]
 
     def best(self, func: PrimFunc, target: Any = "llvm") -> Optional[Record]:
-        """The fastest successful record of ``func`` on ``target``, or None if there is none."""
+        """The tuner's pick for ``func`` on ``target``, or None if no record succeeded.
+
+        Without re-measurements (records whose ``meta`` has ``"remeasure"``), the fastest
+        successful record. With them, see :func:`pick`: the fastest of the last interleaved
+        final re-measurement, unless a candidate measured since is faster; a trace measured
+        again counts with its latest measurement."""
         top = self.top_k(func, target, 1)
-        return top[0] if top else None
+        if not top:
+            return None
+        if not self._has_remeasurements(func, target):
+            return top[0]
+        return pick(self.records(func, target, remeasured=True))
+
+    def _has_remeasurements(self, func: PrimFunc, target: Any) -> bool:
+        """Whether any record of the workload is a re-measurement (backends may answer it
+        without reading every record)."""
+        return any(not r.trial for r in self.records(func, target, remeasured=True))
 
     def trace_hashes(self, func: PrimFunc, target: Any) -> set[str]:
         """Hashes of every trace already measured for ``func`` on ``target`` (for resuming)."""
@@ -301,9 +337,11 @@ class Database:
         """Every stored workload (hash, target, function name, IR text)."""
         return self._workloads()
 
-    def records_of(self, entry: WorkloadEntry) -> list[Record]:
-        """Records of a stored workload entry (when no function object is at hand)."""
-        return self._records(entry.hash, [entry.target])
+    def records_of(self, entry: WorkloadEntry, remeasured: bool = False) -> list[Record]:
+        """Trials (``remeasured``: and re-measurements) of a stored workload entry (when no
+        function object is at hand)."""
+        out = self._records(entry.hash, [entry.target])
+        return out if remeasured else [r for r in out if r.trial]
 
     def __len__(self) -> int:
         return self._count()
@@ -332,6 +370,45 @@ class Database:
 
     def _count(self) -> int:
         raise NotImplementedError
+
+
+def latest_per_trace(records: Sequence[Record]) -> list[Record]:
+    """The successful records, a trace measured several times counted once, with its latest
+    measurement (re-measurements come after what they re-measure), in measurement order."""
+    latest: dict[str, Record] = {}
+    for rec in records:
+        if rec.ok:
+            latest.pop(rec.trace_hash, None)  # re-inserted: its place is the latest one's
+            latest[rec.trace_hash] = rec
+    return list(latest.values())
+
+
+def pick(records: Sequence[Record]) -> Optional[Record]:
+    """The tuner's pick among ``records`` (one workload, in measurement order).
+
+    The last *final* re-measurement (records with ``meta["final"]``: the top candidates timed
+    in alternation, round after round, so that they were compared under the same conditions)
+    decides among what it re-measured; what was measured before it is superseded (it chose
+    its candidates from those), what was measured after competes with its latest
+    measurement. Without a final re-measurement: the fastest latest measurement of each
+    trace (a candidate measured while the machine was busy and again once it was quiet
+    counts with the quiet figure)."""
+    group = None
+    for rec in records:
+        if rec.ok and isinstance(rec.meta.get("final"), dict):
+            group = rec.meta["final"].get("group")
+    if group is None:
+        pool = latest_per_trace(records)
+    else:
+        last = max(i for i, r in enumerate(records) if r.ok and _group_of(r) == group)
+        finals = [r for r in records if r.ok and _group_of(r) == group]
+        pool = finals + latest_per_trace(records[last + 1 :])
+    return min(pool, key=lambda r: r.latency) if pool else None
+
+
+def _group_of(rec: Record) -> Any:
+    final = rec.meta.get("final")
+    return final.get("group") if isinstance(final, dict) else None
 
 
 def record_to_json(rec: Record) -> dict:

@@ -317,7 +317,7 @@ class SQLiteDatabase(Database, default=True):
                 func_hash(func),
                 [target_str(target)],
                 order=f"r.latency, r.id LIMIT {limit}",
-                where=" AND r.latency IS NOT NULL",
+                where=" AND r.latency IS NOT NULL AND r.meta NOT LIKE '%\"remeasure\"%'",
             )
             if len(out) >= k or len(out) + len(self._damaged_ids) < limit:
                 break
@@ -325,6 +325,14 @@ class SQLiteDatabase(Database, default=True):
         for rec in out[:k]:
             rec.func = func
         return out[:k]
+
+    def _has_remeasurements(self, func, target) -> bool:
+        rows = self._query(
+            "SELECT 1 FROM records r JOIN workloads w ON w.id = r.workload_id "
+            "WHERE w.hash = ? AND w.target = ? AND r.meta LIKE '%\"remeasure\"%' LIMIT 1",
+            (func_hash(func), target_str(target)),
+        )
+        return bool(rows)
 
     def trace_hashes(self, func, target) -> set[str]:
         rows = self._query(
