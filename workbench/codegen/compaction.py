@@ -340,7 +340,7 @@ class _Planner:
                 shape.append(n)
                 offsets.append(E.IntImm(0))
             else:
-                shape.append(max(int(hi), 1))
+                shape.append(max(int(cast(float, hi)), 1))  # not None: it covers otherwise
                 offsets.append(rng.min)
         new = buf.with_(shape=tuple(shape))
         if buf.is_symbolic:  # the symbolic dimensions are the same: compare the static ones

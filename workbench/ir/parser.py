@@ -388,8 +388,8 @@ class _Parser:
         if not any(self._deco_name(d, self.T) == "prim_func" for d in node.decorator_list):
             raise self.error(node, f"function {node.name} needs the decorator @T.prim_func")
         a = node.args
-        for name in self.type_vars:  # each function has variables of its own
-            self.define(name, Var(name, "int64"))
+        for tv in self.type_vars:  # each function has variables of its own
+            self.define(tv, Var(tv, "int64"))
         if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
             raise self.error(node, f"{node.name}: parameters are plain `name: T.Buffer(...)`")
         params: list[Any] = []  # a Buffer, or an ast.arg waiting for match_buffer

@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, cast
 
 from .buffer import Buffer
 from .expr import Expr, FloatImm, Var
@@ -321,7 +321,7 @@ class _Serializer:
             n = self.vars.get(e)
             return ("var", n) if n is not None else ("free_var", id(e))
         parts: list = [type(e).__name__, e.dtype]
-        for f in fields(e):
+        for f in fields(cast(Any, e)):
             v = getattr(e, f.name)
             if isinstance(v, Expr):
                 parts.append(self.shape_expr(v))

@@ -254,8 +254,9 @@ class Runner:
                     res.load = _max_load(res.load, first[k].load)  # type: ignore[union-attr]
                     first[k] = res
         return [
-            out[k] if out[k] is not None else _rounds_result(samples[k], first[k], config) for k in range(n)
-        ]  # type: ignore[misc]
+            out_k if (out_k := out[k]) is not None else _rounds_result(samples[k], first[k], config)
+            for k in range(n)
+        ]
 
     def current_load(self) -> Optional[float]:
         """The load of the machine that measures, now (1-minute average; None: unknown)."""

@@ -239,7 +239,8 @@ def _hinted_tasks(
 ) -> tuple[list[TuneTask], list[Optional[tuple[PrimFunc, dict]]]]:
     """Tasks of symbolic shape specialized to ``shape_hint``; per task, (the symbolic function,
     the sizes) where it was one, else None."""
-    out, hints = [], []
+    out: list[TuneTask] = []
+    hints: list[Optional[tuple[PrimFunc, dict]]] = []
     for task in tasks:
         if not task.func.is_symbolic:
             out.append(task)
@@ -472,6 +473,7 @@ class _Session:
         if trace is None:
             return Record.of(func, self.target, cand.trace, [], "build_error", why, **common)
         return Record.of(func, self.target, trace, result.latencies, result.status, result.error, **common)
+
     @property
     def config(self) -> MeasureConfig:
         return getattr(self.runner, "config", None) or MeasureConfig()

@@ -72,7 +72,7 @@ class Launcher:
 
     def upload(self, arrays: Sequence[np.ndarray]) -> dict:
         drv = self.drv
-        mem = {}
+        mem: dict[Any, Any] = {}
         for buf, arr in zip(self.program.func.params, arrays):
             mem[buf] = drv.mem_alloc(max(arr.nbytes, 1))
             drv.memcpy_htod(mem[buf], arr)

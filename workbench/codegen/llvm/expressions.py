@@ -331,7 +331,9 @@ class ExpressionEmitter:
                 # a guard the same for every lane (a padding condition on outer loops) comes
                 # from a Select, which discards the value where it fails: a plain load from a
                 # clamped address instead of a masked one (vmaskmovps is slow on AMD CPUs)
-                safe = self._clamped_offset(buf, e.indices, keep=self.vec[0])
+                safe = self._clamped_offset(
+                    buf, e.indices, keep=typing.cast("tuple[E.Var, int]", self.vec)[0]
+                )
                 if safe is not None:  # the lanes' own dimension stays in bounds: clamp the others
                     base = self.index_base(safe)
                 else:

@@ -212,7 +212,7 @@ class Simplifier(IntRules):
         for a, k in l.terms.items():
             if type(a) is not FloorDiv or type(a.b) is not IntImm:
                 continue
-            c = cast(IntImm, a.b).value
+            c = a.b.value
             if c <= 0 or k % c:
                 continue
             x = self.lin(a.a)

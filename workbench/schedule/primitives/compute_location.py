@@ -532,7 +532,7 @@ def _check_covered(
 
 def _loop_plan(
     primitive: str, block: Block, iv: IterVar, need: Optional[Range], ana: Analyzer, forward: bool
-) -> tuple[Expr, int, list]:
+) -> tuple[Expr, Expr | int, list]:
     """(start, constant extent, conditions on the iterator's value) for one iterator.
 
     Conditions are functions of the value, because the value is only known once the loop

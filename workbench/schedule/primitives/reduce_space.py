@@ -111,7 +111,7 @@ class _ReduceSpace:
         for coeff, piece in sorted(terms, key=lambda t: t[0]):
             if coeff != span:
                 raise _NotExact(f"{user} = {e} is not a mixed-radix number of loop slices")
-            span = None if piece.extent is None else span * piece.extent
+            span = None if piece.extent is None or span is None else span * piece.extent
             out.append(piece)
         for piece in out:
             self.slices_of.setdefault(piece.source, []).append((piece, user))
