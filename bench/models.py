@@ -201,6 +201,12 @@ def bench_tvm(py: str, rows: list[dict], args, data: str) -> dict:
             res = {"error": f"the TVM child exited {p.returncode}: {tail}"}
         res["versions"] = next((ln["versions"] for ln in lines if "versions" in ln), {})
         out[r["name"]] = res
+        got = (
+            f"{res['latency_s'] * 1e3:.3f} ms after {res['tune_s']:.0f} s"
+            if "latency_s" in res
+            else res["error"]
+        )
+        print(f"  {r['name']}: TVM {got}", flush=True)
     return out
 
 
@@ -243,7 +249,13 @@ def main() -> None:
             except Exception:
                 traceback.print_exc()
                 raise
-            print(f"  {name}: workbench done", flush=True)
+            r = rows[-1]
+            print(
+                f"  {name}: eager {fmt_ms(r['eager'])} ms, torch.compile "
+                f"{fmt_ms(r['compile'].get('latency'))} ms, untuned {fmt_ms(r['untuned'])} ms, tuned "
+                f"{fmt_ms(r.get('tuned'))} ms after {r.get('tune_s', 0):.0f} s ({r['trials']} trials)",
+                flush=True,
+            )
         tvm = bench_tvm(tvm_py, rows, args, data) if tvm_py else {}
     for r in rows:
         r["tvm"] = tvm.get(r["name"], {"error": tvm_why})
