@@ -138,7 +138,7 @@ def test_explain_says_why_a_block_is_not_parallel_or_vectorized():
     assert notes["dense"]["vectorized"].startswith("a gather: p1 moves by 96 elements per lane of ")
     assert notes["T_add"] == {
         "parallel": "below the parallel grain: 6144 iterations < 32768",
-        "vectorized": 16,
+        "vectorized": 8,
     }
 
     g = Graph()
