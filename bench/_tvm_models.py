@@ -135,7 +135,7 @@ def run_model(name: str, args, zoo) -> dict:
         row["matches"] = bool(np.allclose(got, ref, rtol=1e-3, atol=1e-3))
         stage = "time"
         ftimer = vm.time_evaluator(
-            "main", dev, number=1, repeat=args.repeat, min_repeat_ms=args.min_repeat_ms
+            "main", dev, number=1, repeat=args.repeat, min_repeat_ms=int(args.min_repeat_ms)
         )
         res = ftimer(inp)
         row["latency_s"] = float(np.median(np.asarray(res.results)))
