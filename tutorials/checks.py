@@ -34,7 +34,7 @@ __all__ = [
     "TARGET_3B",
     "loop_nest_diff",
     "check_exercise_3b",
-] + [f"check_exercise_{n}" for n in range(1, 15)]
+] + [f"check_exercise_{n}" for n in range(1, 16)]
 
 
 @dataclass(frozen=True)
@@ -1096,3 +1096,68 @@ def check_exercise_14(hits) -> Feedback:
         return f"{sorted(want)} reuse A's records; the other operators have new shapes."
 
     return _check(14, body)
+
+
+def _workload(task) -> str:
+    """A task as a student reads it in the lesson's table: name, input and output shapes."""
+    shapes = [tuple(int(getattr(d, "value", d)) for d in p.shape) for p in task.func.params]
+    return f"{task.name} {shapes[0]} -> {shapes[-1]}"
+
+
+def check_exercise_15(hits, resnet18, resnet34, database) -> Feedback:
+    """The numbers (positions in ``resnet34.task_list()``) of ResNet-34's tasks that find a
+    record in ``database``, the database a small budget tuned ResNet-18 into."""
+
+    def body():
+        tasks34, tasks18 = resnet34.task_list(), resnet18.task_list()
+        numbered = "the # column of ResNet-34's table, 0 to " + str(len(tasks34) - 1)
+        _require(
+            isinstance(hits, (set, list, tuple, frozenset)),
+            f"answer with a set of task numbers ({numbered}), not a {type(hits).__name__}",
+        )
+        names = sorted({h for h in hits if isinstance(h, str)})
+        for name in names:
+            where = [k for k, t in enumerate(tasks34) if t.name == name]
+            raise _Wrong(
+                f"answer with task numbers, not names: {name!r} is "
+                + (f"the name of tasks {where}" if where else "the name of no ResNet-34 task")
+                + " (tasks with one name differ by shape, and only the same shape hits)"
+            )
+        bad = sorted((h for h in hits if not isinstance(h, int) or not 0 <= h < len(tasks34)), key=repr)
+        _require(not bad, f"{bad} are not task numbers ({numbered})")
+        recorded = {t.key for t in tasks18 if database.best(t.func, "llvm") is not None}
+        keys18 = {t.key: t for t in tasks18}
+        want = {k for k, t in enumerate(tasks34) if t.key in recorded}
+        got = set(hits)
+        for k in sorted(got - want):
+            t = tasks34[k]
+            if t.key not in keys18:
+                raise _Wrong(
+                    f"task {k} ({_workload(t)}) misses: no ResNet-18 task has this workload "
+                    f"(same name, other shapes: a record matches only the same computation on the "
+                    f"same shapes, its structural hash)"
+                )
+            raise _Wrong(
+                f"task {k} ({_workload(t)}) misses: ResNet-18 has the same workload, but its "
+                f"tuning never measured it (the budget ran out first), so the database holds no "
+                f"record for it; a hit needs a record, not only a shared workload"
+            )
+        for k in sorted(want - got):
+            t = tasks34[k]
+            t18 = keys18[t.key]
+            runs = (
+                f"; ResNet-34 runs it {t.weight} times and ResNet-18 {t18.weight}: one record serves "
+                f"every occurrence"
+                if t.weight != t18.weight
+                else ""
+            )
+            raise _Wrong(
+                f"task {k} ({_workload(t)}) hits too: ResNet-18's tuning left a record for the "
+                f"same workload{runs}"
+            )
+        return (
+            f"{len(want)} of ResNet-34's {len(tasks34)} tasks reuse ResNet-18's records; the others "
+            f"are shared but never measured, or new shapes."
+        )
+
+    return _check(15, body)

@@ -191,3 +191,8 @@ def solution_13() -> wb.Schedule:
 
 def solution_14() -> set:
     return {op for op, spec in NETWORK_B.items() if spec in NETWORK_A.values()}
+
+
+def solution_15(resnet18, resnet34, database) -> set:
+    recorded = {t.key for t in resnet18.task_list() if database.best(t.func, "llvm") is not None}
+    return {k for k, t in enumerate(resnet34.task_list()) if t.key in recorded}

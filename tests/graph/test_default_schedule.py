@@ -118,3 +118,34 @@ def test_a_refused_step_leaves_a_valid_schedule():
     sch = default_schedule(task.func, "llvm")
     assert not loops(sch.func, ForKind.PARALLEL) and not loops(sch.func, ForKind.VECTORIZED)
     check_trace_roundtrip(sch)
+
+
+HASWELL = "llvm -mcpu=haswell -num-cores=2"
+
+
+def test_explain_says_why_a_block_is_not_parallel_or_vectorized():
+    """Without torch: the dense weight's gather, the small-nest grain and the 1-iteration nest
+    (a fixed target: 8 float lanes, 2 cores, whatever the host)."""
+    rng = np.random.default_rng(0)
+    g = Graph()
+    x = g.add_input("x", (1, 64, 96))
+    w = g.add_constant("w", rng.standard_normal((96, 96)).astype("float32"))
+    b = g.add_constant("b", rng.standard_normal((96,)).astype("float32"))
+    g.set_outputs([g.add_node("add", [g.add_node("dense", [x, w]), b])])
+    (task,) = g.task_list()
+    notes = wb.graph.explain_default_schedule(task.func, HASWELL)
+    assert notes["dense"]["parallel"] == 64
+    assert notes["dense"]["vectorized"].startswith("a gather: p1 moves by 96 elements per lane of ")
+    assert notes["T_add"] == {
+        "parallel": "below the parallel grain: 6144 iterations < 32768",
+        "vectorized": 8,
+    }
+
+    g = Graph()
+    g.set_outputs([g.add_node("relu", [g.add_input("x", (1, 1))])])
+    (task,) = g.task_list()
+    (note,) = wb.graph.explain_default_schedule(task.func, HASWELL).values()
+    assert note == {
+        "parallel": "its outer spatial loops have 1 iteration",
+        "vectorized": "the innermost spatial loop's extent 1 has no factor from 2 to 8 lanes",
+    }

@@ -613,3 +613,69 @@ def test_feedback_renders_for_a_notebook():
     assert "wb-feedback-wrong" in html and "Exercise 14" in html and "&#x27;softmax&#x27;" in html
     assert "wb-feedback-ok" in checks.check_exercise_14(solutions.solution_14())._repr_html_()
     assert str(checks.check_exercise_14({"conv"})).startswith("Exercise 14: not yet.")
+
+
+@pytest.fixture(scope="module")
+def resnets(tmp_path_factory):
+    """Lesson 10's part 4: tiny ResNet-18 tuned with 6 trials (3 of its 18 tasks get a record),
+    ResNet-34 with a 100-class head (one new task)."""
+    pytest.importorskip("torch", reason="PyTorch is the optional extra 'torch' (pip install torch==2.13.0)")
+    from workbench.graph import zoo
+
+    r18 = wb.from_torch(*zoo.get("resnet18", **zoo.TINY["resnet18"]))
+    db = wb.tune_model(
+        r18,
+        "llvm",
+        trials=6,
+        database=str(tmp_path_factory.mktemp("db") / "resnet18.sqlite"),
+        num_trials_per_iter=2,
+        strategy="replay_trace",
+        cost_model="random",
+        workers=1,
+        seed=0,
+    )
+    r34 = wb.from_torch(*zoo.get("resnet34", **dict(zoo.TINY["resnet34"], classes=100)))
+    return r18, r34, db
+
+
+def test_exercise_15(resnets):
+    r18, r34, db = resnets
+    tasks34 = r34.task_list()
+    keys18 = {t.key for t in r18.task_list()}
+    want = solutions.solution_15(r18, r34, db)
+    assert 0 < len(want) < len(keys18)  # the tiny budget left some shared tasks without a record
+    right(checks.check_exercise_15(want, r18, r34, db))
+    right(checks.check_exercise_15(sorted(want), r18, r34, db))
+
+    # every task ResNet-18 also has (forgetting that a tiny budget leaves tasks unmeasured)
+    shared = {k for k, t in enumerate(tasks34) if t.key in keys18}
+    unmeasured = min(shared - want)
+    wrong(
+        checks.check_exercise_15(shared, r18, r34, db),
+        f"task {unmeasured} (",
+        "ResNet-18 has the same workload, but its tuning never measured it",
+    )
+    # every task (the lesson's starting answer): the 100-class head is a new shape
+    head = next(k for k, t in enumerate(tasks34) if t.key not in keys18)
+    assert tasks34[head].name == "fused_dense_add"
+    feedback = wrong(
+        checks.check_exercise_15(set(range(len(tasks34))) - (shared - want), r18, r34, db),
+        f"task {head} (fused_dense_add (1, 64) -> (1, 100)) misses: no ResNet-18 task has this workload",
+    )
+    assert "structural hash" in feedback.message
+    # only the tasks ResNet-34 runs as often as ResNet-18 (a record thought to be per occurrence)
+    weight18 = {t.key: t.weight for t in r18.task_list()}
+    same_count = {k for k in want if tasks34[k].weight == weight18[tasks34[k].key]}
+    more = min(want - same_count)
+    wrong(
+        checks.check_exercise_15(same_count, r18, r34, db),
+        f"task {more} (",
+        "hits too",
+        f"ResNet-34 runs it {tasks34[more].weight} times and ResNet-18 {weight18[tasks34[more].key]}",
+    )
+    # names instead of numbers, numbers out of range, not a set
+    name = tasks34[min(want)].name
+    wrong(checks.check_exercise_15({name}, r18, r34, db), "answer with task numbers, not names", "tasks [")
+    wrong(checks.check_exercise_15({len(tasks34)}, r18, r34, db), f"[{len(tasks34)}] are not task numbers")
+    wrong(checks.check_exercise_15(len(want), r18, r34, db), "not a int")
+    wrong(checks.check_exercise_15(set(), r18, r34, db), f"task {min(want)} (", "hits too")

@@ -14,7 +14,7 @@ from .graph import Graph, Node, Task, lower_group
 from .ops import OPS
 from .fusion import Group, fuse
 from .frontend import UnsupportedOperator, from_torch
-from .executor import Model, build_model, default_schedule, tune_model
+from .executor import Model, build_model, default_schedule, explain_default_schedule, tune_model
 
 __all__ = [
     "Graph",
@@ -29,5 +29,6 @@ __all__ = [
     "tune_model",
     "build_model",
     "default_schedule",
+    "explain_default_schedule",
     "Model",
 ]

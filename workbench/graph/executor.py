@@ -92,20 +92,40 @@ def default_schedule(func: PrimFunc, target: Any = "llvm") -> Schedule:
 
     Each step is skipped where the schedule refuses it (``ScheduleError``), so the result is
     always valid; ``build_model`` checks nothing else. Loops of a nest shared by two blocks,
-    or of a block under a loop already parallel, are left alone.
+    or of a block under a loop already parallel, are left alone. Why a block got no parallel
+    or no vectorized loop: :func:`explain_default_schedule`.
     """
+    return _default_schedule(func, target)[0]
+
+
+def explain_default_schedule(func: PrimFunc, target: Any = "llvm") -> dict[str, dict[str, Union[int, str]]]:
+    """Per block of ``func``: ``{"parallel": extent or why not, "vectorized": extent or why
+    not}`` in :func:`default_schedule` (an int: the extent of the loop it made; a str: the
+    reason it made none, e.g. ``"below the parallel grain: 25088 iterations < 32768"`` or
+    ``"a gather: A moves by 2 elements per lane of ax3"``)."""
+    return _default_schedule(func, target)[1]
+
+
+def _default_schedule(func: PrimFunc, target: Any):
     tgt = Target.of(target)
     cores = max(tgt.num_cores, 1)
     sch = Schedule(func)
+    notes: dict[str, dict[str, Union[int, str]]] = {}
     names = [n.name for n in pre_order(func.body) if isinstance(n, Block) and n.name != "root"]
     for name in names:
+        note = notes[name] = {"parallel": "", "vectorized": ""}
         try:
             block = sch.get_block(name)
             loops = sch.get_loops(block)
-        except ScheduleError:
+        except ScheduleError as err:
+            note["parallel"] = note["vectorized"] = f"refused: {err}"
             continue
         nodes = [sch.get(lp) for lp in loops]
-        if not nodes or any(n.kind != ForKind.SERIAL or n.annotations for n in nodes):
+        if not nodes:
+            note["parallel"] = note["vectorized"] = "no loops"
+            continue
+        if any(n.kind != ForKind.SERIAL or n.annotations for n in nodes):
+            note["parallel"] = note["vectorized"] = "under a loop already scheduled (shared nest)"
             continue
         kinds = [loop_iter_type(sch.index, n) for n in nodes]
         work = 1
@@ -118,13 +138,17 @@ def default_schedule(func: PrimFunc, target: Any = "llvm") -> Schedule:
                 break
             lead += 1
         if lead == 0:
+            note["parallel"] = note["vectorized"] = "no spatial loop of its own outside the reduction"
             continue
         spatial = list(loops[:lead])
         trial = sch.copy()  # the same loop handles; kept only when every step was accepted
-        vec = _vectorize_innermost(trial, block, loops, lead, tgt)
+        vec, why = _vectorize_innermost(trial, block, loops, lead, tgt)
         if vec is not None:
             sch = trial
+            note["vectorized"] = int(why)
             spatial = spatial[:-1] + ([vec] if vec is not spatial[-1] else [])
+        else:
+            note["vectorized"] = why
         # outer loops to fuse: those whose product first reaches the wanted parallel work
         chosen, product = [], 1
         for lp in spatial:
@@ -132,31 +156,36 @@ def default_schedule(func: PrimFunc, target: Any = "llvm") -> Schedule:
             product *= const_extent(sch.get(lp)) or 1
             if product >= cores * JOBS_PER_CORE:
                 break
-        if product <= 1 or work < MIN_PARALLEL_WORK:
+        if product <= 1:
+            note["parallel"] = "its outer spatial loops have 1 iteration"
+            continue
+        if work < MIN_PARALLEL_WORK:
+            note["parallel"] = f"below the parallel grain: {work} iterations < {MIN_PARALLEL_WORK}"
             continue
         try:
             fused = sch.fuse(*chosen) if len(chosen) > 1 else chosen[0]
             sch.parallel(fused)
-        except ScheduleError:
-            pass
-    return sch
+            note["parallel"] = product
+        except ScheduleError as err:
+            note["parallel"] = f"refused: {err}"
+    return sch, notes
 
 
 def _vectorize_innermost(sch: Schedule, block, loops: list, lead: int, target: Any):
     """Vectorize the innermost of the ``lead`` spatial loops (see :func:`default_schedule`);
-    return the split's outer loop, the vectorized loop itself when no split was needed (the
-    caller then leaves it out of the parallel fuse), or None when the schedule refused a step
-    (``sch`` is then half-rewritten: the caller works on a copy)."""
+    return the split's outer loop (the vectorized loop itself when no split was needed: the
+    caller then leaves it out of the parallel fuse) and the lanes, or None and why not (``sch``
+    is then half-rewritten: the caller works on a copy)."""
     inner = loops[lead - 1]
     extent = const_extent(sch.get(inner)) or 0
     dtype = sch.get(block).writes[0].buffer.dtype if sch.get(block).writes else "float32"
     try:
         lanes = target.vector_lanes(str(dtype))
-    except ValueError:
-        return None
+    except ValueError as err:
+        return None, f"no vector lanes for {dtype}: {err}"
     factor = max((f for f in range(1, min(lanes, extent) + 1) if extent % f == 0), default=1)
     if factor < 2:
-        return None
+        return None, f"the innermost spatial loop's extent {extent} has no factor from 2 to {lanes} lanes"
     try:
         if factor < extent:
             outer, vec = sch.split(inner, [None, factor])
@@ -166,18 +195,19 @@ def _vectorize_innermost(sch: Schedule, block, loops: list, lead: int, target: A
         if rest:
             sch.reorder(vec, *rest)
             sch.reorder(*rest, vec)
-        if not _unit_stride(sch, block, vec):
-            return None  # a strided access: a gather or scatter per lane
+        strided = _strided_access(sch, block, vec)
+        if strided:
+            return None, strided  # a gather or scatter per lane
         sch.vectorize(vec)
-    except ScheduleError:
-        return None
-    return outer if outer is not None else inner
+    except ScheduleError as err:
+        return None, f"refused: {err}"
+    return (outer if outer is not None else inner), factor
 
 
-def _unit_stride(sch: Schedule, block, loop) -> bool:
-    """Whether each access of ``block`` moves by 0 or 1 element per iteration of ``loop``
-    (TVM's contiguity check lets the innermost loop through whatever its stride; we do not:
-    the default schedule has no tuner to measure the gather it would make)."""
+def _strided_access(sch: Schedule, block, loop) -> str:
+    """Which access of ``block`` moves by neither 0 nor 1 element per iteration of ``loop``
+    ("" when none does). TVM's contiguity check lets the innermost loop through whatever its
+    stride; we do not: the default schedule has no tuner to measure the gather it would make."""
     node = sch.get(block)
     var = sch.get(loop).loop_var
     realize = sch.index.realizes[node.name]
@@ -191,8 +221,8 @@ def _unit_stride(sch: Schedule, block, loop) -> bool:
                 break
             size *= access.buffer.shape[dim]
         if stride not in (0, 1):
-            return False
-    return True
+            return f"a gather: {access.buffer.name} moves by {stride} elements per lane of {var.name}"
+    return ""
 
 
 @dataclass

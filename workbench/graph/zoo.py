@@ -181,7 +181,7 @@ MODELS: dict[str, Callable] = {
 
 
 #: the tiny variant of each model (what tests, ``workbench tune-model --tiny`` and
-#: ``bench/model.py --quick`` build): seconds to import, tune a little and run
+#: ``bench/models.py --quick`` build): seconds to import, tune a little and run
 TINY: dict[str, dict] = {
     "resnet18": dict(width=8, image=32, classes=10),
     "resnet34": dict(width=8, image=32, classes=10),

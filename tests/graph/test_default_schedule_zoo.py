@@ -1,0 +1,171 @@
+"""The default schedule over every task of the zoo's full-size models (batch 1): which blocks get
+a parallel and a vectorized loop, and why the others do not; numerics of the kinds of operator
+they hold (stride 2, 7x7, depthwise, dense, pooling) against PyTorch."""
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.graph import Graph, default_schedule, explain_default_schedule
+from workbench.ir.functor import pre_order
+from workbench.ir.stmt import For, ForKind
+
+torch = pytest.importorskip(
+    "torch", reason="PyTorch is the optional extra 'torch' (pip install torch==2.13.0)"
+)
+zoo = pytest.importorskip("workbench.graph.zoo")
+F = torch.nn.functional
+
+# the block that does a task's work (a group's first operator), by the op that anchors it
+ANCHOR_BLOCK = {
+    "conv2d": "conv2d",
+    "dense": "dense",
+    "matmul": "T_matmul",
+    "max_pool2d": "T_max_pool2d",
+    "adaptive_avg_pool2d": "T_adaptive_avg_pool2d_sum",
+    "softmax": "T_softmax_exp",
+    "layer_norm": "T_layer_norm",
+    "transpose": "T_transpose",
+}
+
+
+@pytest.fixture(scope="module", params=["resnet18", "mobilenet_v2", "bert_layer"])
+def model(request):
+    graph = wb.from_torch(*zoo.get(request.param))
+    # each task with the attributes of its first (anchor) operator, from any group that runs it
+    tasks = graph.task_list()  # sets each group's task index
+    first = {grp.task: grp.nodes[0] for grp in graph.groups}
+    return request.param, [
+        (t, first[k], explain_default_schedule(t.func, "llvm")) for k, t in enumerate(tasks)
+    ]
+
+
+def kinds(func, kind):
+    return [int(n.extent.value) for n in pre_order(func.body) if isinstance(n, For) and n.kind == kind]
+
+
+def test_every_block_is_parallel_and_vectorized_or_says_why(model):
+    _, tasks = model
+    for task, _, notes in tasks:
+        for block, note in notes.items():
+            par, vec = note["parallel"], note["vectorized"]
+            assert isinstance(par, int) or par.startswith("below the parallel grain: "), (
+                task.name,
+                block,
+                par,
+            )
+            assert isinstance(vec, int) or vec.startswith(
+                ("a gather: ", "the innermost spatial loop's extent 1 ")
+            ), (task.name, block, vec)
+        # the notes describe the schedule default_schedule builds, loop for loop
+        func = default_schedule(task.func, "llvm").func
+        assert sorted(kinds(func, ForKind.PARALLEL)) == sorted(
+            n["parallel"] for n in notes.values() if isinstance(n["parallel"], int)
+        )
+        assert sorted(kinds(func, ForKind.VECTORIZED)) == sorted(
+            n["vectorized"] for n in notes.values() if isinstance(n["vectorized"], int)
+        )
+
+
+def test_the_work_of_each_task_runs_in_parallel(model):
+    """Every task's anchor block has a parallel loop, except ResNet-18's global average pool
+    (512 x 7 x 7: below the grain, a few microseconds)."""
+    name, tasks = model
+    serial = []
+    for task, node, notes in tasks:
+        block = ANCHOR_BLOCK.get(node.op) if ANCHOR_BLOCK.get(node.op) in notes else list(notes)[-1]
+        if not isinstance(notes[block]["parallel"], int):
+            serial.append((task.name, notes[block]["parallel"]))
+    expected = {
+        "resnet18": [("fused_adaptive_avg_pool2d", "below the parallel grain: 25088 iterations < 32768")],
+        "mobilenet_v2": [],
+        "bert_layer": [],
+    }
+    assert serial == expected[name]
+
+
+def test_which_anchor_blocks_are_not_vectorized_and_why(model):
+    """Stride-1 convolutions (3x3, 1x1, depthwise), batched matmuls, elementwise epilogues and
+    transposes are vectorized; what is not is each for a stated reason: a stride-2 convolution or
+    pooling reads its input 2 elements apart per output lane, a dense layer's weight ``W[j, k]``
+    is K elements apart along the output j, and softmax's, layer norm's and average pooling's
+    sums reduce along the innermost axis (a vector over it needs rfactor: a tuner's choice)."""
+    name, tasks = model
+    for task, node, notes in tasks:
+        if node.op not in ("conv2d", "dense", "max_pool2d"):
+            continue
+        vec = notes[ANCHOR_BLOCK[node.op]]["vectorized"]
+        if node.op == "dense":
+            k = int(getattr(task.func.params[1].shape[1], "value", task.func.params[1].shape[1]))
+            assert vec.startswith("a gather: ") and f"moves by {k} elements per lane" in vec
+        elif tuple(node.attrs["stride"]) == (2, 2):
+            assert vec.startswith("a gather: ") and "moves by 2 elements per lane" in vec, (task.name, vec)
+        else:
+            assert isinstance(vec, int) and vec >= 7, (task.name, node.attrs, vec)
+    if name == "bert_layer":
+        reductions = {t.name: n for t, _, n in tasks if t.name in ("fused_softmax", "fused_layer_norm")}
+        for block in ("T_softmax_max", "T_softmax_sum"):
+            assert "moves by 128 elements per lane" in reductions["fused_softmax"][block]["vectorized"]
+        assert "moves by 768 elements" in reductions["fused_layer_norm"]["T_layer_norm_sum"]["vectorized"]
+        assert reductions["fused_softmax"]["T_softmax_exp"]["vectorized"] == 16
+
+
+def one_op(op, x_shape, weight=None, **attrs):
+    rng = np.random.default_rng(0)
+    g = Graph()
+    inputs = [g.add_input("x", x_shape)]
+    if weight is not None:
+        inputs.append(g.add_constant("w", rng.standard_normal(weight).astype("float32")))
+    g.set_outputs([g.add_node(op, inputs, **attrs)])
+    (task,) = g.task_list()
+    return g, task.func
+
+
+@pytest.mark.parametrize(
+    "op, x_shape, weight, attrs, reference",
+    [
+        # ResNet's stem: 7x7, stride 2, padding 3 (parallel; the conv not vectorized: stride 2)
+        (
+            "conv2d",
+            (1, 3, 64, 64),
+            (16, 3, 7, 7),
+            dict(stride=(2, 2), padding=(3, 3), dilation=(1, 1), groups=1),
+            lambda x, w: F.conv2d(x, w, stride=2, padding=3),
+        ),
+        # a depthwise 3x3 at stride 2 and one at stride 1 (vectorized along x)
+        (
+            "conv2d",
+            (1, 32, 40, 40),
+            (32, 1, 3, 3),
+            dict(stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=32),
+            lambda x, w: F.conv2d(x, w, stride=2, padding=1, groups=32),
+        ),
+        (
+            "conv2d",
+            (1, 32, 40, 40),
+            (32, 1, 3, 3),
+            dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=32),
+            lambda x, w: F.conv2d(x, w, stride=1, padding=1, groups=32),
+        ),
+        ("dense", (1, 128, 96), (96, 96), {}, lambda x, w: F.linear(x, w)),
+        (
+            "max_pool2d",
+            (1, 16, 64, 64),
+            None,
+            dict(kernel=(3, 3), stride=(2, 2), padding=(1, 1)),
+            lambda x: F.max_pool2d(x, 3, 2, 1),
+        ),
+    ],
+    ids=["conv7x7s2", "depthwise_s2", "depthwise_s1", "dense", "maxpool_s2"],
+)
+def test_default_schedules_match_pytorch(op, x_shape, weight, attrs, reference):
+    g, func = one_op(op, x_shape, weight, **attrs)
+    sch = default_schedule(func, "llvm -num-cores=2")
+    assert kinds(sch.func, ForKind.PARALLEL), sch.func.script()  # above the grain: parallel
+    x = np.random.default_rng(1).standard_normal(x_shape).astype("float32")
+    args = [x] + ([g.constants["w"]] if weight is not None else [])
+    out = np.zeros(func.params[-1].shape, "float32")
+    wb.build(sch, target="llvm")(*args, out)
+    with torch.no_grad():
+        ref = reference(*map(torch.from_numpy, args)).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
