@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import workbench as wb
-from workbench.ir.stmt import ForKind
+from workbench.ir.stmt import REDUCE, ForKind
 from workbench.ir.index import index
 from workbench.ir.structural import structural_match
 from workbench.space import PostOrderApply, replay
@@ -29,6 +29,7 @@ __all__ = [
     "matmul",
     "dense_relu",
     "vector_sum",
+    "vecmat",
     "NETWORK_A",
     "NETWORK_B",
     "TARGET_3B",
@@ -119,6 +120,15 @@ def vector_sum(n: int = 4096) -> wb.PrimFunc:
     r = wb.reduce_axis(n, name="k")
     S = wb.compute((1,), lambda i: wb.sum(A[r], axis=r), name="S")
     return wb.create_func([A, S], name="vector_sum")
+
+
+def vecmat(k: int = 512, m: int = 1024) -> wb.PrimFunc:
+    """y[j] = sum_k x[k] * W[k, j] (a dense layer at batch size 1): one block "y"."""
+    x = wb.placeholder((k,), "float32", name="x")
+    W = wb.placeholder((k, m), "float32", name="W")
+    r = wb.reduce_axis(k, name="k")
+    y = wb.compute((m,), lambda j: wb.sum(x[r] * W[r, j], axis=r), name="y")
+    return wb.create_func([x, W, y], name="vecmat")
 
 
 def _run(func_or_sch, inputs, out_shape, target="llvm"):
@@ -311,34 +321,47 @@ def check_exercise_2(answer) -> Feedback:
 # -- lesson 2: loop transformations -------------------------------------------------------------
 
 
-def _refused_reduction_loop(err: wb.ScheduleError) -> str | None:
+def _refused_reduction_loop(err: wb.ScheduleError, element: str = "C[i, j]") -> str | None:
     """parallel / vectorize refused on a loop that runs a reduction: the concept, not the fix."""
     m = re.search(r"loop '(\w+)' feeds reduce iterator", str(err))
     if err.primitive not in ("parallel", "vectorize") or m is None:
         return None
     together = "threads" if err.primitive == "parallel" else "SIMD lanes"
+    out = element.split("[")[0]
     return (
         f"{err.primitive} refused: loop {m.group(1)} runs the reduction over k. Its iterations all "
-        f"add into the same C[i, j], so {together} running them at once would race on it; "
-        f"{err.primitive} a loop whose iterations write different elements of C"
+        f"add into the same {element}, so {together} running them at once would race on it; "
+        f"{err.primitive} a loop whose iterations write different elements of {out}"
     )
 
 
+def _feeds_reduction(func: wb.PrimFunc, block: str, loop) -> bool:
+    realize = index(func).realizes[block]
+    return any(
+        iv.iter_type == REDUCE and _uses(v, loop.loop_var)
+        for iv, v in zip(realize.block.iter_vars, realize.iter_values)
+    )
+
+
+def _registers(n: int) -> str:
+    return "one register" if n == 1 else f"{n} registers"
+
+
 def check_exercise_3(answer) -> Feedback:
-    """matmul(256, 256, 256): outer loop parallel, innermost loop vectorized over j.
-    ``answer``: the Schedule, or a function that schedules a fresh
-    ``wb.Schedule(matmul(256, 256, 256))`` (then a refused primitive gets a hint)."""
+    """vecmat(512, 1024): the outermost loop parallel (more than one iteration, not under the
+    reduction loop), the innermost loop vectorized over j, a whole number of registers wide
+    (``Target("llvm").vector_lanes("float32")`` lanes or a multiple, at most 64).
+    ``answer``: the Schedule, or a function that schedules a fresh ``wb.Schedule(vecmat())``
+    (then a refused primitive gets a hint)."""
 
     def body():
-        sch = _applied(answer, 3, lambda: matmul(256, 256, 256), _refused_reduction_loop)
+        sch = _applied(answer, 3, vecmat, lambda err: _refused_reduction_loop(err, "y[j]"))
         func = sch.func
-        _require("C" in _blocks(func), "there is no block 'C': schedule matmul(256, 256, 256)")
+        _require("y" in _blocks(func), "there is no block 'y': schedule vecmat(512, 1024)")
         shape = tuple(func.params[-1].shape)
-        _require(shape == (256, 256), f"the output has shape {shape}: start from matmul(256, 256, 256)")
-        loops = _loops(func, "C")
-        block = index(func).realizes["C"]
-        vi, vj = block.iter_values[:2]
-        inner = loops[-1]
+        _require(shape == (1024,), f"the output has shape {shape}: start from vecmat(512, 1024)")
+        loops = _loops(func, "y")
+        inner, outer = loops[-1], loops[0]
         vectorized = [lp for lp in loops if lp.kind == ForKind.VECTORIZED]
         _require(
             inner.kind == ForKind.VECTORIZED or not vectorized,
@@ -346,39 +369,56 @@ def check_exercise_3(answer) -> Feedback:
             f"{inner.loop_var.name} runs inside it: only the innermost loop becomes SIMD "
             f"instructions, each vector must be one step of the innermost loop",
         )
+        if inner.kind != ForKind.VECTORIZED and _feeds_reduction(func, "y", inner):
+            raise _Wrong(
+                f"the innermost loop {inner.loop_var.name} is {inner.kind.value}: nothing runs as "
+                f"SIMD instructions yet. It runs the reduction over k, whose steps all add into "
+                f"the same y[j]: they cannot be the lanes of one vector. Which loop's iterations "
+                f"write consecutive floats?"
+            )
         _require(
             inner.kind == ForKind.VECTORIZED,
             f"the innermost loop {inner.loop_var.name} is {inner.kind.value}: nothing runs as SIMD "
             f"instructions yet",
         )
+        lanes, width = wb.Target("llvm").vector_lanes("float32"), int(inner.extent.value)
         _require(
-            _uses(vj, inner.loop_var) and not _uses(vi, inner.loop_var),
-            f"the vectorized loop {inner.loop_var.name} does not run over j: its lanes are "
-            f"{'rows' if _uses(vi, inner.loop_var) else 'elements'} apart in memory, so each lane "
-            f"is loaded on its own. One vector load reads consecutive floats: which loop variable "
-            f"indexes the contiguous (last) axis of C and B?",
+            width <= 64,
+            f"the vectorized loop has {width} iterations: that is {width // lanes} registers per "
+            f"step, more than the CPU has to spare; make the vector part of the loop register-sized",
         )
         _require(
-            int(inner.extent.value) <= 64,
-            f"the vectorized loop has {inner.extent.value} iterations: that is "
-            f"{int(inner.extent.value) // 16} or more registers per step; make the vector part of "
-            f"the loop register-sized (at most 64 lanes)",
+            width % lanes == 0,
+            f"the vectorized loop has {width} lanes, but a SIMD register of this CPU holds {lanes} "
+            f"floats (target.vector_lanes('float32')): "
+            + (
+                f"each vector instruction would run with {lanes - width} of its lanes idle"
+                if width < lanes
+                else f"{width} is not a whole number of registers, the last one runs part empty"
+            ),
         )
         _require(
-            loops[0].kind == ForKind.PARALLEL,
-            f"the outermost loop {loops[0].loop_var.name} is {loops[0].kind.value}: all the work "
-            f"runs on one core",
+            not _feeds_reduction(func, "y", outer),
+            f"the outermost loop {outer.loop_var.name} runs the reduction over k, and the threads "
+            f"work inside it: they are started and joined again for each of its "
+            f"{int(outer.extent.value)} iterations. The parallel loop should be outermost",
         )
         _require(
-            int(loops[0].extent.value) > 1,
-            f"the parallel loop {loops[0].loop_var.name} has 1 iteration: one thread gets all the "
+            outer.kind == ForKind.PARALLEL,
+            f"the outermost loop {outer.loop_var.name} is {outer.kind.value}: all the work runs on one core",
+        )
+        _require(
+            int(outer.extent.value) > 1,
+            f"the parallel loop {outer.loop_var.name} has 1 iteration: one thread gets all the "
             f"work. Parallelize a loop with at least as many iterations as you have cores",
         )
-        x, y = _rng().random((256, 256), "float32"), _rng(1).random((256, 256), "float32")
-        _same_as_numpy(_run(sch, [x, y], (256, 256)), x @ y)
+        rng = _rng()
+        x, w = rng.random(512, "float32"), _rng(1).random((512, 1024), "float32")
+        _same_as_numpy(_run(sch, [x, w], (1024,)), x @ w)
         return (
-            f"parallel {loops[0].loop_var.name}, vectorized {inner.loop_var.name} "
-            f"({inner.extent.value} lanes over j), and still A @ B."
+            f"parallel {outer.loop_var.name} ({outer.extent.value} iterations), vectorized "
+            f"{inner.loop_var.name} ({width} lanes over j, {_registers(width // lanes)}), the "
+            f"reduction between them; y = x @ W."
         )
 
     return _check(3, body)

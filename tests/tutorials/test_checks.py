@@ -82,17 +82,22 @@ def test_exercise_2():
 # -- lesson 2 -----------------------------------------------------------------------------------
 
 
-def _ex3(order="i, jo, k, ji", vec="ji", par="i", j_lanes=16, i_parts=None):
-    """A lesson 2 answer as a function of a fresh matmul(256, 256, 256) schedule."""
+LANES = wb.Target("llvm").vector_lanes("float32")
+
+
+def _ex3(order="jo, k, ji", vec="ji", par="jo", lanes=LANES, j_parts=None):
+    """A lesson 2 answer as a function of a fresh vecmat(512, 1024) schedule: j split into
+    (jo, ji) by ``lanes``, or into ``j_parts`` (names j0, j1, j2), then reordered."""
 
     def answer(sch):
-        i, j, k = sch.get_loops("C")
-        loops = dict(i=i, j=j, k=k)
-        if i_parts:
-            loops["io"], loops["ii"] = sch.split(i, factors=i_parts)
-        if j_lanes:
-            loops["jo"], loops["ji"] = sch.split(j, factors=[None, j_lanes])
-        sch.reorder(*(loops[name] for name in order.split(", ")))
+        j, k = sch.get_loops("y")
+        loops = dict(j=j, k=k)
+        if j_parts:
+            loops.update(zip(("j0", "j1", "j2"), sch.split(j, factors=j_parts)))
+        elif lanes:
+            loops["jo"], loops["ji"] = sch.split(j, factors=[None, lanes])
+        if order:
+            sch.reorder(*(loops[name] for name in order.split(", ")))
         if par:
             sch.parallel(loops[par])
         if vec:
@@ -101,33 +106,61 @@ def _ex3(order="i, jo, k, ji", vec="ji", par="i", j_lanes=16, i_parts=None):
     return answer
 
 
+def _no_answer(feedback):
+    """A wrong answer's message names the mistake, not the schedule that fixes it."""
+    for fix in ("reorder", "split(", "sch."):
+        assert fix not in feedback.message, feedback.message
+    return feedback
+
+
 def test_exercise_3():
     right(checks.check_exercise_3(solutions.solution_3()))
     right(checks.check_exercise_3(_ex3()))
-    right(checks.check_exercise_3(_ex3("io, ii, jo, k, ji", par="io", i_parts=[8, None])))
-    # the lesson's starting point: lanes 8 rows apart
-    start = wrong(
-        checks.check_exercise_3(_ex3("io, j, k, ii", vec="ii", par="io", j_lanes=None, i_parts=[None, 8])),
-        "does not run over j",
-        "rows apart",
+    right(checks.check_exercise_3(_ex3(lanes=2 * LANES)))  # two registers per step
+    right(checks.check_exercise_3(_ex3("j0, k, j1, j2", vec="j2", par="j0", j_parts=[4, None, LANES])))
+    # the lesson's starting point: section 4's pattern copied, the reduction still innermost
+    _no_answer(
+        wrong(
+            checks.check_exercise_3(_ex3(order=None)),
+            "loop j_1 is vectorized, but k runs inside it",
+        )
     )
-    assert "reorder" not in start.message and "split" not in start.message
-    # vectorizing the reduction: refused; the hint is the race, not the fix
-    lanes = wrong(
-        checks.check_exercise_3(_ex3("i, j, k", vec="k", j_lanes=None)),
-        "vectorize refused: loop k runs the reduction over k",
-        "add into the same C[i, j]",
+    # threads only: the innermost loop is the reduction
+    _no_answer(
+        wrong(
+            checks.check_exercise_3(_ex3(order=None, vec=None, par="j", lanes=None)),
+            "the innermost loop k is serial",
+            "add into the same y[j]",
+        )
     )
-    assert "ji" not in lanes.message
-    wrong(checks.check_exercise_3(_ex3("k, i, jo, ji", par="k")), "parallel refused", "would race")
-    wrong(checks.check_exercise_3(_ex3(par=None)), "the outermost loop i is serial", "one core")
-    wrong(checks.check_exercise_3(_ex3("i, k, j", vec="j", j_lanes=None)), "256 iterations", "register")
-    wrong(checks.check_exercise_3(_ex3("i, jo, ji, k")), "loop j_1 is vectorized, but k runs inside it")
+    # the vector narrower than a register (and not a whole number of registers)
+    if LANES >= 2:
+        narrow = wrong(checks.check_exercise_3(_ex3(lanes=LANES // 2)), f"holds {LANES} floats", "idle")
+        assert "vector_lanes" in narrow.message
+    wrong(checks.check_exercise_3(_ex3(lanes=LANES + LANES // 2)), "not a whole number of registers")
+    wrong(checks.check_exercise_3(_ex3(lanes=128)), "128 iterations", "register-sized")
+    # the reduction outside the threads: correct values, a fork and join per k
+    _no_answer(
+        wrong(
+            checks.check_exercise_3(_ex3("k, jo, ji")),
+            "the outermost loop k runs the reduction over k",
+            "started and joined again for each of its 512 iterations",
+        )
+    )
+    # parallel or vectorize on the reduction: refused; the hint is the race, not the fix
+    _no_answer(
+        wrong(checks.check_exercise_3(_ex3("k, jo, ji", par="k")), "parallel refused", "y[j]", "would race")
+    )
+    _no_answer(
+        wrong(checks.check_exercise_3(_ex3(order=None, vec="k", par=None)), "vectorize refused", "y[j]")
+    )
+    wrong(checks.check_exercise_3(_ex3(par=None)), "the outermost loop j_0 is serial", "one core")
     wrong(
-        checks.check_exercise_3(_ex3("io, ii, jo, k, ji", par="io", i_parts=[1, None])),
-        "the parallel loop i_0 has 1 iteration",
+        checks.check_exercise_3(_ex3("j0, k, j1, j2", vec="j2", par="j0", j_parts=[1, None, LANES])),
+        "the parallel loop j_0 has 1 iteration",
     )
-    wrong(checks.check_exercise_3(wb.Schedule(matmul(64, 64, 64))), "shape (64, 64)")
+    wrong(checks.check_exercise_3(wb.Schedule(matmul(64, 64, 64))), "no block 'y'")
+    wrong(checks.check_exercise_3(wb.Schedule(checks.vecmat(64, 256))), "shape (256,)")
     wrong(checks.check_exercise_3("sch"), "not a str")
 
 
