@@ -110,6 +110,7 @@ NOT_DRAWN = {
     "reindex_cache_write": "not drawn yet: needs an index-map drawer over the block iterators",
     "cache_inplace": "generated programs have no in-place block (read and write of one buffer)",
     "pad_einsum": "not drawn yet: needs a step drawer (padding per iterator)",
+    "compute_inline_if": "compute_inline (drawn) when its decision is 1, nothing when 0",
 }
 
 
