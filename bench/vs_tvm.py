@@ -338,14 +338,22 @@ def tvm_tuner_stats(tvm_dir, names, budgets) -> dict:
     out = {}
     for name in names:
         w = wls.get(name, {})
-        kernels = w.get("kernels", {})
+        kernels = {
+            label: {**kern, "so": os.path.join(tvm_dir, os.path.basename(kern["so"]))}  # the run may move
+            for label, kern in w.get("kernels", {}).items()
+        }
         marks = w.get("tuner_best_at", {})
+        if not kernels and os.path.exists(os.path.join(tvm_dir, name + ".so")):
+            kernels = {"final": {"so": os.path.join(tvm_dir, name + ".so")}}  # an older run: no budgets
         final = kernels.get("final", {})
         chosen = {}
         for k in budgets:
-            # a budget the search did not reach (it ran out of new candidates): its final best
-            kern = kernels.get(str(k)) if k != budgets[-1] else None
-            chosen[str(k)] = kern or final
+            if k == budgets[-1]:
+                chosen[str(k)] = final
+            elif "database_records" in w and w["database_records"] <= k:
+                chosen[str(k)] = final  # the search measured no more than k: its best is best@k
+            else:
+                chosen[str(k)] = kernels.get(str(k), {})
         out[name] = {
             "trials": w.get("database_records"),
             "failed": w.get("trials_failed"),
@@ -795,9 +803,7 @@ def tvm_side(args, tvm_py, work, env, phases, budgets) -> tuple[str, dict]:
         phases["TVM tuning"] = time.monotonic() - t0
     stats = tvm_tuner_stats(tvm_dir, args.names, budgets)
     missing = [
-        n
-        for n in args.names
-        if not all(c["so"] and os.path.exists(c["so"]) for c in stats[n]["chosen"].values())
+        n for n in args.names if not os.path.exists(stats[n]["chosen"][str(budgets[-1])].get("so") or "")
     ]
     if missing:
         sys.exit(
