@@ -2,8 +2,8 @@
 
     python bench/_tvm_records.py JOBS.json DATA [--repeat 5] [--min-repeat-ms 20] [--threads 2]
 
-For each job (a workload of the TVM anchor and a trace as MetaSchedule's database stores it):
-apply the trace to the anchor's ``te_workload`` function, ``tvm.compile`` it for this host's
+For each job (one of TVM's te workloads and a trace as MetaSchedule's database stores it):
+apply the trace to the workload's ``te_workload`` function, ``tvm.compile`` it for this host's
 CPU, run it once on the parent's inputs (``DATA/manifest.json``, outputs filled with NaN), save
 the outputs as ``DATA/<WL>.tvm<k>.out<j>.npy`` and time a plain Python loop of calls
 (``timing.time_calls``). Prints one JSON line. Imports neither workbench nor torch.
@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
-from _tvm_replay import WORKLOADS  # noqa: E402  (the anchor's te_workload definitions)
+from _tvm_replay import WORKLOADS  # noqa: E402  (TVM's te workloads at the paper's shapes)
 from timing import time_calls  # noqa: E402
 
 

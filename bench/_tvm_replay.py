@@ -2,7 +2,7 @@
 
     python bench/_tvm_replay.py JOBS.json
 
-``JOBS.json`` is a list of ``{"workload", "tvm_trace", "text"}``: a workload of the TVM anchor
+``JOBS.json`` is a list of ``{"workload", "tvm_trace", "text"}``: one of TVM's te workloads
 (GMM C1D C2D DEP NRM SFM, ``meta_schedule.testing.te_workload`` config 0), a trace as TVM's
 database stores it (``[insts, decisions]``, or null) and workbench's export of a trace as TVM
 Python. For each job: run ``text`` on a fresh ``tvm.s_tir.Schedule`` of the workload (``sch`` in
@@ -16,7 +16,8 @@ import sys
 
 sys.modules.setdefault("torch", None)  # tvm_ffi imports torch eagerly when it is installed
 
-#: the TVM anchor's definitions (shared/anchors/tvm/bench.py): te_workload function and args
+#: TVM's te workloads at the MetaSchedule paper's shapes (workbench's paper shapes, in TVM's
+#: layouts): the ``meta_schedule.testing.te_workload`` function and its arguments
 WORKLOADS = {
     "GMM": ("batch_matmul_nkkm", (1, 128, 128, 128)),
     "C1D": ("conv1d_nlc", (1, 256, 64, 128, 3, 2, 1)),

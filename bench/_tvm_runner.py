@@ -4,7 +4,7 @@
 
 ``JOBS.json``: ``{"target": {"kind": "llvm", "mcpu": ..., "num-cores": N}, "number", "repeat",
 "min_repeat_ms", "jobs": [{"workload", "text", "data"}]}``: a workload of ``bench/_tvm_replay.py``'s table
-(``te_workload`` at the anchor's shape), workbench's export of a trace as TVM Python (run on a
+(``te_workload`` at the paper's shape), workbench's export of a trace as TVM Python (run on a
 fresh ``tvm.s_tir.Schedule`` of it, ``sch`` in scope) and the ``.npy`` files of its parameters.
 Each job is built with ``tvm.compile`` and timed the way MetaSchedule's local runner times a
 candidate: the module's ``time_evaluator`` (a native loop of ``number`` calls per repeat, grown

@@ -1,7 +1,7 @@
 """Does the tuner's runner measure the kernel, or itself? One kernel, three timers, side by side.
 
 Run: ``python bench/runner_overhead.py [--workloads NRM,SFM] [--db DB] [--trials 16]
-[--rounds 3] [--tvm-python /work/tvm-venv/bin/python]``. For each workload (paper shape) the
+[--rounds 3] [--tvm-python PY]`` (default ``$WB_TVM_PYTHON``). For each workload (paper shape) the
 best record of ``DB`` (tuned here for ``--trials`` when it has none) is timed, round after
 round, by
 
@@ -43,7 +43,8 @@ def parse_args(argv=None):
     p.add_argument("--db", default=None, help="database to take the best records from (default: a new one)")
     p.add_argument("--trials", type=int, default=16, help="tune this much where the database has nothing")
     p.add_argument("--rounds", type=int, default=3)
-    tvm_py = os.environ.get("WORKBENCH_TVM_PYTHON", "/work/tvm-venv/bin/python")
+    tvm_py = os.environ.get("WB_TVM_PYTHON") or os.environ.get("WORKBENCH_TVM_PYTHON")
+    tvm_py = tvm_py or os.path.join(os.path.dirname(HERE), ".venv-tvm", "bin", "python")
     p.add_argument("--tvm-python", default=tvm_py)
     return p.parse_args(argv)
 

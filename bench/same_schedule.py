@@ -9,7 +9,7 @@ DIR holds MetaSchedule JSON databases, one folder per workload (``GMM/``, ...). 
 workload the ``--top`` records with the lowest run time TVM recorded are taken; each is
 
 * built by TVM (``bench/_tvm_records.py``, run by the TVM virtualenv's Python: the record's
-  trace applied to the anchor's ``te_workload`` function, ``tvm.compile`` for this host);
+  trace applied to TVM's ``te_workload`` function, ``tvm.compile`` for this host);
 * imported into workbench (``workbench.tune.database.tvm``: the trace converted and replayed,
   as ``workbench import-tvm`` does) and built by ``wb.build``;
 

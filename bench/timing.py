@@ -73,8 +73,8 @@ def cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
-# numpy baselines: float32, in the workloads' (TVM's te_workload) channels-last layouts, the
-# same implementations as the TVM anchor's (shared/anchors/tvm/bench.py, numpy_fn)
+# numpy baselines: float32, in the channels-last layouts of TVM's te workloads (te_workload), so
+# that numpy, TVM and workbench read the same arrays
 _as_strided = np.lib.stride_tricks.as_strided
 
 

@@ -1,7 +1,7 @@
 """Round trip TVM -> workbench -> TVM: do exported traces rebuild TVM's own programs?
 
     python bench/tvm_export.py DIR [more dirs] [--every 1]   # folders of TVM databases
-                               [--tvm-python ../.venv-tvm/bin/python]
+                               [--tvm-python PY]    # default $WB_TVM_PYTHON
 
 For each TVM MetaSchedule database (a directory per workload), every ``--every``-th record is
 converted to a workbench trace and replayed on the workbench workload (what ``workbench
@@ -25,9 +25,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def default_tvm_python() -> str:
-    return os.environ.get(
-        "WORKBENCH_TVM_PYTHON", os.path.join(HERE, "..", "..", ".venv-tvm", "bin", "python")
-    )
+    """``$WB_TVM_PYTHON`` (``$WORKBENCH_TVM_PYTHON``, its older name), else ``.venv-tvm`` in the
+    repository's root: a virtualenv with TVM, made as ``bench/vs_tvm.py``'s docstring says."""
+    env = os.environ.get("WB_TVM_PYTHON") or os.environ.get("WORKBENCH_TVM_PYTHON")
+    return env or os.path.join(os.path.dirname(HERE), ".venv-tvm", "bin", "python")
 
 
 def jobs_of(directory: str, every: int):
