@@ -312,7 +312,9 @@ def test_export_refuses_primitives_tvm_lacks():
 
 
 def tvm_python():
-    path = os.environ.get("WORKBENCH_TVM_PYTHON", str(REPO.parent / ".venv-tvm" / "bin" / "python"))
+    # the benches' convention: --tvm-python / WB_TVM_PYTHON, else .venv-tvm in the repository
+    default = str(REPO / ".venv-tvm" / "bin" / "python")
+    path = os.environ.get("WB_TVM_PYTHON") or os.environ.get("WORKBENCH_TVM_PYTHON") or default
     if not os.path.exists(path):
         return None
     probe = subprocess.run([path, "-c", "import tvm_ffi, tvm.s_tir"], capture_output=True)
@@ -323,7 +325,7 @@ def test_exported_traces_rebuild_tvm_programs_in_tvm(tmp_path):
     """TVM runs the exported text; the module equals the one TVM's own trace gives."""
     python = tvm_python()
     if python is None:
-        pytest.skip("no TVM 0.27 Python (set WORKBENCH_TVM_PYTHON)")
+        pytest.skip("no TVM 0.27 Python (set WB_TVM_PYTHON)")
     jobs = [
         {
             "workload": name,

@@ -2,7 +2,7 @@
 """Writes tests/data/tvm/compute_at_cases.json from TVM 0.27's compute_at tests (not a test;
 run by hand with TVM's interpreter):
 
-    /work/tvm-venv/bin/python make_compute_at_cases.py <apache/tvm checkout>/tests/python/s_tir/\
+    TVM_PYTHON make_compute_at_cases.py <apache/tvm checkout>/tests/python/s_tir/\
 schedule/test_tir_schedule_compute_at.py compute_at_cases.json
 
 TVM's test module is imported (with a stand-in for pytest) for its programs; the programs its

@@ -3,7 +3,7 @@
 no postprocessors) of the te_workload functions that workbench's workloads port, on one llvm and
 one cuda target (not a test; run by hand with TVM's interpreter):
 
-    /work/tvm-venv/bin/python tests/data/tvm/make_design_spaces.py tests/data/tvm/design_spaces.json
+    TVM_PYTHON tests/data/tvm/make_design_spaces.py tests/data/tvm/design_spaces.json
 
 Each sketch is stored as TVM's trace JSON (``[insts, decisions]``), the decisions those TVM drew.
 tests/space/test_tvm_design_spaces.py converts them (``workbench.tune.database.tvm``) and checks

@@ -2,7 +2,7 @@
 """Writes tests/data/tvm/{rfactor,cache_read_write}_cases.json from TVM 0.27's own tests (not
 a test; run by hand with TVM's interpreter):
 
-    /work/tvm-venv/bin/python make_rfactor_cache_cases.py <apache/tvm checkout>/tests/python/s_tir/\
+    TVM_PYTHON make_rfactor_cache_cases.py <apache/tvm checkout>/tests/python/s_tir/\
 schedule/test_tir_schedule_rfactor.py rfactor_cases.json
     (the same with test_tir_schedule_cache_read_write.py cache_read_write_cases.json)
 
