@@ -439,16 +439,25 @@ class _Session:
         self.new_trials[k] += len(cands)
         self.measured += len(cands)
 
+    def _symbolic_trace(self, k: int, trace: Any, key: str) -> tuple[Any, str]:
+        """``trace`` (measured on task ``k`` specialized to its hint) carried over to the
+        symbolic function, once per trace: (the trace, "") or (None, why it does not apply)."""
+        func, sizes = self.hints[k]
+        if (k, key) not in self.generalized:
+            try:
+                self.generalized[(k, key)] = (generalize_trace(trace, func), "")
+            except (ScheduleError, ValueError) as exc:
+                self.generalized[(k, key)] = (
+                    None,
+                    f"the trace measured at {hint_text(sizes)} does not apply "
+                    f"to the symbolic function: {exc}",
+                )
+        return self.generalized[(k, key)]
+
     def _generalized_remeasure(self, k: int, rec: Record) -> Record:
         """A re-measured record of a hinted task, for the symbolic function (same meta)."""
         func, sizes = self.hints[k]
-        key = (k, rec.trace_hash)
-        if key not in self.generalized:
-            try:
-                self.generalized[key] = (generalize_trace(rec.trace, func), "")
-            except (ScheduleError, ValueError) as exc:
-                self.generalized[key] = (None, str(exc))
-        trace, why = self.generalized[key]
+        trace, why = self._symbolic_trace(k, rec.trace, rec.trace_hash)
         meta = {**rec.meta, "shape_hint": dict(sizes)}
         if trace is None:
             return Record.of(func, self.target, rec.trace_json, [], "build_error", why, **meta)
@@ -458,17 +467,7 @@ class _Session:
         """The record of a candidate of a hinted task, for the symbolic function: its trace
         carried over (a failed record saying why where it does not apply)."""
         func, sizes = self.hints[k]
-        key = (k, trace_hash(cand.trace))
-        if key not in self.generalized:
-            try:
-                self.generalized[key] = (generalize_trace(cand.trace, func), "")
-            except (ScheduleError, ValueError) as exc:
-                self.generalized[key] = (
-                    None,
-                    f"the trace measured at {hint_text(sizes)} does not apply "
-                    f"to the symbolic function: {exc}",
-                )
-        trace, why = self.generalized[key]
+        trace, why = self._symbolic_trace(k, cand.trace, trace_hash(cand.trace))
         common = dict(predicted=cand.predicted, shape_hint=dict(sizes), **self._warnings(result, count=False))
         if trace is None:
             return Record.of(func, self.target, cand.trace, [], "build_error", why, **common)
