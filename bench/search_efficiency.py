@@ -98,6 +98,10 @@ def copy_records(src: Database, dst: Database, skip_func_name: str) -> int:
     return n
 
 
+def wb_workloads() -> list[str]:
+    return ["GMM", "C1D", "C2D", "DEP", "SFM", "NRM", "T2D", "C3D", "GRP", "DIL", "CAP", "TBG", "CBR"]
+
+
 def run_one(name: str, variant: str, seed: int, args, workdir: str, corpus: dict) -> dict:
     spec = VARIANTS[variant]
     task = TuneTask.workload(name)
@@ -155,20 +159,38 @@ def main(argv=None):
     p.add_argument("--trials", type=int, default=64)
     p.add_argument("--budgets", default="32,64")
     p.add_argument("--corpus-seed", type=int, default=None, help="seed of the base runs used as corpus")
-    p.add_argument("--out", help="write every run as JSON")
+    p.add_argument("--out", help="append every run to this JSON-lines file")
+    p.add_argument("--report", help="only print the table of the runs in this JSON-lines file")
+    p.add_argument(
+        "--corpus-dir", help="take the corpus from the base runs already in this folder (seed --corpus-seed)"
+    )
     p.add_argument("--workdir", help="keep the databases here (default: a temporary folder)")
     args = p.parse_args(argv)
     names = args.workloads.split(",")
     variants = args.variants.split(",")
     seeds = [int(s) for s in args.seeds.split(",")]
     budgets = [int(b) for b in args.budgets.split(",")]
+    if args.report:
+        with open(args.report) as f:
+            runs = [json.loads(line) for line in f if line.strip()]
+        names = [n for n in names if any(r["workload"] == n for r in runs)]
+        variants = list(dict.fromkeys(r["variant"] for r in runs))
+        # a run repeated (same workload, variant and seed): the first counts
+        runs = list({(r["workload"], r["variant"], r["seed"]): r for r in reversed(runs)}.values())[::-1]
+        report(runs, names, variants, budgets)
+        return
     corpus_seed = args.corpus_seed if args.corpus_seed is not None else seeds[-1]
     workdir = args.workdir or tempfile.mkdtemp(prefix="search_eff_")
     os.makedirs(workdir, exist_ok=True)
     print(f"load average {os.getloadavg()[0]:.2f}, databases in {workdir}", flush=True)
     runs: list[dict] = []
     corpus: dict[str, str] = {}
-    if any(VARIANTS[v]["corpus"] for v in variants):  # the corpus first: other workloads' base runs
+    if args.corpus_dir:
+        for name in wb_workloads():
+            path = os.path.join(args.corpus_dir, f"{name}-base-{corpus_seed}.jsonl")
+            if os.path.exists(path):
+                corpus[name] = path
+    elif any(VARIANTS[v]["corpus"] for v in variants):  # the corpus first: other workloads' base runs
         for name in names:
             run = run_one(name, "base", corpus_seed, args, workdir, {})
             corpus[name] = run["db"]
@@ -182,15 +204,15 @@ def main(argv=None):
                     continue
                 run = run_one(name, variant, seed, args, workdir, corpus)
                 runs.append(run)
+                if args.out:
+                    with open(args.out, "a") as f:
+                        f.write(json.dumps(run) + "\n")
                 print(
                     f"{name} {variant} seed {seed}: best {min(run['latencies']) * 1e3:.4f} ms, "
                     f"{run['wall']:.0f} s (search {run['search_s']:.0f} s), load {os.getloadavg()[0]:.2f}",
                     flush=True,
                 )
     report(runs, names, variants, budgets)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(runs, f, indent=1)
 
 
 def report(runs: list[dict], names: list[str], variants: list[str], budgets: list[int]) -> None:

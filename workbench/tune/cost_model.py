@@ -26,7 +26,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import features as _features
-from .database.base import func_hash
+from .database.base import Database, func_hash, target_str
 from .runner import MeasureResult
 
 
@@ -41,6 +41,56 @@ def _group(candidate: Any) -> Any:
     if hist:
         return func_hash(hist[0][1])
     return getattr(candidate, "workload", None)
+
+
+def transfer_records(
+    database: Database, target: Any, exclude: Sequence[str] = (), limit: int = 256, per_workload: int = 64
+) -> tuple[list[Any], list[MeasureResult]]:
+    """Schedules and results of ``database``'s trials of *other* workloads on ``target`` (those
+    whose hash is not in ``exclude``): what a cost model learns from before a new task has more
+    than a few records of its own.
+
+    At tens of records the model ranks poorly (``bench/cost_model_rank.py``, held-out Spearman
+    on TVM's records, six workloads: 0.48 / 0.55 at 16 / 32 records of the workload alone, 0.55 /
+    0.59 with the other workloads' records). The scores are normalized per workload and the
+    ranking pairs are formed within one, so another workload teaches which features make a
+    candidate faster than its siblings, not absolute speeds. Each workload's function is parsed
+    back from its stored IR text (workloads whose text does not parse are skipped) and at most
+    ``per_workload`` of its trials, spread over its tune (the search's early random picks and
+    its later refined ones alike), ``limit`` in all, are replayed on it."""
+    entries = [
+        e
+        for e in database.workloads()
+        if e.target == target_str(target) and e.hash not in set(exclude) and e.ir
+    ]
+    if not entries or limit <= 0:
+        return [], []
+    from ..ir.func import PrimFunc
+    from ..ir.parser import parse
+
+    per = max(1, min(per_workload, limit // len(entries)))
+    cands: list[Any] = []
+    results: list[MeasureResult] = []
+    for entry in entries:
+        recs = database.records_of(entry)
+        if not recs:
+            continue
+        try:
+            func = parse(entry.ir)
+        except Exception:  # text of another version: skip the workload
+            continue
+        if not isinstance(func, PrimFunc):
+            continue
+        picks = sorted({int(i) for i in np.linspace(0, len(recs) - 1, num=min(per, len(recs)))})
+        for i in picks:
+            rec = recs[i]
+            try:
+                sch = rec.schedule(func)
+            except Exception:  # a record of another space / an unregistered primitive
+                continue
+            cands.append(sch)
+            results.append(MeasureResult(rec.status, rec.latencies, rec.error))
+    return cands, results
 
 
 class CostModel:

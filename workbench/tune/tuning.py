@@ -37,8 +37,8 @@ from ..codegen.cuda.launch import gpu_unavailable
 from ..target import Target, host_cores
 from ..errors import BuildError, ScheduleError
 from ..ir.func import PrimFunc
-from .cost_model import CostModel
-from .database.base import Database, Record, latest_per_trace, pick, trace_hash
+from .cost_model import CostModel, transfer_records
+from .database.base import Database, Record, func_hash, latest_per_trace, pick, trace_hash
 from .measure import MeasureConfig
 from .report import BatchEvent, ProgressBar, TaskSummary, TuneSummary, _isatty, dispatch
 from .runner import LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner, Task, machine_busy
@@ -130,6 +130,9 @@ def interrupts_noticed():
 
 #: records of a task replayed to warm up the cost model when resuming (the most recent ones)
 MAX_WARMUP_RECORDS = 256
+#: records of the database's other workloads (same target) the cost model learns from first
+#: (:func:`workbench.tune.cost_model.transfer_records`); 0 turns the transfer off
+MAX_TRANSFER_RECORDS = 256
 
 
 def tune(
@@ -336,8 +339,12 @@ class _Session:
         dispatch(callbacks, "on_start", tasks)
 
     def _warm_up(self) -> None:
-        """Train the cost model on the latest stored records of every task (resuming)."""
-        cands, results = [], []
+        """Train the cost model on the latest stored records of every task (resuming) and on
+        the database's records of other workloads on the same target (transfer: the model
+        ranks a new task's first candidates with what it learned elsewhere)."""
+        cands, results = transfer_records(
+            self.db, self.target, [func_hash(t.func) for t in self.tasks], limit=MAX_TRANSFER_RECORDS
+        )
         for task in self.tasks:
             for rec in self.db.records(task.func, self.target)[-MAX_WARMUP_RECORDS:]:
                 try:
