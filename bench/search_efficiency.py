@@ -57,6 +57,7 @@ def _variant(strategy: Callable[[], Any], model: Callable[[], Any] = XGBModel, c
 VARIANTS: dict[str, dict] = {
     "base": _variant(EvolutionarySearch),
     "xfer": _variant(EvolutionarySearch, corpus=True),
+    "eps05": _variant(lambda: EvolutionarySearch(eps_greedy=0.05)),  # TVM's share of random picks
 }
 
 
