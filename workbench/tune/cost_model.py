@@ -58,11 +58,8 @@ def transfer_records(
     back from its stored IR text (workloads whose text does not parse are skipped) and at most
     ``per_workload`` of its trials, spread over its tune (the search's early random picks and
     its later refined ones alike), ``limit`` in all, are replayed on it."""
-    entries = [
-        e
-        for e in database.workloads()
-        if e.target == target_str(target) and e.hash not in set(exclude) and e.ir
-    ]
+    skip, want = set(exclude), target_str(target)
+    entries = [e for e in database.workloads() if e.target == want and e.hash not in skip and e.ir]
     if not entries or limit <= 0:
         return [], []
     from ..ir.func import PrimFunc
