@@ -7,7 +7,10 @@ Each round the task scheduler picks a task; its search strategy proposes a batch
 validated candidates; the runner builds and times them in worker processes; the batch is
 committed to the database, the cost model learns from it and the callbacks hear about it.
 Tuning into a database that already has records of a task resumes it: those trials are not
-measured again, count toward ``trials`` and train the cost model first.
+measured again, count toward ``trials`` and train the cost model first. Records of the
+database's *other* workloads on the same target train it too (transfer, see
+:func:`workbench.tune.cost_model.transfer_records`): a new task's first batch is then ranked by
+the model rather than picked at random.
 
 Tuning on a busy machine (a laptop, a shared server): a candidate measured while other work
 competed for the CPUs (1-minute load average above them: its record is flagged ``busy``) is
