@@ -23,6 +23,14 @@ Variants with ``corpus`` start from a database that holds other workloads' recor
 of the ``base`` runs of the other workloads, seed ``--corpus-seed``, measured first in the same
 bench run): the situation of a notebook user who tuned other operators before.
 
+Measured (2-core shared Zen 4, each tune under ``chrt -r 5``, seeds 0 and 1, GMM C1D DEP SFM;
+C2D's transfer runs ran past the bench's 175 s limit): share of the first 32 trials within 1.2x
+of the run's best 0.07 (base) -> 0.22 (xfer); first-batch Spearman from nothing (an untrained
+model) to 0.22-0.40 on GMM, C1D, SFM and -0.12 on DEP; best@32 re-timed side by side, geomean
+over the four against the best known, in two re-timings: base 1.49 / 1.73, xfer 1.49 / 1.59,
+eps05 1.57 / 1.93 -- within the re-timing noise (one kernel moved 3x between re-timings);
+transfer better on GMM and C1D in both, worse on DEP in both.
+
 Each tune skips the busy re-measurement and the final interleaved re-measurement (they do not
 change what the search measures) and the baseline timing. Latencies are the tuner's own figures:
 on a shared machine they are noisy, so compare variants within one run, over several seeds.

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.tune import Database, MeasureResult, Record, XGBModel, tuning
+from workbench.tune import Database, EvolutionarySearch, MeasureResult, Record, XGBModel, tuning
 from workbench.tune import cost_model as cm
 from workbench.tune.database.base import func_hash
 from workbench.tune.runner import Runner
@@ -105,6 +105,7 @@ def test_tune_warms_the_model_up_on_other_workloads_and_never_measures_a_trace_t
     new = gmm(NEW)
     space = wb.tune.make_space(gmm_space, "llvm")
     common = dict(target="llvm", space=space, runner=runner, baseline=False, verbose=False)
+    common["strategy"] = EvolutionarySearch(population_size=16, num_iters=1, neighbours_per_elite=4)
     wb.tune(new, trials=12, database=db, cost_model=model, num_trials_per_iter=4, **common)
     # the other workload's 24 records trained the model first, then the task's own 12
     assert len(model.groups) == 24 + 12
