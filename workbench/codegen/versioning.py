@@ -1,28 +1,32 @@
-"""Tail versioning of lowered loops over a symbolic extent (for CPU backends).
+"""Tail versioning and tail-test hoisting of lowered loops over a symbolic extent (llvm).
 
 A split of a loop of symbolic extent ``n`` leaves a tail predicate on every statement of the
-tile, ``if i_0 * 256 + i_1 * 16 + i_2 < n``, and it sits in the innermost loops: each unrolled
-copy tests its own row, so the hot loop of a tiled matmul keeps a branch per vector
-statement, and a build for a symbolic ``n`` ran 1.6x slower than the same schedule built for a
-constant ``n`` that the tile divides (whose predicates fold away). TVM 0.27 lowers the same
-schedule with the same predicates in place (its ``CompactBufferAllocation`` output keeps them;
-``LoopPartition`` only splits loops on ``likely`` conditions, which TensorIR's ``T.where`` is
-not).
+tile, ``if i_0 * 256 + i_1 * 16 + i_2 < n``, in the innermost loops: each unrolled copy tests its
+own row, so the hot loop of a tiled matmul keeps a branch per vector statement. A build for a
+symbolic ``n`` ran 1.6x slower than the same schedule built for a constant ``n`` that the tile
+divides (whose predicates fold away). :func:`version_tails` does two things:
 
-:func:`version_tails` gives the body of the outermost loop of symbolic extent two versions::
+* the body of the outermost loop of symbolic extent gets two versions::
 
     for t in range(ceildiv(n, 256)):            for t in range(ceildiv(n, 256)):
       for i in range(256):                        if t * 256 + 255 < n:      # a full tile
-        if t * 256 + i < n:             ==>         for i in range(256): S    # no predicate
+        if t * 256 + i < n:             ==>         for i in range(256): S    # no test
           S                                       else:
                                                     for i in range(256):
                                                       if t * 256 + i < n: S
 
-The fast version drops each condition that mentions a size variable and, relaxed over the loops
-between the body and itself, is true whenever the tile is full: the version's test is the
-conjunction of those relaxed conditions, so it implies each dropped one. All tiles but the last
-take it. The body is duplicated once (not per loop level: versioned bodies are not versioned
-again).
+  The fast version drops each test that mentions a size variable and, relaxed over the loops
+  between the body and itself, holds whenever the tile is full: the version's test is the
+  conjunction of those relaxed tests, so it implies each dropped one. All tiles but the last
+  take it. The body is duplicated once (versioned bodies are not versioned again).
+* then (:meth:`_Versioner.hoist`, what the last tile runs) each tail test moves out of the loops
+  it does not depend on, and a loop whose body is a tail test is guarded by "some iteration
+  passes it", so the last tile tests once per row and skips the rows past ``n`` whole.
+
+TVM 0.27 lowers the same schedule with the predicates in place; its default pipeline's
+``HoistIfThenElse`` then does the hoisting above (without the "some iteration" guard), and its
+``LoopPartition`` leaves these loops alone, so every tile runs the tests. Static functions are
+left as they are (their tests on constant sizes are often folded or hoisted by the simplifier).
 """
 
 from __future__ import annotations
@@ -159,19 +163,17 @@ class _Versioner:
         found: dict[int, Optional[E.Expr]] = {}  # id(if) -> its relaxed test (None: kept)
         tests: list[E.Expr] = []
         keys: set = set()
-        inner: dict = {}
         sim = Simplifier({**outer})
 
-        def visit(s: Stmt) -> None:
+        def visit(s: Stmt, inner: dict) -> None:  # inner: the loops between body and s
             t = type(s)
             if t is For:
-                inner[s.loop_var] = Range(s.min, s.extent)
-                visit(s.body)
+                visit(s.body, {**inner, s.loop_var: Range(s.min, s.extent)})
             elif t is SeqStmt:
                 for x in s.seq:
-                    visit(x)
+                    visit(x, inner)
             elif t is Allocate:
-                visit(s.body)
+                visit(s.body, inner)
             elif t is IfThenElse:
                 test = self.full_tile_test(s.condition, sim, inner)
                 found[id(s)] = test
@@ -180,11 +182,11 @@ class _Versioner:
                     if key not in keys:
                         keys.add(key)
                         tests.append(test)
-                visit(s.then_case)
+                visit(s.then_case, inner)
                 if s.else_case is not None:
-                    visit(s.else_case)
+                    visit(s.else_case, inner)
 
-        visit(body)
+        visit(body, {})
         if not any(t is not None for t in found.values()):
             return body
         if not tests:
