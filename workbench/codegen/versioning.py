@@ -113,13 +113,6 @@ class _Versioner:
             if E.is_const(s.extent, 1):  # one iteration: the test at it is exact
                 at = Simplifier(ranges).simplify(substitute(body.condition, {s.loop_var: s.min}))
                 return _guard(at, _with(s, body=body.then_case))
-            if s.kind == ForKind.SERIAL and E.is_const(s.min, 0):
-                clamped = self.clamp(body.condition, s.loop_var, s.extent, ranges)
-                if clamped is not None:
-                    # (and guarded by "some row passes", so the loops above clamp in turn)
-                    some = self.exists_test(body.condition, s.loop_var, Range(s.min, s.extent), inner)
-                    loop = _with(s, extent=clamped[1], body=body.then_case)
-                    return _guard(clamped[0], loop if some is None else _guard(some, loop))
             test = self.exists_test(body.condition, s.loop_var, Range(s.min, s.extent), inner)
             return loop if test is None else _guard(test, loop)
         if t is SeqStmt:
@@ -137,31 +130,6 @@ class _Versioner:
             body = self.hoist(s.body, ranges)
             return s if body is s.body else Allocate(s.buffer, body)
         return s
-
-    def clamp(self, cond: E.Expr, var: E.Var, extent: E.Expr, ranges: dict) -> Optional[tuple]:
-        """``(test, extent')`` with ``for var in range(extent): if cond: S`` the same as
-        ``if test: for var in range(extent'): S``: each conjunct of ``cond`` on ``var`` is
-        ``c * var + rest < 0`` with ``c > 0`` (the rows of the last tile, ``t * 8 + i < n``),
-        so it holds for a prefix of the iterations, which ``extent'`` stops at; the others
-        move out. None when some conjunct is not of that form."""
-        sim = Simplifier(ranges)
-        test: E.Expr = TRUE
-        for c in _conjuncts(cond):
-            if var not in free_vars(c):
-                test = c if E.is_const(test, 1) else E.And(test, c)
-                continue
-            gap = _negative_form(sim, c)
-            if gap is None:
-                return None
-            k = gap.terms.get(var, 0)
-            rest = Lin({a: v for a, v in gap.terms.items() if a is not var}, gap.const, gap.dtype)
-            if k <= 0 or any(var in free_vars(a) for a in rest.terms):
-                return None
-            # c*var + rest < 0  <=>  var < ceil(-rest / c)
-            num = sim.to_expr(linear.add(linear.scale(rest, -1), linear.constant(k - 1, gap.dtype)))
-            bound = num if k == 1 else E.FloorDiv(num, E.IntImm(k, num.dtype))
-            extent = E.Min(extent, bound if bound.dtype == extent.dtype else E.Cast(extent.dtype, bound))
-        return test, sim.simplify(E.Max(extent, E.IntImm(0, extent.dtype)))
 
     def is_tail(self, cond: E.Expr) -> bool:
         return bool(free_vars(cond) & self.sizes) and not any(
