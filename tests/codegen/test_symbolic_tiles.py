@@ -216,17 +216,17 @@ def test_stores_of_the_fast_version_are_the_unguarded_ones():
     assert sum(isinstance(s, BufferStore) for s in pre_order(par.body.else_case)) == count
 
 
-def test_last_tile_runs_only_its_rows():
-    """In the last tile, a serial row loop whose body is the tail test runs only the rows that
-    pass it: ``range(max(min(8, n - i_0 * 8), 0))``, with no test left inside."""
+def test_last_tile_tests_once_per_row():
+    """In the last tile, the tail test moves out of the column loop: one test per row."""
     func = wb.parse(SCALE_TILES.replace("LIMIT", "n"))
     low = lower(func, version_tails=True)
     (loop,) = [s for s in pre_order(low.body) if isinstance(s, For) and s.loop_var.name == "i_0"]
     assert isinstance(loop.body, IfThenElse) and str(loop.body.condition) == "i_0 * 8 + 7 < n"
     tail = loop.body.else_case
     rows = [s for s in pre_order(tail) if isinstance(s, For) and s.loop_var.name in ("i_1", "ax0")]
-    assert [str(s.extent) for s in rows] == ["T.max(T.min(8, n - i_0 * 8), 0)"] * 2
-    assert not any(isinstance(s, IfThenElse) for s in pre_order(loop.body.else_case))
+    assert [str(s.body.condition) for s in rows] == ["i_0 * 8 + i_1 < n", "i_0 * 8 + ax0 < n"]
+    cols = [s for s in pre_order(tail) if isinstance(s, For) and s.loop_var.name in ("j", "ax1")]
+    assert len(cols) == 2 and not any(isinstance(x, IfThenElse) for c in cols for x in pre_order(c))
     kernel = wb.build(func, target="llvm")
     for n in (1, 7, 8, 9, 130):
         x = np.random.rand(n, 16).astype("float32")
