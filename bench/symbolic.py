@@ -1,11 +1,13 @@
 """Symbolic-shape workloads tuned at one size, run at ten others, beside numpy.
 
-    python bench/symbolic.py [--trials 16] [--hint 512] [--sizes 1,7,...] [--db DIR]
+    python bench/symbolic.py [--trials 16] [--hint 512] [--sizes 1,7,...] [--db DIR] [--vs-specialized]
 
 A matmul (n x 256 @ 256 x 256), a softmax and a layer norm over rows of 256, each with a symbolic
 row count n, are tuned once with ``wb.tune(..., shape_hint={"n": HINT})``; the best record of the
 symbolic function is built once for llvm and run at each size, checked against numpy and timed
-beside it (medians of ``Kernel.time`` and of the same timer over the numpy expression). On a
+beside it (medians of ``Kernel.time`` and of the same timer over the numpy expression). With
+``--vs-specialized``, the same trace is also built for each n as a constant (the function
+specialised to it) and timed beside the symbolic build: what a symbolic shape costs. On a
 loaded machine the timings are noisy: compare only within one run.
 """
 
@@ -22,6 +24,7 @@ import numpy as np  # noqa: E402
 
 import workbench as wb  # noqa: E402
 from workbench.codegen.timing import time_runs  # noqa: E402
+from workbench.tune.symbolic import specialize  # noqa: E402
 
 COLS = 256
 SIZES = (1, 3, 17, 64, 100, 129, 255, 300, 777, 1024)
@@ -84,6 +87,9 @@ def main(argv=None) -> None:
     p.add_argument("--hint", type=int, default=512, help="the row count n to tune at")
     p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="row counts to run at")
     p.add_argument("--db", default=None, help="folder of the tuning databases (default: a temporary one)")
+    p.add_argument(
+        "--vs-specialized", action="store_true", help="also time the trace built for each n as a constant"
+    )
     args = p.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     folder = args.db or tempfile.mkdtemp(prefix="wb-symbolic-")
@@ -104,7 +110,8 @@ def main(argv=None) -> None:
             continue
         kernel = wb.build(best.schedule(), target="llvm")
         print(f"\n{func.name}: best at n={args.hint}: {best.latency * 1e3:.4f} ms")
-        print(f"{'n':>6} {'workbench ms':>13} {'numpy ms':>10} {'x numpy':>8}  correct")
+        spec_head = f" {'specialised ms':>15} {'sym/spec':>8}" if args.vs_specialized else ""
+        print(f"{'n':>6} {'workbench ms':>13} {'numpy ms':>10} {'x numpy':>8}{spec_head}  correct")
         for n in sizes:
             inputs = make_inputs(n)
             expected = reference(*inputs)
@@ -113,7 +120,17 @@ def main(argv=None) -> None:
             ok = np.allclose(out, expected, rtol=1e-4, atol=1e-4)
             ours = kernel.time(*inputs, out)
             theirs = time_runs(reference, inputs, number=1, repeat=5, min_repeat_ms=10.0)
-            print(f"{n:>6} {ours * 1e3:>13.4f} {theirs * 1e3:>10.4f} {theirs / ours:>8.2f}  {ok}")
+            spec = ""
+            if args.vs_specialized:
+                fixed = wb.Schedule(specialize(func, {"n": n}))
+                best.trace.apply_to_schedule(fixed)
+                static = wb.build(fixed, target="llvm")
+                static_out = np.empty_like(expected)
+                static(*inputs, static_out)
+                ok = ok and np.allclose(static_out, expected, rtol=1e-4, atol=1e-4)
+                t = static.time(*inputs, static_out)
+                spec = f" {t * 1e3:>15.4f} {ours / t:>8.2f}"
+            print(f"{n:>6} {ours * 1e3:>13.4f} {theirs * 1e3:>10.4f} {theirs / ours:>8.2f}{spec}  {ok}")
 
 
 if __name__ == "__main__":

@@ -626,3 +626,15 @@ def test_normal_forms_come_back_as_the_same_object():
     load = A[i * 4 + 1] * x
     assert simplify(load) is load
     assert simplify(i * 4 + j * 4) is not e
+
+
+def test_symbolic_loop_range_bounds_its_variable():
+    """A loop ``for i in range(n)`` proves ``i < n`` (and ``i + 1 <= n``), also through a split of
+    ``n``; what its tail may pass stays unproven."""
+    n, i, i0, i1 = Var("n"), Var("i"), Var("i0"), Var("i1")
+    ana = Analyzer({i: Range(IntImm(0), n), i0: Range(IntImm(0), (n + 3) // 4), i1: Range.from_extent(4)})
+    assert ana.can_prove(i < n) and ana.can_prove(i + 1 <= n) and ana.can_prove(i >= 0)
+    assert not ana.can_prove(i + 1 < n)
+    assert ana.can_prove(i0 * 4 < n)  # the first row of each tile exists
+    assert not ana.can_prove(i0 * 4 + i1 < n)  # the tail's other rows may not
+    assert ana.can_prove(i0 * 4 + i1 < n + 3)

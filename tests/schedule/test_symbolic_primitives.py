@@ -249,6 +249,42 @@ def test_compute_at_under_a_symbolic_split():
     run_matmul(sch)
 
 
+MM_BIAS_FUSED_ROWS = """
+@T.prim_func
+def mm(A: T.Buffer(("n", 32), "float32"), W: T.Buffer((32, 16), "float32"), D: T.Buffer((n, 16), "float32")):
+    n = T.int32()
+    C = T.alloc_buffer((n, 16), "float32")
+    for i in range(n):
+        for j, k in T.grid(16, 32):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * W[vk, vj]
+        for j_1 in range(16):
+            with T.block("D"):
+                vi_1, vj_1 = T.axis.remap("SS", [i, j_1])
+                D[vi_1, vj_1] = C[vi_1, vj_1] + T.float32(1)
+"""
+
+
+def test_reverse_compute_at_a_whole_symbolic_loop_needs_no_predicate():
+    """Under ``for i in range(n)``, ``i < n`` holds: TVM 0.27 emits no ``T.where`` here, and
+    neither do we (the analyzer bounds ``i`` by the loop's symbolic range)."""
+    sch = wb.Schedule(matmul_bias())
+    sch.reverse_compute_at("D", sch.get_loops("C")[0])
+    after(sch, MM_BIAS_FUSED_ROWS)
+    run_matmul(sch)
+
+
+def test_compute_at_a_whole_symbolic_loop_needs_no_predicate():
+    sch = wb.Schedule(matmul_bias())
+    sch.compute_at("C", sch.get_loops("D")[0])
+    assert "T.where" not in str(sch.func)
+    assert "for j, k in T.grid(16, 32):" in str(sch.func)
+    run_matmul(sch)
+
+
 def test_compute_at_keeps_a_whole_symbolic_domain():
     n = wb.var("n")
     X = wb.placeholder((8, n), name="X")

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence, cast
 
 from ..ir import expr as E
+from ..ir.arith import linear
 from ..ir.arith.linear import Lin
 from ..ir.arith.relax import Relaxer, covers_range, relax_range, union_range
 from ..ir.arith.simplifier import Simplifier
@@ -81,7 +82,7 @@ def plan_allocations(func: PrimFunc) -> dict[Buffer, Placement]:
     walk.stmt(func.body)
     if walk.rebound or not any(walk.accesses.values()):
         return {}  # (one range per loop variable is what makes the single session sound)
-    planner = _Planner(Simplifier(walk.ranges), walk.alloc_depth)
+    planner = _Planner(Simplifier(walk.ranges), walk.alloc_depth, walk.conditions)
     plans = {}
     for buf, accesses in walk.accesses.items():
         if accesses:
@@ -136,6 +137,9 @@ class _Walk:
         self.rebound = False  # a variable bound by two loops
         self.alloc_depth: dict[Buffer, int] = {}
         self.accesses: dict[Buffer, list[_Access]] = {}
+        # the condition of each guard key that is one (a block predicate, an if's then-branch),
+        # in loop variables
+        self.conditions: dict[tuple, E.Expr] = {}
 
     def record(self, buf: Buffer, indices: Sequence[E.Expr], write: bool) -> None:
         found = self.accesses.get(buf)
@@ -216,6 +220,7 @@ class _Walk:
         elif t is IfThenElse:
             ite = cast(IfThenElse, s)
             self.expr(ite.condition)
+            self.conditions[(id(s), "then")] = self.subst(ite.condition)
             self.guarded((id(s), "then"), ite.then_case)
             if ite.else_case is not None:
                 self.guarded((id(s), "else"), ite.else_case)
@@ -244,6 +249,7 @@ class _Walk:
         self.vmap = {**self.vmap, **{iv.var: v for iv, v in zip(blk.iter_vars, values)}}
         self.ctx, self.in_init = _BlockCtx(blk, values), False
         if not E.is_const(r.predicate, 1):
+            self.conditions[(id(r), "predicate")] = self.subst(r.predicate)
             self.guards += (((id(r), "predicate"), len(self.path)),)
         if blk.init is not None:
             self.in_init = True
@@ -260,9 +266,10 @@ class _Walk:
 class _Planner:
     """Site, privacy and region questions, in one simplification session over all loops."""
 
-    def __init__(self, sim: Simplifier, alloc_depth: dict[Buffer, int]):
+    def __init__(self, sim: Simplifier, alloc_depth: dict[Buffer, int], conditions: dict[tuple, E.Expr]):
         self.sim = sim
         self.alloc_depth = alloc_depth
+        self.conditions = conditions
         self.thread_shared = False  # planning a shared-scope buffer (see relaxed())
         self._relaxers: dict[tuple, Relaxer] = {}
         self._points: dict[tuple, Range] = {}
@@ -275,7 +282,7 @@ class _Planner:
         placement = self.compact(buf, accesses, site)
         if placement is None or site == alloc_depth:
             return placement  # (a region that does not shrink at the site cannot above it)
-        if self.private(accesses, site):
+        if self.private(buf, accesses, site):
             return placement
         return self.compact(buf, accesses, alloc_depth)
 
@@ -300,7 +307,9 @@ class _Planner:
             ]
         return out
 
-    def point_range(self, idx: E.Expr, path: tuple[_Loop, ...], depth: int, extent: Optional[int]) -> Range:
+    def point_range(
+        self, idx: E.Expr, path: tuple[_Loop, ...], depth: int, extent: Optional[int | E.Expr]
+    ) -> Range:
         """The values of index ``idx`` while the loops ``path[depth:]`` run (``[0, extent)``
         where unbounded)."""
         # (a reduction reads what it writes: the same idx)
@@ -323,52 +332,61 @@ class _Planner:
     def compact(self, buf: Buffer, accesses: list[_Access], depth: int) -> Optional[Placement]:
         """The placement in the body of loop ``depth - 1`` (depth 0: where the buffer's block
         allocates it) if the region touched there is smaller than the buffer. A symbolic
-        dimension (a size variable) is kept whole: only static dimensions are compacted."""
+        dimension (``n``) becomes the constant extent of its region where that has one (the
+        256 rows of a tile), as TVM compacts it; a constant tile beats any ``n``-sized buffer."""
         sim = self.sim
         hull: Optional[tuple[Range, ...]] = None
         for a in accesses:
             r = tuple(self.point_range(i, a.path, depth, n) for i, n in zip(a.indices, buf.shape))
-            if all(not isinstance(n, int) or _covers(self.extent_bound(x), n) for x, n in zip(r, buf.shape)):
+            if all(_covers(self.extent_bound(x), n) for x, n in zip(r, buf.shape)):
                 return None  # one access already spans the whole buffer
             hull = r if hull is None else tuple(_union(sim, x, y) for x, y in zip(hull, r))
         assert hull is not None  # a planned buffer has accesses (the site is their ancestor)
-        shape: list[int] = []
+        shape: list = []
         offsets: list[E.Expr] = []
         for n, rng in zip(buf.shape, hull):
-            hi = self.extent_bound(rng) if isinstance(n, int) else None
-            if not isinstance(n, int) or _covers(hi, n):
+            hi = self.extent_bound(rng)
+            if _covers(hi, n):
                 shape.append(n)
                 offsets.append(E.IntImm(0))
             else:
                 shape.append(max(int(cast(float, hi)), 1))  # not None: it covers otherwise
                 offsets.append(rng.min)
         new = buf.with_(shape=tuple(shape))
-        if buf.is_symbolic:  # the symbolic dimensions are the same: compare the static ones
-            if _static_size(new) >= _static_size(buf) or buf.align:
+        if buf.is_symbolic:
+            if buf.align:
                 return None
+            if new.is_symbolic and _static_size(new) >= _static_size(buf):
+                return None  # the symbolic dimensions are the same: compare the static ones
         elif new.alloc_size() >= buf.alloc_size():
             return None
         site = accesses[0].path[depth - 1].var if depth > self.alloc_depth[buf] else None
         return Placement(new, tuple(offsets), site)
 
     # privacy -------------------------------------------------------------------------------
-    def private(self, accesses: list[_Access], site: int) -> bool:
+    def private(self, buf: Buffer, accesses: list[_Access], site: int) -> bool:
         """Does every read see a value written earlier in the same execution of the site?"""
         writes = [a for a in accesses if a.write]
         for r in accesses:
             if r.write or self.reduction_step(r, accesses, site):
                 continue
-            if not any(w.order < r.order and self.covers(w, r) for w in writes):
+            if not any(w.order < r.order and self.covers(buf, w, r) for w in writes):
                 return False
         return True
 
-    def covers(self, w: _Access, r: _Access) -> bool:
+    def covers(self, buf: Buffer, w: _Access, r: _Access) -> bool:
         """Whether write ``w``, over one iteration of the loops it shares with read ``r``,
-        certainly writes every element ``r`` may read in that iteration."""
+        certainly writes every element ``r`` may read in that iteration.
+
+        A condition around ``w`` that ``r`` does not share means ``w`` may not run when ``r``
+        does, unless it only skips elements outside the buffer (the tail predicate
+        ``v < n`` of a split symbolic loop, on the written index): ``r`` reads none of those.
+        """
         d = _common_depth(w.path, r.path)
         shared = set(r.guards)
-        if any(g[1] >= d and g not in shared for g in w.guards):
-            return False  # w may not run when r does
+        for g in w.guards:
+            if g[1] >= d and g not in shared and not self.in_bounds_guard(buf, w, g[0]):
+                return False  # w may not run when r does
         if not self.dense(w, d):
             return False
         for iw, ir_ in zip(w.indices, r.indices):
@@ -378,6 +396,40 @@ class _Planner:
             except ValueError:  # a data-dependent index: no bound to compare
                 return False
             if not covers_range(self.sim, outer, inner):
+                return False
+        return True
+
+    def in_bounds_guard(self, buf: Buffer, w: _Access, key: tuple) -> bool:
+        """Is the guard ``key`` of ``w`` true wherever ``w``'s indices lie in ``buf`` (each
+        conjunct implied by ``0 <= index < extent`` of one dimension)?"""
+        cond = self.conditions.get(key)
+        if cond is None:
+            return False  # a reduction's init, or an else branch
+        conjuncts: list[E.Expr] = []
+        stack = [cond]
+        while stack:
+            c = stack.pop()
+            if type(c) is E.And:
+                stack += [c.a, c.b]
+            else:
+                conjuncts.append(c)
+        sim = self.sim
+        for c in conjuncts:
+            gap = _negative_form(sim, c)  # c holds where gap < 0
+            if gap is None:
+                return False
+            implied = False
+            for idx, n in zip(w.indices, buf.shape):
+                if idx.dtype not in ("int32", "int64"):
+                    continue
+                index = sim.lin(idx)
+                extent = sim.lin(E.convert(n, idx.dtype))
+                upper = _lin_sub(_lin_sub(index, extent), gap)  # (index - extent) - gap >= 0?
+                lower = _lin_sub(_lin_sub(_lin_neg(index), _lin_one(index)), gap)  # (-index - 1) - gap
+                if sim.symbolic_bound_lin(upper)[0] >= 0 or sim.symbolic_bound_lin(lower)[0] >= 0:
+                    implied = True
+                    break
+            if not implied:
                 return False
         return True
 
@@ -467,6 +519,33 @@ def _loop_part(atom: E.Expr, loops: dict) -> Optional[tuple]:
     return None
 
 
+def _lin_sub(a: Lin, b: Lin) -> Lin:
+    return linear.add(a, b, -1)
+
+
+def _lin_neg(a: Lin) -> Lin:
+    return linear.scale(a, -1)
+
+
+def _lin_one(a: Lin) -> Lin:
+    return linear.constant(1, a.dtype)
+
+
+def _negative_form(sim: Simplifier, cond: E.Expr) -> Optional[Lin]:
+    """``g`` with ``cond`` equivalent to ``g < 0``, for an integer comparison (else None)."""
+    t = type(cond)
+    if t not in (E.LT, E.LE, E.GT, E.GE) or cond.a.dtype not in ("int32", "int64"):
+        return None
+    a, b = sim.lin(cond.a), sim.lin(cond.b)
+    if t is E.LT:
+        return _lin_sub(a, b)
+    if t is E.LE:
+        return _lin_sub(_lin_sub(a, b), _lin_one(a))
+    if t is E.GT:
+        return _lin_sub(b, a)
+    return _lin_sub(_lin_sub(b, a), _lin_one(a))
+
+
 def _common_depth(a: Sequence[_Loop], b: Sequence[_Loop]) -> int:
     n = 0
     for x, y in zip(a, b):
@@ -517,8 +596,11 @@ def _affine_range(form: Lin, relaxer: Relaxer) -> Optional[Range]:
     return Range(sim.to_expr(Lin(base, lo, form.dtype)), E.IntImm(hi - lo + 1, form.dtype))
 
 
-def _covers(hi: Optional[float], n: int) -> bool:
-    """An extent bounded by ``hi`` (None: unbounded) spans a dimension of ``n``."""
+def _covers(hi: Optional[float], n) -> bool:
+    """An extent bounded by ``hi`` (None: unbounded) spans a dimension of ``n`` (an Expr: a
+    symbolic dimension, spanned only by an unbounded extent)."""
+    if not isinstance(n, int):
+        return hi is None or hi == math.inf
     return hi is None or hi >= n
 
 

@@ -54,6 +54,7 @@ from ..ir.stmt import (
 )
 from .compaction import Placement, plan_allocations
 from .pipeline import inject, is_pipelined
+from .versioning import version_tails as _version_tails
 
 #: ``PrimFunc.attrs`` key marking a function that is already in lowered form.
 LOWERED_ATTR = "lowered"
@@ -68,16 +69,19 @@ def is_lowered(func: PrimFunc) -> bool:
     return bool(func.attrs.get(LOWERED_ATTR))
 
 
-def lower(func: PrimFunc, compact: bool = True) -> PrimFunc:
+def lower(func: PrimFunc, compact: bool = True, version_tails: bool = False) -> PrimFunc:
     """The lowered form of ``func`` (same name and parameters, ``attrs["lowered"] = True``).
 
     Lowering an already lowered function returns it unchanged. ``compact=False`` keeps every
     intermediate buffer whole where its block allocates it (to measure what compaction buys).
+    ``version_tails=True`` (the CPU backends) gives the body of each loop of symbolic extent a
+    version without the tail predicates, for the tiles that are full (:mod:`.versioning`).
     """
     if is_lowered(func):
         return func
     body = _Lowerer(plan_allocations(func) if compact else {}).stmt(func.body, {})
-    return replace(func, body=body, attrs={**func.attrs, LOWERED_ATTR: True})
+    out = replace(func, body=body, attrs={**func.attrs, LOWERED_ATTR: True})
+    return _version_tails(out) if version_tails else out
 
 
 class _Lowerer:

@@ -52,7 +52,8 @@ __all__ = [
 def emit_llvm(func: PrimFunc, target: Union[str, Target] = "llvm", check_bounds: bool = False) -> str:
     """The unoptimized LLVM IR text of ``func`` (lowered first)."""
     target = _llvm_target(target)
-    return str(KernelEmitter(lower(func, compact=not check_bounds), target, check_bounds).emit())
+    lowered = lower(func, compact=not check_bounds, version_tails=True)
+    return str(KernelEmitter(lowered, target, check_bounds).emit())
 
 
 def build_llvm(
@@ -65,7 +66,7 @@ def build_llvm(
     compacted, so an out-of-bounds access is reported against the shapes the function declares.
     """
     target = _llvm_target(target)
-    emitter = KernelEmitter(lower(func, compact=not check_bounds), target, check_bounds)
+    emitter = KernelEmitter(lower(func, compact=not check_bounds, version_tails=True), target, check_bounds)
     raw = str(emitter.emit())
     reason = target.cannot_run()
     if reason is not None:

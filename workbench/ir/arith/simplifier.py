@@ -203,6 +203,45 @@ class Simplifier(IntRules):
                 hi += c * alo
         return lo, hi
 
+    def symbolic_bound_lin(self, l: Lin) -> iv.Interval:
+        """:meth:`bound_lin`, tightened where a loop variable's range is symbolic: ``i`` of
+        ``[0, n)`` is replaced by ``n - 1`` for the upper side (by ``0`` for the lower), so
+        that ``i + 1 - n`` is at most 0 and ``i < n`` under ``for i in range(n)`` holds,
+        which numeric bounds alone (``n`` unbounded) cannot see."""
+        lo, hi = self.bound_lin(l)
+        if lo != -iv.INF and hi != iv.INF:
+            return lo, hi
+        if not any(type(a) is Var and self._symbolic_range(a) is not None for a in l.terms):
+            return lo, hi
+        return max(lo, -self._symbolic_max(lin.scale(l, -1))), min(hi, self._symbolic_max(l))
+
+    def _symbolic_range(self, v: Var) -> Optional[Range]:
+        rng = self.ranges.get(v)
+        if rng is None or (type(rng.min) is IntImm and type(rng.extent) is IntImm):
+            return None
+        return rng
+
+    def _symbolic_max(self, l: Lin, depth: int = 0) -> float:
+        """An upper bound of ``l``: each variable of a symbolic range replaced by its largest
+        value (its smallest where its coefficient is negative), then bounded numerically."""
+        if depth > 4:
+            return self.bound_lin(l)[1]
+        out = l
+        changed = False
+        for a, c in l.terms.items():
+            rng = self._symbolic_range(a) if type(a) is Var else None
+            if rng is None or a in self._vbusy:
+                continue
+            mn = self.lin(rng.min)
+            end = mn if c < 0 else lin.add(mn, lin.add(self.lin(rng.extent), lin.constant(1, mn.dtype), -1))
+            if a in end.terms:
+                continue
+            out = lin.add(lin.add(out, lin.scale(lin.atom(a, l.dtype), c), -1), lin.scale(end, c))
+            changed = True
+        if not changed:
+            return self.bound_lin(l)[1]
+        return min(self.bound_lin(l)[1], self._symbolic_max(out, depth + 1))
+
     def _expose_floordiv(self, l: Lin, depth: int = 0) -> Lin:
         """``k * c * (x // c)`` as ``k * (x - x % c)`` where ``x`` shares an atom with the rest, so
         that it cancels: ``(n + 7) // 8 * 8 - n`` is ``7 - (n + 7) % 8``, in [0, 7] (a split of a
