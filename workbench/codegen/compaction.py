@@ -350,7 +350,7 @@ class _Planner:
                 shape.append(n)
                 offsets.append(E.IntImm(0))
             else:
-                shape.append(max(int(cast(float, hi)), 1))  # not None: it covers otherwise
+                shape.append(max(int(hi), 1))  # not None: it covers otherwise
                 offsets.append(rng.min)
         new = buf.with_(shape=tuple(shape))
         if buf.is_symbolic:
@@ -415,7 +415,7 @@ class _Planner:
                 conjuncts.append(c)
         sim = self.sim
         for c in conjuncts:
-            gap = _negative_form(sim, c)  # c holds where gap < 0
+            gap = negative_form(sim, c)  # c holds where gap < 0
             if gap is None:
                 return False
             implied = False
@@ -531,17 +531,16 @@ def _lin_one(a: Lin) -> Lin:
     return linear.constant(1, a.dtype)
 
 
-def _negative_form(sim: Simplifier, cond: E.Expr) -> Optional[Lin]:
+def negative_form(sim: Simplifier, cond: E.Expr) -> Optional[Lin]:
     """``g`` with ``cond`` equivalent to ``g < 0``, for an integer comparison (else None)."""
-    t = type(cond)
-    if t not in (E.LT, E.LE, E.GT, E.GE) or cond.a.dtype not in ("int32", "int64"):
+    if not isinstance(cond, (E.LT, E.LE, E.GT, E.GE)) or cond.a.dtype not in ("int32", "int64"):
         return None
     a, b = sim.lin(cond.a), sim.lin(cond.b)
-    if t is E.LT:
+    if isinstance(cond, E.LT):
         return _lin_sub(a, b)
-    if t is E.LE:
+    if isinstance(cond, E.LE):
         return _lin_sub(_lin_sub(a, b), _lin_one(a))
-    if t is E.GT:
+    if isinstance(cond, E.GT):
         return _lin_sub(b, a)
     return _lin_sub(_lin_sub(b, a), _lin_one(a))
 

@@ -35,14 +35,13 @@ from dataclasses import replace
 from typing import Optional
 
 from ..ir import expr as E
-from ..ir.arith import linear
-from ..ir.arith.linear import Lin
 from ..ir.arith.relax import Relaxer
 from ..ir.arith.simplifier import Simplifier
 from ..ir.func import PrimFunc
 from ..ir.functor import free_vars, pre_order, substitute
 from ..ir.stmt import TRUE, Allocate, For, ForKind, IfThenElse, Range, SeqStmt, Stmt
 from ..ir.structural import structural_equal
+from .compaction import negative_form
 
 __all__ = ["version_tails"]
 
@@ -65,24 +64,23 @@ class _Versioner:
     def stmt(self, s: Stmt, ranges: dict) -> Stmt:
         """``s`` with the outermost symbolic loops under it versioned (``ranges``: the loops
         around ``s``)."""
-        t = type(s)
-        if t is For:
+        if isinstance(s, For):
             inner = {**ranges, s.loop_var: Range(s.min, s.extent)}
             if free_vars(s.extent) & self.sizes:
                 body = self.version(s.body, inner)
             else:
                 body = self.stmt(s.body, inner)
             return s if body is s.body else _with(s, body=body)
-        if t is SeqStmt:
+        if isinstance(s, SeqStmt):
             seq = tuple(self.stmt(x, ranges) for x in s.seq)
             return s if all(a is b for a, b in zip(seq, s.seq)) else SeqStmt(seq)
-        if t is IfThenElse:
+        if isinstance(s, IfThenElse):
             then = self.stmt(s.then_case, ranges)
             other = None if s.else_case is None else self.stmt(s.else_case, ranges)
             if then is s.then_case and other is s.else_case:
                 return s
             return IfThenElse(s.condition, then, other)
-        if t is Allocate:
+        if isinstance(s, Allocate):
             body = self.stmt(s.body, ranges)
             return s if body is s.body else Allocate(s.buffer, body)
         return s
@@ -99,12 +97,15 @@ class _Versioner:
 
         so the tail tile of a symbolic loop tests once per row instead of once per element,
         and skips the rows past ``n`` whole."""
-        t = type(s)
-        if t is For:
+        if isinstance(s, For):
             inner = {**ranges, s.loop_var: Range(s.min, s.extent)}
             body = self.hoist(s.body, inner)
             loop = s if body is s.body else _with(s, body=body)
-            if type(body) is not IfThenElse or body.else_case is not None or s.kind == ForKind.THREAD_BINDING:
+            if (
+                not isinstance(body, IfThenElse)
+                or body.else_case is not None
+                or s.kind == ForKind.THREAD_BINDING
+            ):
                 return loop
             if not self.is_tail(body.condition):
                 return loop
@@ -115,10 +116,10 @@ class _Versioner:
                 return _guard(at, _with(s, body=body.then_case))
             test = self.exists_test(body.condition, s.loop_var, Range(s.min, s.extent), inner)
             return loop if test is None else _guard(test, loop)
-        if t is SeqStmt:
+        if isinstance(s, SeqStmt):
             seq = tuple(self.hoist(x, ranges) for x in s.seq)
             return s if all(a is b for a, b in zip(seq, s.seq)) else SeqStmt(seq)
-        if t is IfThenElse:
+        if isinstance(s, IfThenElse):
             then = self.hoist(s.then_case, ranges)
             other = None if s.else_case is None else self.hoist(s.else_case, ranges)
             if then is s.then_case and other is s.else_case:
@@ -126,7 +127,7 @@ class _Versioner:
             if other is None:
                 return _guard(s.condition, then)
             return IfThenElse(s.condition, then, other)
-        if t is Allocate:
+        if isinstance(s, Allocate):
             body = self.hoist(s.body, ranges)
             return s if body is s.body else Allocate(s.buffer, body)
         return s
@@ -148,7 +149,7 @@ class _Versioner:
             if var not in free_vars(c):
                 test = c
             else:
-                gap = _negative_form(session, c)
+                gap = negative_form(session, c)
                 lo = None if gap is None else relaxer.interval(gap)[0]
                 if lo is None:
                     return None
@@ -166,15 +167,14 @@ class _Versioner:
         sim = Simplifier({**outer})
 
         def visit(s: Stmt, inner: dict) -> None:  # inner: the loops between body and s
-            t = type(s)
-            if t is For:
+            if isinstance(s, For):
                 visit(s.body, {**inner, s.loop_var: Range(s.min, s.extent)})
-            elif t is SeqStmt:
+            elif isinstance(s, SeqStmt):
                 for x in s.seq:
                     visit(x, inner)
-            elif t is Allocate:
+            elif isinstance(s, Allocate):
                 visit(s.body, inner)
-            elif t is IfThenElse:
+            elif isinstance(s, IfThenElse):
                 test = self.full_tile_test(s.condition, sim, inner)
                 found[id(s)] = test
                 if test is not None and not E.is_const(test, 1):
@@ -211,7 +211,7 @@ class _Versioner:
         relaxer = Relaxer(session, dom)
         out: Optional[E.Expr] = None
         for c in conjuncts:
-            gap = _negative_form(session, c)
+            gap = negative_form(session, c)
             if gap is None:
                 return None
             hi = relaxer.interval(gap)[1]
@@ -247,32 +247,15 @@ def _guard(cond: E.Expr, body: Stmt) -> Stmt:
     return IfThenElse(cond, body)
 
 
-def _negative_form(sim: Simplifier, cond: E.Expr) -> Optional[Lin]:
-    """``g`` with ``cond`` equivalent to ``g < 0``, for an integer comparison (else None)."""
-    t = type(cond)
-    if t not in (E.LT, E.LE, E.GT, E.GE) or cond.a.dtype not in ("int32", "int64"):
-        return None
-    a, b = sim.lin(cond.a), sim.lin(cond.b)
-    one = linear.constant(1, a.dtype)
-    if t is E.LT:
-        return linear.add(a, b, -1)
-    if t is E.LE:
-        return linear.add(linear.add(a, b, -1), one, -1)
-    if t is E.GT:
-        return linear.add(b, a, -1)
-    return linear.add(linear.add(b, a, -1), one, -1)
-
-
 def _drop(s: Stmt, found: dict) -> Stmt:
     """``s`` with each ``if`` of a relaxed test (``found``) replaced by its then-branch."""
-    t = type(s)
-    if t is For:
+    if isinstance(s, For):
         return _with(s, body=_drop(s.body, found))
-    if t is SeqStmt:
+    if isinstance(s, SeqStmt):
         return SeqStmt(tuple(_drop(x, found) for x in s.seq))
-    if t is Allocate:
+    if isinstance(s, Allocate):
         return Allocate(s.buffer, _drop(s.body, found))
-    if t is IfThenElse:
+    if isinstance(s, IfThenElse):
         then = _drop(s.then_case, found)
         if found.get(id(s)) is not None:
             return then
