@@ -656,7 +656,7 @@ class _Session:
         # an unscheduled function at a paper shape can take seconds per run: time it once
         res = self.runner.measure(
             [MeasureInput(mtask, task.func)],
-            replace(self.runner.config, number=1, repeat=1, min_repeat_ms=0.0, run_timeout=120.0),
+            replace(self.runner.config, number=1, repeat=1, min_repeat_ms=0.0, windows=1, run_timeout=120.0),
         )
         unscheduled = res[0].latency if res[0].status == "ok" else None
         numpy_s = None
