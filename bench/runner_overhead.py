@@ -6,7 +6,8 @@ best record of ``DB`` (tuned here for ``--trials`` when it has none) is timed, r
 round, by
 
 * the runner, as a tuning record says it: ``LocalRunner.measure`` (a worker process, the task's
-  pickled inputs; the record's latency is the median of its repeats);
+  pickled inputs; the record's latency is the median of its repeats, each the fastest of its
+  ~1 ms windows: ``MeasureConfig.windows``);
 * ``kernel.time`` on the same kernel in this process;
 * TVM's runner: the same trace exported as TVM Python (``workbench export-tvm``), built by TVM
   and timed with the module's ``time_evaluator`` as MetaSchedule's local runner does

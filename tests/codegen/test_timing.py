@@ -93,11 +93,77 @@ def test_a_stalled_first_run_does_not_size_the_repeats():
     assert t.number >= 100 and t.median == pytest.approx(1e-4)
 
 
+class SlicedClock:
+    """A CPU shared with other work in scheduler slices: ours and theirs alternate, each slice
+    0.5-4 ms long (drawn from ``seed``). A run needs ``cost`` seconds of our slices; the
+    clock keeps going through theirs, so a run that meets one of them lasts that much longer."""
+
+    def __init__(self, cost, seed=0):
+        self.rng = np.random.default_rng(seed)
+        self.cost, self.now, self.runs = cost, 0.0, 0
+        self.end = self.rng.uniform(0.5e-3, 4e-3)  # of our current slice
+
+    def __call__(self):
+        return self.now
+
+    def run(self):
+        left = self.cost
+        while left > 0:
+            step = min(left, self.end - self.now)
+            self.now += step
+            left -= step
+            if self.now >= self.end:  # theirs, then our next slice
+                self.now += self.rng.uniform(0.5e-3, 4e-3)
+                self.end = self.now + self.rng.uniform(0.5e-3, 4e-3)
+        self.runs += 1
+
+
+@pytest.mark.parametrize("cost", [2e-6, 4e-5, 3e-4])
+def test_windows_give_the_uncontended_time_where_whole_repeats_meet_other_work(cost):
+    """Half the CPU goes to other work: every 25 ms repeat meets several of its slices, so its
+    median is about twice the kernel's time; a repeat's fastest 1 ms window met none."""
+    plain = time_runs((c := SlicedClock(cost)).run, repeat=5, min_repeat_ms=25, clock=c)
+    windowed = time_runs((c := SlicedClock(cost)).run, repeat=5, min_repeat_ms=25, windows=25, clock=c)
+    assert plain.median > 1.5 * cost
+    assert windowed.samples == pytest.approx((cost,) * 5, rel=1e-6)
+    assert windowed.windows > 1 and windowed.number * cost <= 2 * 25e-3 / windowed.windows
+
+
+def test_windows_rank_two_kernels_by_their_uncontended_time_whatever_the_slices():
+    """Kernels 5 % apart, timed under other work with slices drawn from four seeds: the windowed
+    value ranks them right every time; the median of whole repeats does not."""
+
+    def timed(cost, seed, windows):
+        clock = SlicedClock(cost, seed=seed)
+        return time_runs(clock.run, repeat=3, min_repeat_ms=25, windows=windows, clock=clock).median
+
+    wrong_plain = 0
+    for seed in range(4):
+        fast, slow = timed(40e-6, seed, 25), timed(42e-6, seed + 100, 25)
+        assert fast == pytest.approx(40e-6) and slow == pytest.approx(42e-6)
+        wrong_plain += timed(40e-6, seed, 1) >= timed(42e-6, seed + 100, 1)
+    assert wrong_plain >= 1
+
+
+def test_a_long_kernel_gets_fewer_windows_not_a_longer_repeat():
+    clock = FakeClock(lambda k: 10e-3)  # 10 ms per run: 25 windows would make a 250 ms repeat
+    t = time_runs(clock.run, number=1, repeat=3, min_repeat_ms=25, windows=25, clock=clock)
+    assert t.number == 1 and 1 <= t.windows <= 3 and clock.runs <= 1 + 1 + 3 * 3
+    assert t.samples == pytest.approx((10e-3,) * 3)
+    # an explicit number (min_repeat_ms 0): exactly `windows` windows of `number` runs
+    clock = FakeClock(lambda k: 1e-3)
+    t = time_runs(clock.run, number=4, repeat=2, windows=3, clock=clock)
+    assert clock.runs == 4 * 3 * 2 and t.windows == 3 and t.number == 4
+    assert pickle.loads(pickle.dumps(t)).windows == 3
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="number >= 1"):
         time_runs(lambda: None, number=0)
     with pytest.raises(ValueError, match="repeat=0"):
         time_runs(lambda: None, repeat=0)
+    with pytest.raises(ValueError, match="windows=0"):
+        time_runs(lambda: None, windows=0)
 
 
 @pytest.fixture

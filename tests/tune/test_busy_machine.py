@@ -126,6 +126,40 @@ def test_without_the_final_remeasurement_the_search_is_fooled():
     assert all(r.trial for r in db.records(func, "llvm", remeasured=True))
 
 
+class LuckyRound(PerturbedRunner):
+    """The final rounds are timed while other work holds one of the cores for seconds: every
+    candidate runs 4x slow, except one truly slower candidate that met a moment with both
+    cores in one round (its true time then)."""
+
+    def measure_interleaved(self, inputs, rounds, config=None):
+        truths = [truth(i.func) for i in inputs]
+        lucky = max(range(len(inputs)), key=lambda j: truths[j])
+        out = []
+        for j, t in enumerate(truths):
+            lat = [4 * t] * rounds
+            if j == lucky:
+                lat[1] = t
+            out.append(MeasureResult("ok", lat, load=BUSY))
+        self.lucky = inputs[lucky].func
+        return out
+
+
+@pytest.mark.parametrize("windows, fooled", [(25, False), (1, True)])
+def test_one_lucky_final_round_does_not_pick_a_slower_candidate(windows, fooled):
+    """A runner that times in windows (each round already its fastest window) lets the median
+    round decide: a round in which a slower candidate had more cores than the others does not
+    make it the pick. Timed without windows, the fastest round decides (and is fooled)."""
+    runner = LuckyRound(new_best, remeasure_busy=False, final_top_k=3, final_rounds=3, windows=windows)
+    func, db, _ = tune_with(runner)
+    best = db.best(func, "llvm")
+    finals = [r for r in db.records(func, "llvm", remeasured=True) if r.meta.get("remeasure") == "final"]
+    assert {r.meta["final"]["stat"] for r in finals} == {"min" if fooled else "median"}
+    truly = min(finals, key=lambda r: truth(r.schedule().func))
+    assert (best.trace_hash != truly.trace_hash) == fooled
+    if not fooled:
+        assert best.latency == pytest.approx(4 * truth(truly.schedule().func))
+
+
 def test_busy_candidates_are_measured_again_once_the_load_drops():
     """The first batch is measured under load (every candidate slowed, flagged busy); after it
     the machine is quiet: those candidates are measured again, and count with the new figure."""

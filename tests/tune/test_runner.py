@@ -98,7 +98,8 @@ def test_time_entry_grows_number_to_min_repeat():
 
 def test_measure_settings_go_to_the_runner_tune_starts_not_to_one_passed_in():
     assert wb.tune.MeasureConfig is MeasureConfig
-    assert MeasureConfig(repeat=5).timing == {"number": 3, "repeat": 5, "min_repeat_ms": 25.0}
+    assert MeasureConfig(repeat=5).timing == {"number": 3, "repeat": 5, "min_repeat_ms": 25.0, "windows": 25}
+    assert MeasureConfig(windows=1).timing["windows"] == 1
     with LocalRunner(workers=1) as mine, pytest.raises(TypeError, match="measure="):
         wb.tune(small("GMM"), trials=1, database=None, runner=mine, measure=MeasureConfig(repeat=5))
 

@@ -363,6 +363,37 @@ def test_cli_import_then_export(tmp_path, capsys):
     assert capsys.readouterr().out.count("# GMM on") == 3
 
 
+def test_cli_export_prints_the_tuners_pick_not_the_fastest_first_measurement(tmp_path, capsys):
+    """After a final interleaved re-measurement, the pick (db.best) is what was fastest in it:
+    export-tvm prints that trace, even where another trial was faster when first measured."""
+    from workbench.tune.database.base import Database, Record
+
+    db_path = str(tmp_path / "t.sqlite")
+    assert main(["import-tvm", str(DATA / "GMM"), "--db", db_path]) == 0
+    capsys.readouterr()
+    func = wb.workloads.get("GMM")
+    with Database.open(db_path) as db:
+        trials = db.top_k(func, ZEN3, 3)
+        fastest, slower = trials[0], trials[-1]
+        final = {"remeasure": "final", "final": {"group": "g", "rounds": 2, "stat": "min"}}
+        db.add(
+            [
+                Record.of(func, ZEN3, fastest.trace, [slower.latency * 2] * 2, **final),
+                Record.of(func, ZEN3, slower.trace, [slower.latency] * 2, **final),
+            ]
+        )
+        assert db.best(func, ZEN3).trace_hash == slower.trace_hash
+    expected = tvmdb.to_tvm_python(slower)
+    for target in ([], ["--target", ZEN3]):
+        assert main(["export-tvm", "GMM", "--db", db_path, *target]) == 0
+        first, body = capsys.readouterr().out.split("\n", 1)
+        assert f"{slower.latency * 1e3:.4f} ms" in first
+        assert body.strip() == expected.strip()
+    assert main(["export-tvm", "GMM", "--db", db_path, "--all"]) == 0
+    blocks = capsys.readouterr().out.split("\n# GMM on")
+    assert len(blocks) == 3 and blocks[0].split("\n", 1)[1].strip() == expected.strip()
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

@@ -19,7 +19,11 @@ class MeasureConfig:
     ``build_timeout`` / ``run_timeout``: seconds a candidate may take to compile / to run
     (its check and every repeat); past them it is recorded as ``timeout``. Timing as TVM's:
     ``number`` runs per repeat to start with, grown until a repeat lasts ``min_repeat_ms``;
-    ``repeat`` values. ``check``: compare the outputs with the expected ones before timing.
+    ``repeat`` values. ``windows``: each repeat is cut into that many windows (of about
+    ``min_repeat_ms / windows``, a millisecond by default) and counts its fastest one, so that
+    a kernel's figure is what it does between the slices of other work on the CPUs, not how
+    much of them it met (see :func:`workbench.codegen.timing.time_runs`; 1: TVM's plain
+    repeats). ``check``: compare the outputs with the expected ones before timing.
     ``max_retries``: how often a candidate whose kernel was lost with a crashing neighbour is
     built again. ``max_spread``: repeats further apart than this (max / min) are measured
     once more, and flagged ``noisy`` if they still are.
@@ -37,6 +41,7 @@ class MeasureConfig:
     number: int = 3
     repeat: int = 3
     min_repeat_ms: float = 25.0
+    windows: int = 25
     check: bool = True
     max_retries: int = 2
     max_spread: float = 2.0
@@ -46,5 +51,11 @@ class MeasureConfig:
 
     @property
     def timing(self) -> dict:
-        """``number``, ``repeat`` and ``min_repeat_ms``, as the measurement worker takes them."""
-        return {"number": self.number, "repeat": self.repeat, "min_repeat_ms": self.min_repeat_ms}
+        """``number``, ``repeat``, ``min_repeat_ms`` and ``windows``, as the measurement worker
+        takes them."""
+        return {
+            "number": self.number,
+            "repeat": self.repeat,
+            "min_repeat_ms": self.min_repeat_ms,
+            "windows": self.windows,
+        }

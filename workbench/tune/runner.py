@@ -132,7 +132,8 @@ class MeasureResult:
     run_seconds: float = 0.0
     noisy: bool = False  # repeats still more than max_spread apart when re-measured
     load: Optional[float] = None  # 1-minute load average right after it ran (None: unknown)
-    number: Optional[int] = None  # runs per repeat, where the runner says
+    number: Optional[int] = None  # runs per repeat (per window), where the runner says
+    windows: Optional[int] = None  # windows per repeat, where the runner says
 
     @property
     def latency(self) -> float:
@@ -453,7 +454,8 @@ class LocalRunner(Runner):
         built = self._build_all(inputs, range(len(inputs)), results, config)
         live = {k: (worker, gen, job, build_s) for k, worker, gen, job, build_s in built}
         samples: dict[int, list[float]] = {k: [] for k in live}
-        number: dict[int, int] = {}
+        number: dict[int, int] = {}  # runs per window, sized at the first round
+        windows: dict[int, int] = {}
         last: dict[int, MeasureResult] = {}
         order = sorted(live)
         for r in range(max(rounds, 1)):
@@ -468,9 +470,9 @@ class LocalRunner(Runner):
                     del live[k]
                     continue
                 if k in number:
-                    timing = {"number": number[k], "repeat": 1, "min_repeat_ms": 0.0}
+                    timing = {"number": number[k], "repeat": 1, "min_repeat_ms": 0.0, "windows": windows[k]}
                 else:
-                    timing = {"number": 1, "repeat": 1, "min_repeat_ms": config.min_repeat_ms}
+                    timing = {**config.timing, "number": 1, "repeat": 1}
                 check = config.check and r == 0
                 res = self._time_once(worker, job, build_s, timing, config.run_timeout, check)
                 if res.status != "ok":
@@ -479,6 +481,7 @@ class LocalRunner(Runner):
                     continue
                 samples[k] += res.latencies
                 number[k] = res.number or 1
+                windows[k] = res.windows or 1
                 res.load = _max_load(res.load, last[k].load if k in last else None)
                 last[k] = res
         for k in live:
@@ -624,9 +627,10 @@ class LocalRunner(Runner):
             )
         if msg[0] == "error":
             return MeasureResult("run_error", error=f"{msg[1]}: {msg[2]}", build_seconds=build_s)
-        _, _, status, latencies, error, run_s, *number = msg
+        _, _, status, latencies, error, run_s, *sizes = msg
         result = MeasureResult(status, list(latencies), error, build_s, run_s)
-        result.number = number[0] if number else None
+        result.number = sizes[0] if sizes else None
+        result.windows = sizes[1] if len(sizes) > 1 else None
         return result
 
 

@@ -11,9 +11,11 @@ without a ``__main__`` guard). It talks over the socket ``FD`` with pickled tupl
     ("build", job_id, task_id, func)  -> ("built", job_id, seconds) | ("build_error", job_id, msg)
     ("run", job_id, timing, check)    -> ("ran", job_id, status, latencies, msg, seconds)
                                          the last job run may be run again (a re-measurement)
-    ("time", job_id, timing, check)   -> ("ran", job_id, status, latencies, msg, seconds, number)
+    ("time", job_id, timing, check)   -> ("ran", job_id, status, latencies, msg, seconds, number,
+                                          windows)
                                          the kernel stays (an interleaved re-measurement times
-                                         several in turn); number: runs per repeat it used
+                                         several in turn); number: runs per window it used,
+                                         windows: windows per repeat
     ("drop", job_ids)                 -> nothing; frees those kernels
     anything that fails outside a candidate -> ("error", kind, msg)
 
@@ -85,11 +87,13 @@ class _Task:
         return None
 
 
-def time_entry(entry, args, number: int, repeat: int, min_repeat_ms: float) -> list[float]:
+def time_entry(entry, args, number: int, repeat: int, min_repeat_ms: float, windows: int = 1) -> list[float]:
     """Seconds per run, one value per repeat, the way TVM's time evaluator measures:
-    ``number`` grows until a repeat lasts ``min_repeat_ms`` (see
-    :func:`workbench.codegen.timing.time_runs`)."""
-    timed = time_runs(entry, timing_args(args), number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    ``number`` grows until a repeat lasts ``min_repeat_ms``; with ``windows`` > 1 a repeat's
+    value is its fastest window (see :func:`workbench.codegen.timing.time_runs`)."""
+    timed = time_runs(
+        entry, timing_args(args), number=number, repeat=repeat, min_repeat_ms=min_repeat_ms, windows=windows
+    )
     return list(timed.samples)
 
 
@@ -186,7 +190,16 @@ class Worker:
             timed = time_runs(kernel.entry, timing_args(task.arrays), **timing)
         except Exception as exc:
             return ("ran", job_id, "run_error", [], _error_text(exc), time.perf_counter() - t0, 0)
-        return ("ran", job_id, "ok", list(timed.samples), "", time.perf_counter() - t0, timed.number)
+        return (
+            "ran",
+            job_id,
+            "ok",
+            list(timed.samples),
+            "",
+            time.perf_counter() - t0,
+            timed.number,
+            timed.windows,
+        )
 
     def on_drop(self, job_ids) -> None:
         for job_id in job_ids:

@@ -164,7 +164,9 @@ class Record:
         interleaved re-measurement (``meta["final"]["stat"] == "min"``) counts its fastest
         round: other work only ever adds time, and on a busy machine a parallel kernel loses a
         whole scheduler tick now and then (rounds of 55 us beside rounds of 0.7 us measured on
-        2 busy cores), so the fastest round is what the candidate does uncontended."""
+        2 busy cores), so the fastest round is what the candidate does uncontended. With
+        ``"median"`` (a runner that times in windows: each round is already its fastest window)
+        the median round counts."""
         if not self.ok:
             return float("inf")
         final = self.meta.get("final")
