@@ -235,7 +235,7 @@ def _tile_reduction(sch: Schedule, block, loops: list, lead: int, target: Target
             break
     try:
         vec_outer, vec = sch.split(inner, [None, factor]) if factor < extent else (None, inner)
-        outer = [lp for lp in loops[: lead - 1]]
+        outer = list(loops[: lead - 1])
         reg_inner = None
         if reg_loop is not None:
             k = outer.index(reg_loop)
