@@ -24,6 +24,9 @@ def conv_group(batch=1, channels=8, size=6):
     return g, task.func
 
 
+HASWELL = "llvm -mcpu=haswell -num-cores=2"
+
+
 def loops(func, kind):
     return [n for n in pre_order(func.body) if isinstance(n, For) and n.kind == kind]
 
@@ -38,9 +41,9 @@ def test_batch_one_kernels_run_in_parallel_and_vectorized():
     par = loops(sch.func, ForKind.PARALLEL)
     vec = loops(sch.func, ForKind.VECTORIZED)
     # the old default parallelized the batch loop (extent 1): nothing ran in parallel. Now the
-    # convolution's n, oc, y are fused: 128 iterations >= 2 cores x 16
-    assert [extent(p) for p in par] == [128]
-    # the innermost spatial loop of every block is vectorized whole (10 and 8 < 16 lanes)
+    # convolution's n, oc / 4 (the register block), y are fused: 32 iterations >= 2 cores x 16
+    assert [extent(p) for p in par] == [32]
+    # the padded row (10), the convolution's init, update and write-back (8 < 16 lanes: whole)
     assert [extent(v) for v in vec] == [10, 8, 8, 8]
     check_trace_roundtrip(sch)
 
@@ -91,10 +94,86 @@ def test_vector_width_comes_from_the_target(target, lanes):
 def test_reduction_loops_move_outside_the_vector_loop():
     _, func = conv_group(channels=16, size=8)
     text = default_schedule(func, "llvm").func.script()
-    conv = text[text.index("nn_oc_y_fused in T.parallel(128)") :]
-    # the output's x loop is vectorized below rc, ry, rx: each lane accumulates its own output
-    assert conv.index("for rc, ry, rx in T.grid(16, 3, 3)") < conv.index("for x in T.vectorized(8)")
-    assert conv.index("for x in T.vectorized(8)") < conv.index('T.block("conv2d")')
+    conv = text[text.index("nn_oc_0_y_fused in T.parallel(32)") :]
+    # the output's x loop is vectorized below rc, ry, rx (each lane accumulates its own output),
+    # 4 output channels unrolled between them: each vector of input serves 4 accumulators
+    order = [
+        'T.block("conv2d_init")',
+        "for rc, ry, rx in T.grid(16, 3, 3)",
+        "for oc_1 in T.unroll(4)",
+        "for x in T.vectorized(8)",
+        'T.block("conv2d_update")',
+        'T.block("conv2d_local")',
+    ]
+    assert [conv.index(s) for s in order] == sorted(conv.index(s) for s in order)
+
+
+def test_a_reduction_accumulates_in_a_write_cache_that_takes_the_epilogue():
+    """The accumulators are a local tile; its write-back computes bias + relu (reverse-inlined)
+    on the way to the output: no intermediate conv2d or add buffer, no pass of their own."""
+    _, func = conv_group(channels=16, size=8)
+    sch = default_schedule(func, HASWELL)
+    text = sch.func.script()
+    assert 'conv2d_local = T.alloc_buffer((1, 16, 8, 8), "float32", scope="local")' in text
+    assert 'T.block("add")' not in text and 'T.block("T_relu")' not in text
+    back = text[text.index('T.block("conv2d_local")') :]
+    epilogue = "T_relu[vax0, vax1, vax2, vax3] = T.max(conv2d_local[vax0, vax1, vax2, vax3] + p2[vax1, 0, 0]"
+    assert epilogue in back
+    notes = wb.graph.explain_default_schedule(func, HASWELL)
+    assert notes["conv2d"] == {"parallel": 32, "vectorized": 8, "register_block": 4}
+    assert (
+        notes["add"]
+        == notes["T_relu"]
+        == {
+            "parallel": "inlined into conv2d's write-back",
+            "vectorized": "inlined into conv2d's write-back",
+        }
+    )
+    check_trace_roundtrip(sch)
+
+
+def test_a_stride_two_convolution_is_vectorized_with_shuffles():
+    """ResNet's downsampling: stride 2 reads the padded input 2 elements apart per lane of x.
+    The default vectorizes it anyway: the codegen loads the span and deinterleaves it."""
+    rng = np.random.default_rng(0)
+    g = Graph()
+    x = g.add_input("x", (1, 8, 16, 16))
+    w = g.add_constant("w", rng.standard_normal((16, 8, 3, 3)).astype("float32"))
+    g.set_outputs([g.add_node("conv2d", [x, w], stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=1)])
+    (task,) = g.task_list()
+    notes = wb.graph.explain_default_schedule(task.func, HASWELL)
+    assert notes["T_conv2d"] == {"parallel": 32, "vectorized": 8, "register_block": 4}
+    sch = default_schedule(task.func, HASWELL)
+    ir = wb.build(sch, "llvm -mcpu=haswell").source("llvm")
+    assert "gather" not in ir and "shufflevector <16 x float>" in ir
+    check_trace_roundtrip(sch)
+    args = [rng.standard_normal(p.shape).astype("float32") for p in task.func.params]
+    ref = args[-1].copy()
+    wb.build(wb.Schedule(task.func), target="llvm")(*args[:-1], ref)
+    wb.build(sch, target="llvm")(*args)
+    np.testing.assert_allclose(args[-1], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_a_dense_with_its_weight_stored_kn_is_vectorized_along_the_outputs():
+    """The importer stores a linear layer's weight (K, N): the output's last axis reads it
+    contiguously, 4 rows share each weight vector."""
+    rng = np.random.default_rng(0)
+    g = Graph()
+    x = g.add_input("x", (1, 64, 96))
+    w = g.add_constant("w", rng.standard_normal((96, 48)).astype("float32"))  # (K, N)
+    b = g.add_constant("b", rng.standard_normal((48,)).astype("float32"))
+    g.set_outputs([g.add_node("add", [g.add_node("dense", [x, w], weight_layout="KN"), b])])
+    (task,) = g.task_list()
+    notes = wb.graph.explain_default_schedule(task.func, HASWELL)
+    # rows / 4 (16) and the output's vectors (48 / 8 = 6) fused: 96 >= 2 cores x 16
+    assert notes["dense"] == {"parallel": 96, "vectorized": 8, "register_block": 4}
+    sch = default_schedule(task.func, HASWELL)
+    check_trace_roundtrip(sch)
+    args = [rng.standard_normal(p.shape).astype("float32") for p in task.func.params]
+    wb.build(sch, target="llvm")(*args)
+    np.testing.assert_allclose(args[-1], args[0] @ args[1] + args[2], rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="weight_layout must be 'NK' or 'KN'"):
+        g.add_node("dense", [x, w], weight_layout="NCHW")
 
 
 def test_numerics_match_the_unscheduled_function():
@@ -118,9 +197,6 @@ def test_a_refused_step_leaves_a_valid_schedule():
     sch = default_schedule(task.func, "llvm")
     assert not loops(sch.func, ForKind.PARALLEL) and not loops(sch.func, ForKind.VECTORIZED)
     check_trace_roundtrip(sch)
-
-
-HASWELL = "llvm -mcpu=haswell -num-cores=2"
 
 
 def test_explain_says_why_a_block_is_not_parallel_or_vectorized():

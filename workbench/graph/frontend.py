@@ -221,7 +221,17 @@ def _conv(t: _Translate):
 
 @_on("linear.default")
 def _linear(t: _Translate):
-    out = t.emit("dense", [t.value(0), t.value(1)])
+    w = t.arg(1)
+    if isinstance(w, tuple) and w and w[0] == "const" and np.ndim(w[2]) == 2:
+        # a parameter: stored transposed (K, N), so the output's vector loop along N reads the
+        # weight contiguously (PyTorch's (N, K) is N apart by K elements: a gather per lane)
+        key = ("const_t", w[1])
+        cache = t.g.__dict__.setdefault("_const_of", {})
+        if key not in cache:
+            cache[key] = t.g.add_constant(f"{w[1]}_t", np.ascontiguousarray(np.asarray(w[2], np.float32).T))
+        out = t.emit("dense", [t.value(0), cache[key]], weight_layout="KN")
+    else:
+        out = t.emit("dense", [t.value(0), t.value(1)])
     return _bias(t, out, t.arg(2), t.ndim(0) - 1)
 
 

@@ -231,13 +231,26 @@ def conv2d(inputs, name, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=
     return compute((n, o, oh, ow), named(["nn", "oc", "y", "x"], body), name=name)
 
 
-@_register("dense", "anchor", "x (..., K) times weight (N, K) transposed: PyTorch's linear")
-def dense(inputs, name):
+@_register(
+    "dense",
+    "anchor",
+    "x (..., K) times weight (N, K) transposed: PyTorch's linear; weight_layout='KN': the weight "
+    "stored (K, N), as the importer stores a parameter (the output's last axis reads it contiguously)",
+)
+def dense(inputs, name, weight_layout: str = "NK"):
     x, w = inputs
+    if weight_layout not in ("NK", "KN"):
+        raise ValueError(f"dense: weight_layout must be 'NK' or 'KN', not {weight_layout!r}")
+    kdim, ndim = (1, 0) if weight_layout == "NK" else (0, 1)
     k = reduce_axis(x.shape[-1], "k")
-    if w.shape[1] != x.shape[-1]:
-        raise ValueError(f"dense: input {x.shape} and weight {w.shape} do not match")
-    return _cmp((*x.shape[:-1], w.shape[0]), lambda *i: dsl.sum(x[(*i[:-1], k)] * w[i[-1], k], axis=k), name)
+    if w.shape[kdim] != x.shape[-1]:
+        raise ValueError(f"dense: input {x.shape} and weight {w.shape} ({weight_layout}) do not match")
+
+    def body(*i):
+        wk = w[i[-1], k] if weight_layout == "NK" else w[k, i[-1]]
+        return dsl.sum(x[(*i[:-1], k)] * wk, axis=k)
+
+    return _cmp((*x.shape[:-1], w.shape[ndim]), body, name)
 
 
 @_register("matmul", "anchor", "(..., M, K) @ (..., K, N), batch dimensions broadcast")

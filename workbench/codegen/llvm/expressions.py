@@ -43,6 +43,10 @@ from .dtypes import (
 )
 
 
+#: the largest constant stride (in elements) between lanes read by a wide load and a shuffle
+MAX_SHUFFLE_STRIDE = 4
+
+
 @dataclass
 class Ramp:
     """The vector loop variable: ``base + lane`` for each of ``lanes`` lanes."""
@@ -344,10 +348,30 @@ class ExpressionEmitter:
                 v = K.masked_load(b, ptr, vt, self._mask_vector(lanes), align)
             else:
                 v = b.load(self._gep(buf, self.index_base(off)), typ=vt, align=align)
+        elif not guarded and isinstance(coeff, int) and 1 < coeff <= MAX_SHUFFLE_STRIDE:
+            v = self._strided_load(buf, off, coeff, lanes, align)
         else:
             mask = self._mask_vector(lanes) if guarded else K.all_true(lanes)
             v = K.gather(b, self._lane_pointers(buf, off), vt, mask, align)
         return from_memory(b, v, buf.dtype)
+
+    def _strided_load(self, buf: Buffer, off: E.Expr, stride: int, lanes: int, align: int) -> ir.Value:
+        """Lanes ``stride`` elements apart (a stride-2 convolution's or pooling's input along
+        its output x) as one contiguous load of the span and a shuffle that keeps every
+        ``stride``-th element, as LLVM's interleaved-access pass emits for its own vector
+        loops: a gather is one load per lane (vgatherdps on AVX-512, scalar loads and inserts
+        on AVX2). The span ends at the last lane's element, so the load reads nothing that the
+        lanes do not cover unless the whole ``stride * lanes`` stays inside the buffer."""
+        span = stride * (lanes - 1) + 1
+        size = buf.alloc_size()
+        hi = bounds(off, self.ranges)[1]  # over every lane
+        if isinstance(size, int) and hi is not None and hi + stride - 1 <= size - 1:
+            span = stride * lanes  # a whole number of registers where it stays inside
+        wide = self.b.load(
+            self._gep(buf, self.index_base(off)), typ=ir.VectorType(mem_type(buf.dtype), span), align=align
+        )
+        keep = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [stride * k for k in range(lanes)])
+        return self.b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined), keep)
 
     # helpers -------------------------------------------------------------------------------
     def _gep(self, buf: Buffer, offset: ir.Value, inbounds: bool = True) -> ir.Value:
