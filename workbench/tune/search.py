@@ -139,26 +139,36 @@ class SearchContext:
 
     def random_candidates(self, n: int, max_tries: Optional[int] = None) -> list[Candidate]:
         """Up to ``n`` valid random points of the space: the space generator run again with
-        fresh seeds, every schedule it returns a sample (at most ``max_tries`` runs).
+        fresh seeds, one of the schedules it returns (drawn uniformly) per run (at most
+        ``max_tries`` runs).
 
         Not the design-space traces replayed with new decisions (:meth:`replayed_sample`): a
         trace keeps the instructions its rules emitted for its own decisions, so replaying it
         with others misses structures the rules would have built — on TBG, one replayed
-        design space never inlined a stage that a fifth of the generated schedules inline."""
+        design space never inlined a stage that a fifth of the generated schedules inline.
+
+        One schedule per run, not all of them: the schedules of one run share every decision
+        drawn before a rule forked them — multi-level tiling samples the tile sizes, then
+        branches into no write cache and a cache at each level — so taking all three of C2D's
+        sketches made a batch of 16 random samples hold only 6 distinct tilings. TVM draws
+        each sample of its initial population from one design space picked at random, with
+        fresh decisions; so does this. A run costs about as much CPU as postprocessing its
+        schedules (tens of ms), far below building and timing a candidate."""
         from ..space import run_postprocs
 
         out: list[Candidate] = []
-        tries = max_tries if max_tries is not None else n + 8
+        tries = max_tries if max_tries is not None else 2 * n + 8
         for _ in range(tries):
             if len(out) >= n:
                 break
             spaces = self.space.generate_design_space(self.func, seed=self.seed())
-            self.rng.shuffle(spaces)
-            for sch in spaces[: n - len(out)]:
-                self.stats.proposed += 1
-                if run_postprocs(sch, self.space.postprocs) is None:
-                    self.stats.valid += 1
-                    out.append(Candidate(sch))
+            if not spaces:
+                continue
+            sch = self.rng.choice(spaces)
+            self.stats.proposed += 1
+            if run_postprocs(sch, self.space.postprocs) is None:
+                self.stats.valid += 1
+                out.append(Candidate(sch))
         return out
 
     def replayed_sample(self) -> Optional[Candidate]:
