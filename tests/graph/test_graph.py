@@ -7,6 +7,11 @@ import pytest
 
 import workbench as wb
 from workbench.graph import Graph
+from workbench.graph.executor import default_schedule
+from workbench.ir.structural import structural_equal
+from workbench.tune import MeasureResult
+from workbench.tune.measure import MeasureConfig
+from workbench.tune.runner import Runner
 
 
 def conv_net(blocks=2):
@@ -148,3 +153,58 @@ def test_tune_model_writes_records_and_build_model_uses_them(tmp_path):
     assert "3 of 3 tasks from the database" in model.report()
     x = np.random.default_rng(4).standard_normal((1, 8, 6, 6)).astype("float32")
     np.testing.assert_allclose(model(x)[0], numpy_conv_net(g, x), rtol=1e-4, atol=1e-4)
+
+
+class DefaultIsFastest(Runner):
+    """Measures nothing: a task's default schedule takes 1 ms, any other candidate 5 ms."""
+
+    def __init__(self, graph):
+        self.config = MeasureConfig(remeasure_busy=False, final_top_k=0)
+        self.defaults = [default_schedule(t.func, "llvm").func for t in graph.task_list()]
+        self.first_batches: list = []  # per batch: whether its first candidate was a default
+
+    def measure(self, inputs, config=None):
+        fast = [any(structural_equal(i.func, d) for d in self.defaults) for i in inputs]
+        self.first_batches.append(fast)
+        return [MeasureResult("ok", [1e-3 if f else 5e-3] * 3, load=0.0) for f in fast]
+
+    def current_load(self):
+        return 0.0
+
+
+def test_tune_model_measures_each_default_schedule_first_and_keeps_it_when_fastest(tmp_path):
+    g = conv_net(blocks=1)
+    runner = DefaultIsFastest(g)
+    db = wb.tune_model(
+        g, trials=9, database=str(tmp_path / "m.sqlite"), runner=runner, strategy="replay_trace", seed=0
+    )
+    # each task's first batch starts with its default schedule, measured once in the session
+    assert [b[0] for b in runner.first_batches[:3]] == [True, True, True]
+    assert sum(map(sum, runner.first_batches)) == 3
+    model = wb.build_model(g, target="llvm", database=db)
+    for task, rec in zip(g.task_list(), model.records):
+        assert rec is not None and rec.latency == pytest.approx(1e-3)
+        assert structural_equal(rec.schedule().func, default_schedule(task.func, "llvm").func)
+    x = np.random.default_rng(5).standard_normal((1, 8, 6, 6)).astype("float32")
+    np.testing.assert_allclose(model(x)[0], numpy_conv_net(g, x), rtol=1e-4, atol=1e-4)
+    # off: the search's own candidates only
+    runner2 = DefaultIsFastest(g)
+    wb.tune_model(
+        g,
+        trials=6,
+        database=str(tmp_path / "n.sqlite"),
+        runner=runner2,
+        strategy="replay_trace",
+        seed=0,
+        measure_defaults=False,
+    )
+    assert sum(map(sum, runner2.first_batches)) == 0
+
+
+def test_initial_schedules_must_schedule_the_tasks_function():
+    g = conv_net(blocks=1)
+    conv, other = g.task_list()[0].func, g.task_list()[1].func
+    with pytest.raises(TypeError, match=r"initial_schedules\[0\] is a str"):
+        wb.tune.TuneTask(conv, initial_schedules=("split",))
+    with pytest.raises(ValueError, match=r"initial_schedules\[0\] schedules another function"):
+        wb.tune.TuneTask(conv, initial_schedules=(wb.Schedule(other),))

@@ -40,6 +40,7 @@ def tune_model(
     *,
     num_trials_per_iter: Optional[int] = None,
     baseline: bool = False,
+    measure_defaults: bool = True,
     **kwargs: Any,
 ) -> Database:
     """Tune every task of ``graph`` with ``wb.tune``'s task scheduler (gradient-based: the
@@ -50,11 +51,23 @@ def tune_model(
     ``num_trials_per_iter`` None: at most 16, fewer when the budget would otherwise not reach
     every task once. Other keywords go to :func:`workbench.tune` (``seed``, ``strategy``,
     ``runner``, ``callbacks``, ...); ``baseline`` (timing every unscheduled task) is off.
+    ``measure_defaults``: each task's :func:`default_schedule` is measured in its first batch
+    (one trial of the budget per task), so the tuned model is not slower than the untuned one
+    where a small budget finds nothing better (seen on full-size ResNet-18 at 16 trials per
+    task: 23.2 ms tuned against 21.1 ms untuned).
     """
     tasks = graph.task_list()
     if num_trials_per_iter is None:
         num_trials_per_iter = max(1, min(16, trials // max(len(tasks), 1)))
-    tune_tasks = [TuneTask(t.func, name=f"{t.name}#{k}", weight=float(t.weight)) for k, t in enumerate(tasks)]
+    tune_tasks = [
+        TuneTask(
+            t.func,
+            name=f"{t.name}#{k}",
+            weight=float(t.weight),
+            initial_schedules=(default_schedule(t.func, target),) if measure_defaults else (),
+        )
+        for k, t in enumerate(tasks)
+    ]
     return tune(
         tune_tasks,
         target=target,

@@ -17,6 +17,7 @@ from .. import workloads
 from ..errors import ScheduleError
 from ..target import Target
 from ..ir.func import PrimFunc
+from ..ir.structural import structural_equal
 from ..schedule import Schedule, Trace
 from ..schedule.rv import RV
 from ..space import SpaceGenerator, as_space, resample_around_pins, without_postproc
@@ -27,7 +28,10 @@ class TuneTask:
     """One function to tune. ``reference(*inputs) -> expected output`` (numpy) checks every
     candidate (None: the unscheduled function is the reference); ``flops`` per run gives
     GFLOP/s; ``weight`` counts its latency that many times in the task scheduler's objective
-    (how often it runs in a model)."""
+    (how often it runs in a model). ``initial_schedules``: schedules of ``func`` (e.g. a hand or default
+    schedule) measured in the task's first batch beside the search's proposals, so the tuner's
+    pick is never slower than the best of them as measured; they join the database as
+    records like any candidate."""
 
     func: PrimFunc
     name: str = ""
@@ -35,11 +39,20 @@ class TuneTask:
     flops: Optional[int] = None
     weight: float = 1.0
     shape: dict = field(default_factory=dict)
+    initial_schedules: Sequence[Schedule] = ()
 
     def __post_init__(self):
         if not isinstance(self.func, PrimFunc):
             raise TypeError(f"TuneTask needs a PrimFunc, got {type(self.func).__name__}")
         self.name = self.name or self.func.name
+        for k, sch in enumerate(self.initial_schedules):
+            if not isinstance(sch, Schedule):
+                what = type(sch).__name__
+                raise TypeError(f"TuneTask {self.name}: initial_schedules[{k}] is a {what}, not a Schedule")
+            if not structural_equal(sch.trace.base_func, self.func):
+                raise ValueError(
+                    f"TuneTask {self.name}: initial_schedules[{k}] schedules another function than the task's"
+                )
 
     @classmethod
     def workload(cls, name: str, **shape: Any) -> "TuneTask":

@@ -46,7 +46,7 @@ from .measure import MeasureConfig
 from .report import BatchEvent, ProgressBar, TaskSummary, TuneSummary, _isatty, dispatch
 from .runner import LocalRunner, MeasureInput, MeasureInterrupted, MeasureResult, Runner, Task, machine_busy
 from .scheduler import TaskScheduler, TaskState
-from .search import SearchContext, SearchStrategy
+from .search import Candidate, SearchContext, SearchStrategy
 from .symbolic import check_shape_hint, generalize_trace, hint_text, specialize
 from .task import TuneTask, as_tasks, make_space
 from .worker import time_entry
@@ -321,6 +321,7 @@ class _Session:
         self.new_trials = [0] * len(tasks)  # measured by this session
         self.states = [TaskState(weight=t.weight) for t in tasks]
         self.measuring: Optional[tuple[int, list]] = None  # (task, candidates) being measured
+        self.started: set[int] = set()  # tasks whose initial schedules went into a batch
         self.interrupts: list = []  # SIGINTs noticed while running (interrupts_noticed)
         self.contexts: list[SearchContext] = []
         self.strategies: list[SearchStrategy] = []
@@ -376,7 +377,8 @@ class _Session:
     def _batch(self, k: int, n: int, budget: int) -> None:
         task, state = self.tasks[k], self.states[k]
         t0 = time.monotonic()
-        cands = self.strategies[k].propose(n)
+        first = self._initial(k)[:n]
+        cands = first + (self.strategies[k].propose(n - len(first)) if n > len(first) else [])
         search_s = time.monotonic() - t0
         if not cands:
             state.done = True  # the space has no new candidate left
@@ -418,6 +420,19 @@ class _Session:
                 self.cores,
             ),
         )
+
+    def _initial(self, k: int) -> list[Candidate]:
+        """Task ``k``'s initial schedules not measured yet (once per session: its first batch)."""
+        if k in self.started:
+            return []
+        self.started.add(k)
+        ctx, out = self.contexts[k], []
+        for sch in self.tasks[k].initial_schedules:
+            cand = Candidate(sch)
+            if cand.hash not in ctx.seen:
+                ctx.seen.add(cand.hash)
+                out.append(cand)
+        return out
 
     def _commit(self, k: int, cands: list, results: list) -> None:
         """Store measured candidates of task ``k`` as one batch and count them."""
