@@ -224,7 +224,11 @@ class KernelEmitter(ExpressionEmitter):
         """One copy of the body per iteration (constant extent)."""
         lo = self.expr(s.min)
         for k in range(cast(E.IntImm, s.extent).value):
-            self.vars[s.loop_var] = self.b.add(lo, ir.Constant(lo.type, k))
+            # a constant where the start is one: offsets fold it (ExpressionEmitter.offset)
+            if isinstance(lo, ir.Constant):
+                self.vars[s.loop_var] = ir.Constant(lo.type, lo.constant + k)
+            else:
+                self.vars[s.loop_var] = self.b.add(lo, ir.Constant(lo.type, k))
             self.stmt(s.body)
 
     def size(self, s: Stmt) -> int:
