@@ -91,3 +91,26 @@ def test_unrolled_tile_with_offsets_matches_numpy(unroll):
     out = np.full((n, n), np.nan, dtype="float32")
     wb.build(sch, "llvm")(a, b, out)
     np.testing.assert_allclose(out, a[1:] @ b, rtol=1e-5, atol=1e-5)
+
+
+#: TVM's 5th-best GMM record (records_zen4_b, rank 4): an 8 x 32 tile of Z accumulated over k in
+#: a local buffer, the tile fully unrolled (unroll_explicit 512), no vectorize annotation
+GMM_RECORD = (Path(__file__).resolve().parent.parent / "data" / "tvm" / "gmm_rank4_zen4.trace").read_text()
+
+
+@pytest.mark.parametrize("target", ["llvm -mcpu=znver3", "llvm -mcpu=znver4"])
+def test_promoted_accumulators_stay_in_register_sized_vectors(target):
+    """With the tile's 256 accumulators promoted to registers, SLP bundled them into one
+    ``<224 x float>`` (plus shuffles and thousands of inserts): 28x slower. Its vectors are
+    capped at 16 floats; the widest left is the 32-lane write-back the schedule asks for."""
+    sch = wb.Schedule.from_python(GMM_RECORD, wb.workloads.get("GMM"))
+    ir = wb.build(sch, target).source("llvm")
+    widths = {int(n) for n in re.findall(r"<(\d+) x float>", ir)}
+    assert widths and max(widths) <= 32, sorted(widths)
+    x, y, z = (wb.aligned(a) for a in wb.workloads.random_args("GMM", seed=1))
+    if target.endswith("znver4"):
+        return
+    check_trace_roundtrip(sch)
+    z.fill(np.nan)
+    wb.build(sch, "llvm")(x, y, z)
+    np.testing.assert_allclose(z, x.astype("float64") @ y.astype("float64"), rtol=1e-4, atol=1e-4)
