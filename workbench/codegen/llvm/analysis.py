@@ -223,6 +223,43 @@ def vector_lanes(loop: For, vector_bits: int) -> Optional[int]:
     return max(vector_bits // widest, 1)
 
 
+def affine_form(e: Expr) -> Optional[tuple[list[tuple[int, Expr]], int]]:
+    """``e`` as ``Σ k * atom + c``: the terms (atoms as :func:`linear_coeff` reads them, in order
+    of appearance, the same atom merged) and the constant; None where ``e`` has no such form."""
+    if isinstance(e, IntImm):
+        return [], e.value
+    if isinstance(e, (Add, Sub)):
+        a, b = affine_form(e.a), affine_form(e.b)
+        if a is None or b is None:
+            return None
+        sign = 1 if isinstance(e, Add) else -1
+        return _merge_atoms(a[0] + [(sign * k, x) for k, x in b[0]]), a[1] + sign * b[1]
+    if isinstance(e, Mul):
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(y, IntImm):
+                f = affine_form(x)
+                return None if f is None else ([(k * y.value, a) for k, a in f[0]], f[1] * y.value)
+    if (
+        isinstance(e, Cast)
+        and is_int(e.dtype)
+        and is_int(e.value.dtype)
+        and dtype_info(e.dtype).bits > dtype_info(e.value.dtype).bits
+        and not e.value.dtype.startswith("u")  # a signed widening: sext distributes over + (nsw)
+    ):
+        return affine_form(e.value)  # atoms of the narrower dtype: widened where emitted
+    return [(1, e)], 0
+
+
+def _merge_atoms(terms: list[tuple[int, Expr]]) -> list[tuple[int, Expr]]:
+    out: dict[int, list] = {}
+    for k, x in terms:
+        if id(x) in out:
+            out[id(x)][0] += k
+        else:
+            out[id(x)] = [k, x]
+    return [(k, x) for k, x in out.values() if k != 0]
+
+
 __all__ = [
     "Interval",
     "UNKNOWN",
@@ -230,6 +267,7 @@ __all__ = [
     "bounds",
     "in_bounds",
     "loop_interval",
+    "affine_form",
     "linear_coeff",
     "vector_lanes",
 ]

@@ -27,7 +27,7 @@ from ...ir.stmt import BufferStore
 from . import intrinsics as K
 from . import vector_math
 from ...target import Target
-from .analysis import Interval, bounds, flat_offset, in_bounds, linear_coeff
+from .analysis import Interval, affine_form, bounds, flat_offset, in_bounds, linear_coeff
 from .dtypes import (
     FMF,
     I64,
@@ -39,6 +39,7 @@ from .dtypes import (
     is_signed,
     lanes_of,
     mem_type,
+    reg_type,
     to_memory,
 )
 
@@ -81,7 +82,7 @@ class ExpressionEmitter:
         off = flat_offset(buf, s.indices)
         align = dtype_info(buf.dtype).nbytes
         if self.vec is None:
-            self.b.store(value, self._gep(buf, self.expr(off)), align=align)
+            self.b.store(value, self._gep(buf, self.offset(off)), align=align)
             return
         var, lanes = self.vec
         value = K.splat(self.b, value, lanes)
@@ -103,12 +104,49 @@ class ExpressionEmitter:
         return method(self, e)
 
     def index_base(self, off: E.Expr) -> ir.Value:
-        """``off`` evaluated at lane 0 of the vector variable (a scalar)."""
+        """The offset ``off`` evaluated at lane 0 of the vector variable (a scalar)."""
         saved, self.scalar_index = self.scalar_index, True
         try:
-            return self.expr(off)
+            return self.offset(off)
         finally:
             self.scalar_index = saved
+
+    def offset(self, off: E.Expr) -> ir.Value:
+        """A scalar element offset as ``Σ k * atom + c``, the variables of unrolled loops folded
+        into ``c``, the same atoms in the same order in every access.
+
+        The copies of an unrolled body then address one buffer as the same SSA value plus
+        different constants, which LLVM's alias analysis separates at once: it forwards stored
+        values to later loads and keeps a tile's accumulators in registers across an unrolled
+        reduction. Emitted as written, ``(f // 2 * 4 + h) * 3584`` with ``h`` = 0..3 became
+        ``or`` forms InstCombine no longer reads as sums, every store may alias every load, and
+        the accumulators went through memory (TVM's 6th-best DEP record 3.2x slower than TVM's
+        build). ``nsw``: an element offset does not wrap."""
+        form = affine_form(off)
+        if form is None or not (self.vec is None or self.scalar_index):
+            return self.expr(off)
+        terms, c = form
+        b, ty = self.b, reg_type(off.dtype)
+        total: Optional[ir.Value] = None
+        for k, atom in terms:
+            bound = self.vars.get(atom) if isinstance(atom, E.Var) else None
+            if isinstance(bound, ir.Constant):  # an unrolled loop's variable
+                c += k * bound.constant
+                continue
+            v = self.expr(atom)
+            if atom.dtype != off.dtype:
+                v = cast(b, v, atom.dtype, off.dtype)
+            if total is None and k < 0:
+                total = b.mul(v, ir.Constant(ty, k), flags=["nsw"])
+            elif total is None:
+                total = v if k == 1 else b.mul(v, ir.Constant(ty, k), flags=["nsw"])
+            elif k in (1, -1):
+                total = (b.add if k == 1 else b.sub)(total, v, flags=["nsw"])
+            else:
+                total = b.add(total, b.mul(v, ir.Constant(ty, k), flags=["nsw"]), flags=["nsw"])
+        if total is None:
+            return ir.Constant(ty, c)
+        return total if c == 0 else b.add(total, ir.Constant(ty, c), flags=["nsw"])
 
     def _var(self, e: E.Var) -> ir.Value:
         v = self.vars.get(e)
@@ -318,7 +356,7 @@ class ExpressionEmitter:
         if coeff == 0:  # the same element for every lane
             if guarded:  # clamp: the value is discarded where the guard fails
                 off = typing.cast(E.Expr, self._clamped_offset(buf, e.indices))
-            o = self.expr(off) if self.vec is None else self.index_base(off)
+            o = self.offset(off) if self.vec is None else self.index_base(off)
             v = b.load(self._gep(buf, o), typ=mem_type(buf.dtype), align=align)
             return from_memory(b, v, buf.dtype)
         lanes = typing.cast("tuple[E.Var, int]", self.vec)[1]  # coeff != 0: a vector loop

@@ -32,6 +32,10 @@ _LIBRARIES = {
 _OPTIONAL = ("libgomp", "libmvec")
 
 
+#: widest SLP vector (elements); see _initialize
+SLP_MAX_VF = 16
+
+
 @functools.cache
 def _initialize() -> None:
     llvm.initialize_all_targets()  # every triple, for cross-compilation
@@ -43,6 +47,13 @@ def _initialize() -> None:
     # records compiled for 100-340 s, a second without it). What it adds here is turning
     # zero-fill and copy loops into memset/memcpy calls, which vectorized stores already do.
     llvm.set_option("", "-disable-loop-idiom-all")
+    # SLP vectors no wider than one AVX-512 register of floats. Once a tile's accumulators are
+    # promoted to registers (scalars, one per element), SLP otherwise bundles them into a single
+    # vector as wide as the tile (<224 x float> for a 7 x 32 GEMM tile), which the backend
+    # splits back with thousands of inserts and shuffles: TVM's 5th-best GMM record ran 28x
+    # slower. TVM's build keeps those accumulators in memory until SLP has run, so SLP finds
+    # 16-wide groups there by itself.
+    llvm.set_option("", f"-slp-max-vf={SLP_MAX_VF}")
     bound_spinning()  # libgomp reads its wait policy once, when loaded (see runtime.py)
     for lib, names in _LIBRARIES.items():
         for name in names:
