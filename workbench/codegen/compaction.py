@@ -405,16 +405,8 @@ class _Planner:
         cond = self.conditions.get(key)
         if cond is None:
             return False  # a reduction's init, or an else branch
-        conjuncts: list[E.Expr] = []
-        stack = [cond]
-        while stack:
-            c = stack.pop()
-            if type(c) is E.And:
-                stack += [c.a, c.b]
-            else:
-                conjuncts.append(c)
         sim = self.sim
-        for c in conjuncts:
+        for c in E.conjuncts(cond):
             gap = negative_form(sim, c)  # c holds where gap < 0
             if gap is None:
                 return False

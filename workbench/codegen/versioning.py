@@ -145,7 +145,7 @@ class _Versioner:
         session = Simplifier(ranges)
         relaxer = Relaxer(session, {var: rng})
         out: Optional[E.Expr] = None
-        for c in _conjuncts(cond):
+        for c in E.conjuncts(cond):
             if var not in free_vars(c):
                 test = c
             else:
@@ -203,7 +203,7 @@ class _Versioner:
         no loads), else None."""
         if not free_vars(cond) & self.sizes or any(isinstance(n, E.BufferLoad) for n in pre_order(cond)):
             return None
-        conjuncts = _conjuncts(cond)
+        conjuncts = E.conjuncts(cond)
         dom = {v: r for v, r in inner.items() if v in free_vars(cond)}
         if any(free_vars(r.min) | free_vars(r.extent) for r in dom.values()):
             return None  # an inner loop whose range moves: keep it simple
@@ -223,18 +223,6 @@ class _Versioner:
             if not E.is_const(test, 1):
                 out = test if out is None else E.And(out, test)
         return out if out is not None else TRUE  # true in every iteration
-
-
-def _conjuncts(cond: E.Expr) -> list[E.Expr]:
-    out: list[E.Expr] = []
-    stack = [cond]
-    while stack:
-        c = stack.pop()
-        if type(c) is E.And:
-            stack += [c.b, c.a]
-        else:
-            out.append(c)
-    return out
 
 
 def _guard(cond: E.Expr, body: Stmt) -> Stmt:

@@ -216,6 +216,22 @@ def _default_schedule(func: PrimFunc, target: Any):
 REGISTER_BLOCK = 4
 
 
+def _vector_factor(sch: Schedule, block, inner, target: Any) -> tuple[int, str]:
+    """The vector width for loop ``inner`` of ``block``: the largest divisor of its extent up to
+    the target's lanes for the dtype the block writes, or (0, why there is none)."""
+    extent = const_extent(sch.get(inner)) or 0
+    writes = sch.get(block).writes
+    dtype = writes[0].buffer.dtype if writes else "float32"
+    try:
+        lanes = target.vector_lanes(str(dtype))
+    except ValueError as err:
+        return 0, f"no vector lanes for {dtype}: {err}"
+    factor = max((f for f in range(1, min(lanes, extent) + 1) if extent % f == 0), default=1)
+    if factor < 2:
+        return 0, f"the innermost spatial loop's extent {extent} has no factor from 2 to {lanes} lanes"
+    return factor, ""
+
+
 def _tile_reduction(sch: Schedule, block, loops: list, lead: int, target: Target, after: list[str]):
     """A reduction block (``lead`` spatial loops, then only reduction loops) as TVM's CPU
     schedules for conv2d and dense do: the innermost spatial loop split to the vector lanes and
@@ -232,15 +248,9 @@ def _tile_reduction(sch: Schedule, block, loops: list, lead: int, target: Target
     (None, why not). ``sch`` may be half-rewritten on failure: the caller works on a copy."""
     inner = loops[lead - 1]
     extent = const_extent(sch.get(inner)) or 0
-    node = sch.get(block)
-    dtype = node.writes[0].buffer.dtype if node.writes else "float32"
-    try:
-        lanes = target.vector_lanes(str(dtype))
-    except ValueError as err:
-        return None, f"no vector lanes for {dtype}: {err}"
-    factor = max((f for f in range(1, min(lanes, extent) + 1) if extent % f == 0), default=1)
-    if factor < 2:
-        return None, f"the innermost spatial loop's extent {extent} has no factor from 2 to {lanes} lanes"
+    factor, why = _vector_factor(sch, block, inner, target)
+    if not factor:
+        return None, why
     var = sch.get(inner).loop_var
     vector_reads = _reads_using(sch, block, var)
     # the register block: the innermost other spatial loop that no vector read depends on
@@ -327,14 +337,9 @@ def _vectorize_innermost(sch: Schedule, block, loops: list, lead: int, target: A
     is then half-rewritten: the caller works on a copy)."""
     inner = loops[lead - 1]
     extent = const_extent(sch.get(inner)) or 0
-    dtype = sch.get(block).writes[0].buffer.dtype if sch.get(block).writes else "float32"
-    try:
-        lanes = target.vector_lanes(str(dtype))
-    except ValueError as err:
-        return None, f"no vector lanes for {dtype}: {err}"
-    factor = max((f for f in range(1, min(lanes, extent) + 1) if extent % f == 0), default=1)
-    if factor < 2:
-        return None, f"the innermost spatial loop's extent {extent} has no factor from 2 to {lanes} lanes"
+    factor, why = _vector_factor(sch, block, inner, target)
+    if not factor:
+        return None, why
     try:
         if factor < extent:
             outer, vec = sch.split(inner, [None, factor])

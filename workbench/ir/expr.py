@@ -422,6 +422,13 @@ def call(op: str, *args: Any) -> Expr:
     return Call(op, tuple(conv))
 
 
+def conjuncts(cond: Expr) -> list[Expr]:
+    """``a and b and c`` -> ``[a, b, c]``, left to right (a constant-true part gives nothing)."""
+    if isinstance(cond, And):
+        return conjuncts(cond.a) + conjuncts(cond.b)
+    return [] if is_const(cond, 1) else [cond]
+
+
 def as_int(e: Any) -> int:
     """The Python int of a constant expression (raises TypeError otherwise)."""
     if isinstance(e, int):

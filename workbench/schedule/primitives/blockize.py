@@ -23,7 +23,7 @@ from ...errors import ScheduleError
 from ...ir.arith import Simplifier, union_regions
 from ...ir.arith.linear import Lin
 from ...ir.buffer import Buffer
-from ...ir.expr import Add, BufferLoad, Expr, IntImm, Mul, Sub, Var, is_const
+from ...ir.expr import Add, BufferLoad, Expr, IntImm, Mul, Sub, Var, conjuncts, is_const
 from ...ir.functor import free_vars, pre_order, replace_buffers, substitute, transform
 from ...ir.region import infer_access_regions
 from ...ir.stmt import SPATIAL, Block, BlockRealize, BufferRegion, BufferStore, For, IterVar, Range, Stmt
@@ -33,7 +33,7 @@ from ..rv import BlockRV, LoopRV
 from ..tensor_intrin import TensorIntrin
 from .loops import loop_name
 from .block_scope import buffer_names, fresh_name
-from .reduction import conjoin_all, split_conjuncts
+from .reduction import conjoin_all
 
 if TYPE_CHECKING:
     from ..schedule import Schedule
@@ -159,7 +159,7 @@ def blockize_realize(sch, primitive: str, argument: str, top: For, preserve_unit
         divisions.append(d)
     outer_pred: list[Expr] = []
     inner_pred: list[Expr] = []
-    for c in split_conjuncts(realize.predicate):
+    for c in conjuncts(realize.predicate):
         used = free_vars(c)
         if used & inner_vars and used - inner_vars:
             raise ScheduleError(

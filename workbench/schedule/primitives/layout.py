@@ -18,12 +18,12 @@ from ...errors import InternalError, ScheduleError
 from ...ir.arith import Simplifier
 from ...ir.buffer import Buffer, shape_str
 from ...ir.expr import (
+    conjuncts,
     EQ,
     GE,
     GT,
     LE,
     LT,
-    And,
     BufferLoad,
     Cast,
     CmpOp,
@@ -692,10 +692,6 @@ def _each(items: tuple, vmap: Mapping[Var, Expr]) -> tuple:
     return tuple(substitute(x, vmap) for x in items)
 
 
-def _conjuncts(e: Expr) -> list[Expr]:
-    return _conjuncts(e.a) + _conjuncts(e.b) if isinstance(e, And) else [e]
-
-
 def _in_bound_box(block: Block, cond: Expr) -> dict[Var, tuple[int, int]]:
     """Per iterator, the ``[lo, hi)`` where the padding condition holds: the condition must be
     a conjunction of bounds ``a * v + c (<, <=, >, >=, ==) d`` on single iterators."""
@@ -708,7 +704,7 @@ def _in_bound_box(block: Block, cond: Expr) -> dict[Var, tuple[int, int]]:
         for iv in block.iter_vars
     }
     sim = Simplifier({})
-    for conjunct in _conjuncts(cond):
+    for conjunct in conjuncts(cond):
         c = cast(CmpOp, conjunct)  # the comparisons are checked first thing below
         if type(c) not in (LT, LE, GT, GE, EQ) or c.a.dtype != "int32":
             raise _pattern_error(block, f"{c} is not a bound on one iterator")

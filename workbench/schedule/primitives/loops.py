@@ -13,7 +13,21 @@ from typing import TYPE_CHECKING, Optional
 
 from ...errors import ScheduleError
 from ...ir.arith import Simplifier
-from ...ir.expr import GE, GT, LE, LT, Add, And, BufferLoad, Expr, FloorDiv, FloorMod, IntImm, Var, is_const
+from ...ir.expr import (
+    GE,
+    GT,
+    LE,
+    LT,
+    Add,
+    BufferLoad,
+    Expr,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Var,
+    conjuncts,
+    is_const,
+)
 from ...ir.functor import free_vars, pre_order
 from ...ir.stmt import OPAQUE, Block, BlockRealize, For, ForKind, IfThenElse, Range, Stmt, make_for, seq
 from ...ir.structural import structural_equal
@@ -434,12 +448,6 @@ def reorder(sch: Schedule, *ordered_loops: LoopRV) -> None:
     return None
 
 
-def _conjuncts(cond: Expr) -> list[Expr]:
-    if isinstance(cond, And):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [] if is_const(cond, 1) else [cond]
-
-
 def _affine_problem(realize: BlockRealize, loops: list[For], outer: dict) -> Optional[str]:
     """Why the bindings of ``realize`` are not affine in ``loops`` (TVM's partial affine binding,
     the other variables being constants), or None.
@@ -538,7 +546,7 @@ def _affine_problem(realize: BlockRealize, loops: list[For], outer: dict) -> Opt
             ts = terms(value)
             span(register(ts))
             sums.append({k: c for k, (_, c) in ts.items()})
-        for cond in _conjuncts(realize.predicate):
+        for cond in conjuncts(realize.predicate):
             sides = [x for x in (getattr(cond, "a", None), getattr(cond, "b", None)) if x is not None]
             if not isinstance(cond, (LT, LE, GT, GE)) or all(not iterish(x) for x in sides):
                 if iterish(cond):

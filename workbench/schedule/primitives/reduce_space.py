@@ -33,10 +33,9 @@ from typing import Optional, Sequence, cast
 
 from ...ir.arith import Simplifier
 from ...ir.arith.evaluate import evaluate
-from ...ir.expr import LT, Add, Expr, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, as_int, is_const
+from ...ir.expr import LT, Add, Expr, FloorDiv, FloorMod, IntImm, Mul, Sub, Var, as_int, conjuncts, is_const
 from ...ir.functor import free_vars
 from ...ir.stmt import REDUCE, SPATIAL, BlockRealize, For, Range
-from .reduction import split_conjuncts
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ class _ReduceSpace:
             )
         )
         self.spatial_too = spatial_too
-        self.conds = split_conjuncts(realize.predicate)
+        self.conds = conjuncts(realize.predicate)
         self.slices_of: dict[Expr, list[tuple[_Slice, str]]] = {}
         self.expanding: set[Expr] = set()
 

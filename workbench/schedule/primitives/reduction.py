@@ -22,6 +22,7 @@ from ...ir.arith.evaluate import int_range
 from ...ir.buffer import Buffer
 from ...ir.dtype import DTYPE_INFO
 from ...ir.expr import (
+    conjuncts,
     Add,
     And,
     BinaryOp,
@@ -58,21 +59,13 @@ from ..rewrite import simplify
 from ..rv import BlockRV, LoopRV
 from .block_scope import buffer_names, buffers, fresh_name, reduction_problem, scope_blocks
 from .loops import const_extent, loop_name
+from .reduce_space import affine_binding_problem, reduce_space_problem
 
 if TYPE_CHECKING:
     from ..schedule import Schedule
 
 # ------------------------------------------------------------------------------------------
 # helpers shared with blockize / tensorize
-
-
-def split_conjuncts(cond: Expr) -> list[Expr]:
-    """``a and b and c`` -> ``[a, b, c]`` (a constant-true condition gives ``[]``)."""
-    if isinstance(cond, IntImm) and cond.value:
-        return []
-    if isinstance(cond, And):
-        return split_conjuncts(cond.a) + split_conjuncts(cond.b)
-    return [cond]
 
 
 def conjoin_all(conds: Iterable[Expr]) -> Expr:
@@ -342,7 +335,7 @@ def _check_every_slot_initialised(
     rf_var = rf_loop.loop_var
     at_first = {l.loop_var: l.min for l in loops if l.loop_var in removed}
     ranges = idx.var_ranges(realize)
-    for term in split_conjuncts(realize.predicate):
+    for term in conjuncts(realize.predicate):
         used = free_vars(term)
         if rf_var not in used or not used & removed:
             continue
@@ -385,9 +378,6 @@ def _check_bindings(primitive: str, realize: BlockRealize, loops: list[For]) -> 
     iterators are at their minimum: with ``vk = k * k // 2`` (or ``k // 2``) that is at
     ``k = 0`` and again at ``k = 1``, a restart rfactor cannot reproduce — TVM refuses the
     first, accepts the second and changes the result; both are refused here."""
-    # a cycle: reduce_space imports this module (split_conjuncts)
-    from .reduce_space import affine_binding_problem, reduce_space_problem
-
     block = realize.block
     problem = affine_binding_problem(realize, loops)
     if problem is None:
@@ -560,7 +550,7 @@ def _write_back_block(block, realize, rf_loop, reducer, update, rf_buf, rf_indic
     init = substitute(block.init, vmap)
     reads, writes = block_regions(body, init, iters)
     # predicate terms on removed loops guarded the rfactor block; they cannot stay here
-    kept = [c for c in split_conjuncts(realize.predicate) if not free_vars(c) & removed]
+    kept = [c for c in conjuncts(realize.predicate) if not free_vars(c) & removed]
     wb = block.with_(iter_vars=tuple(iters), reads=reads, writes=writes, body=body, init=init)
     return BlockRealize(tuple(values), conjoin_all(kept), wb)
 
@@ -665,7 +655,7 @@ def decompose_reduction(sch: Schedule, block: BlockRV, loop: LoopRV) -> BlockRV:
             discarded.add(l.loop_var)
     fresh = {l.loop_var: Var(l.loop_var.name + "_init", l.loop_var.dtype) for l in chosen}
     predicate = conjoin_all(
-        substitute(c, fresh) for c in split_conjuncts(realize.predicate) if not free_vars(c) & discarded
+        substitute(c, fresh) for c in conjuncts(realize.predicate) if not free_vars(c) & discarded
     )
     body = substitute(blk.init, ivmap)
     reads, writes = block_regions(body, None, iters)
