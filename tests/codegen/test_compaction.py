@@ -11,12 +11,10 @@ from workbench.codegen.compaction import plan_allocations
 from workbench.ir import (
     REDUCE,
     SPATIAL,
-    Allocate,
     Block,
     BlockRealize,
     Buffer,
     BufferStore,
-    For,
     ForKind,
     IterVar,
     PrimFunc,
@@ -29,26 +27,9 @@ from workbench.ir.stmt import TRUE, make_for, seq
 from workbench.schedule import Schedule
 from workbench.testing import check_numeric
 
+from codegenhelpers import allocations
+
 TARGETS = ["python", "llvm"]
-
-
-def allocations(func):
-    """(buffer, loop variable name of the enclosing loop or None) of every Allocate."""
-    out = []
-
-    def walk(s, loop):
-        if isinstance(s, Allocate):
-            out.append((s.buffer, loop))
-        if isinstance(s, For):
-            loop = s.loop_var.name
-        for c in (getattr(s, f, None) for f in ("body", "then_case", "else_case")):
-            if c is not None:
-                walk(c, loop)
-        for c in getattr(s, "seq", ()):
-            walk(c, loop)
-
-    walk(func.body, None)
-    return {buf.name: (buf, loop) for buf, loop in out}
 
 
 def gmm(n=32, rows=8, cols=16, parallel=False, decompose=False, cache_x=None):

@@ -23,9 +23,11 @@ import workbench as wb
 from workbench.codegen import lower
 from workbench.codegen.versioning import version_tails
 from workbench.ir.functor import pre_order
-from workbench.ir.stmt import Allocate, BufferStore, For, ForKind, IfThenElse
+from workbench.ir.stmt import BufferStore, For, ForKind, IfThenElse
 from workbench.testing import check_trace_roundtrip
 from workbench.tune.symbolic import specialize
+
+from codegenhelpers import allocations
 
 SIZES = (1, 7, 33, 128, 130)
 K = COLS = 32
@@ -72,25 +74,6 @@ def check_numbers(sch: wb.Schedule, sizes=SIZES) -> None:
         c = np.full((n, COLS), np.nan, "float32")
         kernel(a, w, c)
         np.testing.assert_allclose(c, a @ w, rtol=1e-5, err_msg=f"n={n}")
-
-
-def allocations(func) -> dict:
-    """name -> (buffer, name of the enclosing loop or None) of every Allocate."""
-    out = {}
-
-    def walk(s, loop):
-        if isinstance(s, Allocate):
-            out[s.buffer.name] = (s.buffer, loop)
-        if isinstance(s, For):
-            loop = s.loop_var.name
-        for c in (getattr(s, f, None) for f in ("body", "then_case", "else_case")):
-            if c is not None:
-                walk(c, loop)
-        for c in getattr(s, "seq", ()):
-            walk(c, loop)
-
-    walk(func.body, None)
-    return out
 
 
 def ifs_inside_vectorized_loops(stmt) -> int:
