@@ -48,6 +48,11 @@ def parse_args(argv=None):
     p.add_argument("dir", nargs="?", help="folder of MetaSchedule databases, one per workload")
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--top", type=int, default=8, help="records per workload (TVM's fastest)")
+    p.add_argument(
+        "--records",
+        default="",
+        help="only these ranks among the --top, e.g. 13,32 (to re-time a few outliers)",
+    )
     p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     p.add_argument("--mcpu", default="", help="LLVM CPU both compile for (default: the host's)")
     p.add_argument("--rounds", type=int, default=3)
@@ -68,11 +73,13 @@ def parse_args(argv=None):
     p.add_argument("--_source", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.names = [n.strip().upper() for n in args.workloads.split(",") if n.strip()]
+    args.ranks = {int(r) for r in args.records.split(",") if r.strip()}
     return args
 
 
-def select_jobs(root: str, names, top: int) -> list[dict]:
-    """The ``top`` records of each workload with the lowest mean run time TVM recorded."""
+def select_jobs(root: str, names, top: int, ranks=frozenset()) -> list[dict]:
+    """The ``top`` records of each workload with the lowest mean run time TVM recorded (only
+    those ranked in ``ranks`` when it is not empty)."""
     jobs = []
     for name in names:
         path = os.path.join(root, name, "database_tuning_record.json")
@@ -89,6 +96,8 @@ def select_jobs(root: str, names, top: int) -> list[dict]:
                     recs.append((statistics.fmean(secs), trace))
         recs.sort(key=lambda r: r[0])
         for rank, (secs, trace) in enumerate(recs[:top]):
+            if ranks and rank not in ranks:
+                continue
             jobs.append({"workload": name, "rank": rank, "tvm_tuner_s": secs, "trace": trace})
     return jobs
 
@@ -139,7 +148,7 @@ def main(argv=None):
     work = args.work_dir or os.path.join(HERE, "out", "same_schedule")
     data = os.path.join(work, "data")
     os.makedirs(data, exist_ok=True)
-    jobs = select_jobs(args.dir, args.names, args.top)
+    jobs = select_jobs(args.dir, args.names, args.top, args.ranks)
     names = sorted({j["workload"] for j in jobs}, key=args.names.index)
     if not jobs:
         print(f"same_schedule.py: no tuning records for {args.names} under {args.dir}", file=sys.stderr)
