@@ -1,7 +1,7 @@
 """TVM's child in bench/models.py: a zoo model through Relax's PyTorch importer and MetaSchedule.
 
     python bench/_tvm_models.py --data DIR --models resnet18,... --trials N --per-task M
-                                [--threads T] [--quick] [--mcpu CPU]
+                                [--threads T] [--quick] [--mcpu CPU] [--keep KEEP]
 
 Run by the Python of a virtualenv with TVM and torch (``torch==2.13.0``, the CPU wheel); it
 imports no workbench package: the zoo (``workbench/graph/zoo.py``, plain ``torch.nn``) is loaded
@@ -12,7 +12,9 @@ max_trials_per_task=M)`` (MetaSchedule over every fused task, TVM's task schedul
 builder: MetaSchedule's default without its ``tensor_intrin`` import, see
 ``build_without_tensor_intrin``), compiled for ``llvm -mcpu=<host> -num-cores=T``, run on the
 parent's input (``DIR/<model>.x.npy``), its output compared with the parent's PyTorch output
-(``DIR/<model>.ref.npy``), and the VM's ``main`` timed with ``time_evaluator``. Prints one JSON
+(``DIR/<model>.ref.npy``), and the VM's ``main`` timed with ``time_evaluator``. With ``--keep
+KEEP`` the tuned library is saved as ``KEEP/<model>.so`` (and how it was tuned beside it), and a
+later run with the same target and budget times that library again instead of tuning anew. Prints one JSON
 line per model; a model that fails prints its error instead (the stage and the exception), so
 the parent can say why.
 """
@@ -93,6 +95,46 @@ def tune(mod, target, work: str, args):
     return mod
 
 
+def kept_paths(name: str, args) -> tuple[str, str]:
+    return os.path.join(args.keep, f"{name}.so"), os.path.join(args.keep, f"{name}.json")
+
+
+def kept_build(name: str, target: str, args) -> dict | None:
+    """The build ``--keep`` saved for this model, if it was tuned for the same target and budget."""
+    if not args.keep:
+        return None
+    lib, meta = kept_paths(name, args)
+    if not (os.path.exists(lib) and os.path.exists(meta)):
+        return None
+    with open(meta) as f:
+        kept = json.load(f)
+    same = (kept.get("target"), kept.get("trials"), kept.get("per_task"), kept.get("quick")) == (
+        target,
+        args.trials,
+        args.per_task,
+        args.quick,
+    )
+    return dict(kept, lib=lib) if same else None
+
+
+def keep_build(name: str, ex, row: dict, args) -> None:
+    """Save the tuned model's library and how it was tuned, for ``kept_build`` in a later run."""
+    os.makedirs(args.keep, exist_ok=True)
+    lib, meta = kept_paths(name, args)
+    ex.export_library(lib)
+    with open(meta, "w") as f:
+        json.dump(
+            dict(
+                target=row["target"],
+                trials=args.trials,
+                per_task=args.per_task,
+                quick=args.quick,
+                tune_s=row["tune_s"],
+            ),
+            f,
+        )
+
+
 def run_model(name: str, args, zoo) -> dict:
     import torch
     import tvm
@@ -116,13 +158,22 @@ def run_model(name: str, args, zoo) -> dict:
         mcpu = args.mcpu or tvm.target.codegen.llvm_get_system_cpu()
         target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": args.threads})
         row["target"] = str(target)
-        stage = "MetaSchedule tuning"
-        with tempfile.TemporaryDirectory() as work:
-            t0 = time.monotonic()
-            tuned = tune(mod, target, work, args)
-            row["tune_s"] = time.monotonic() - t0
-            stage = "tvm.compile"
-            ex = tvm.compile(tuned, target=target)
+        kept = kept_build(name, row["target"], args)
+        if kept is not None:  # an earlier run's tuned model, same target and budget: time it again
+            stage = "load the kept build"
+            ex = tvm.runtime.load_module(kept["lib"])
+            row.update(tune_s=kept["tune_s"], reused=kept["lib"])
+        else:
+            stage = "MetaSchedule tuning"
+            with tempfile.TemporaryDirectory() as work:
+                t0 = time.monotonic()
+                tuned = tune(mod, target, work, args)
+                row["tune_s"] = time.monotonic() - t0
+                stage = "tvm.compile"
+                ex = tvm.compile(tuned, target=target)
+            if args.keep:
+                stage = "export_library"
+                keep_build(name, ex, row, args)
         stage = "run"
         dev = tvm.cpu()
         vm = relax.VirtualMachine(ex, dev)
@@ -156,6 +207,12 @@ def main(argv=None) -> None:
     p.add_argument("--mcpu", default="")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--min-repeat-ms", type=float, default=100.0)
+    p.add_argument(
+        "--keep",
+        default="",
+        help="folder for each tuned model's library: saved after tuning, and timed again instead "
+        "of re-tuning when a later run asks for the same target and budget",
+    )
     args = p.parse_args(argv)
     import tvm
 

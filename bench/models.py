@@ -20,7 +20,9 @@ For each zoo model at batch 1 (``--quick``: the tiny test variants), on all core
   total budget (``max_trials_global``; ``max_trials_per_task`` = trials-per-task), run by
   ``bench/_tvm_models.py`` in a virtualenv with TVM and torch (``--tvm-python`` or
   ``WB_TVM_PYTHON``; TVM is never a dependency of workbench), after all workbench timings so
-  the two never share the cores.
+  the two never share the cores. ``--tvm-keep DIR`` keeps TVM's tuned models in DIR; a later
+  run with the same budget times them again instead of re-tuning (the latencies are still
+  measured in this run; the tuning wall time is the earlier run's, marked "kept").
 
 Printed: the CPU model, the load average (the machine may be shared: every figure is from this
 one run), each latency, the ratios to PyTorch eager and to TVM, the tuning wall times, and
@@ -170,20 +172,24 @@ def bench_tvm(py: str, rows: list[dict], args, data: str) -> dict:
         env[v] = str(args.threads)
     out: dict = {}
     for r in rows:  # one child per model: a crash or a timeout costs that model only
-        cmd = [
-            py,
-            os.path.join(HERE, "_tvm_models.py"),
-            "--data",
-            data,
-            "--models",
-            r["name"],
-            "--trials",
-            str(max(r["trials"], 1)),
-            "--per-task",
-            str(max(args.trials_per_task, 1)),
-            "--threads",
-            str(args.threads),
-        ] + (["--quick"] if args.quick else [])
+        cmd = (
+            [
+                py,
+                os.path.join(HERE, "_tvm_models.py"),
+                "--data",
+                data,
+                "--models",
+                r["name"],
+                "--trials",
+                str(max(r["trials"], 1)),
+                "--per-task",
+                str(max(args.trials_per_task, 1)),
+                "--threads",
+                str(args.threads),
+            ]
+            + (["--quick"] if args.quick else [])
+            + (["--keep", args.tvm_keep] if args.tvm_keep else [])
+        )
         log = os.path.join(data, f"{r['name']}.tvm.log")
         try:
             with open(log, "w") as f:
@@ -205,7 +211,7 @@ def bench_tvm(py: str, rows: list[dict], args, data: str) -> dict:
             f"{res['latency_s'] * 1e3:.3f} ms after {res['tune_s']:.0f} s"
             if "latency_s" in res
             else res["error"]
-        )
+        ) + (" (kept from an earlier run)" if "reused" in res else "")
         print(f"  {r['name']}: TVM {got}", flush=True)
     return out
 
@@ -229,6 +235,12 @@ def main() -> None:
     ap.add_argument("--no-compile", dest="compile", action="store_false", help="skip torch.compile")
     ap.add_argument("--tvm-python", default=None)
     ap.add_argument("--no-tvm", action="store_true")
+    ap.add_argument(
+        "--tvm-keep",
+        default=None,
+        help="folder where TVM's tuned models are kept; a later run with the same budget times "
+        "them again instead of re-tuning (TVM tunes once, both are timed side by side each run)",
+    )
     ap.add_argument("--tvm-timeout", type=int, default=7200, help="seconds per model for the TVM child")
     ap.add_argument("--json", default=None, help="write every figure here")
     args = ap.parse_args()
