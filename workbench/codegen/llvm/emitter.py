@@ -213,7 +213,7 @@ class KernelEmitter(ExpressionEmitter):
                     self.serial(s)
                 else:
                     self.serial(s, [("llvm.loop.unroll.enable",)])
-            elif _strided_float_reduction(s):
+            elif _strided_float_reduction(s) or _scattered_float_store(s):
                 self.serial(s, [("llvm.loop.vectorize.enable", ir.Constant(I1, 0))])
             else:
                 self.serial(s)
@@ -536,6 +536,78 @@ def _strided_float_reduction(loop: For) -> bool:
         and linear_coeff(flat_offset(node.buffer, node.indices), v) not in (0, 1)
         for node in pre_order(loop.body)
     )
+
+
+#: the widest store group LLVM's loop vectorizer writes as shuffles and whole vector stores
+#: (an interleaved group: every element between two iterations' first ones stored)
+MAX_INTERLEAVE = 4
+
+
+def _scattered_float_store(loop: For) -> bool:
+    """Whether LLVM's loop vectorizer, left free on ``loop``, would store floats with scatters:
+    a float store whose element moves with the loop at a stride other than 0 or 1, unless the
+    inner loops around it fill the elements in between (an interleaved group of at most
+    :data:`MAX_INTERLEAVE`, written with shuffles and whole vector stores).
+
+    The case: a padding stage computed inside a convolution's reduction loops, a small tile
+    ``P[i1, i2] = Select(guard, A[.., i1 + h, i2 + w, c], 0)`` whose inner loop is unrolled;
+    LLVM then vectorizes the outer loop across the tile's rows (13 of 16 lanes), gathering the
+    input (the addresses clamped per lane) and scattering into the tile, on AVX-512. Scatters
+    are microcoded on Zen 4 (an element every few cycles), and the tile is refilled at every
+    reduction step: TVM's C2D #32 record ran 2.8x slower than TVM's build of it, which keeps
+    the copy scalar (its ``if_then_else`` is a branch around the load, which LLVM does not
+    vectorize). Stores inside an inner vectorized loop are already vectors: LLVM's loop
+    vectorizer leaves such a loop alone."""
+    v = loop.loop_var
+
+    def scattered(s: Stmt, inner: list[tuple[E.Var, int]]) -> bool:
+        if isinstance(s, For):
+            if s.kind == ForKind.VECTORIZED:
+                return False
+            if isinstance(s.extent, E.IntImm):
+                inner = inner + [(s.loop_var, s.extent.value)]
+            return scattered(s.body, inner)
+        if isinstance(s, BufferStore):
+            if not is_float_dtype(s.buffer.dtype):
+                return False
+            offset = flat_offset(s.buffer, s.indices)
+            stride = linear_coeff(offset, v)
+            if stride in (0, 1):
+                return False
+            return stride is None or not _fills_group(offset, abs(stride), inner)
+        return any(scattered(c, inner) for c in _children(s))
+
+    return scattered(loop.body, [])
+
+
+def _fills_group(offset: E.Expr, stride: int, inner: list[tuple[E.Var, int]]) -> bool:
+    """Whether the loops ``inner`` (constant extents, enclosing a store at ``offset``) walk the
+    ``stride`` elements from one iteration's first to the next densely: coefficients 1, e1,
+    e1 * e2, ... up to ``stride`` (at most :data:`MAX_INTERLEAVE`)."""
+    if stride > MAX_INTERLEAVE:
+        return False
+    steps = []
+    for u, n in inner:
+        c = linear_coeff(offset, u)
+        if c is None or c < 0:
+            return False
+        if c:
+            steps.append((c, n))
+    span = 1
+    for c, n in sorted(steps, key=lambda t: t[0]):
+        if c != span:
+            return False
+        span *= n
+    return span == stride
+
+
+def _children(s: Stmt) -> list[Stmt]:
+    if isinstance(s, SeqStmt):
+        return list(s.seq)
+    if isinstance(s, IfThenElse):
+        return [c for c in (s.then_case, s.else_case) if c is not None]
+    body = getattr(s, "body", None)
+    return [body] if isinstance(body, Stmt) else []
 
 
 def _int(value) -> int | float:
