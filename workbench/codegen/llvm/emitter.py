@@ -38,7 +38,7 @@ from ...ir import expr as E
 from ...ir.buffer import Buffer
 from ...ir.dtype import dtype_info, poison
 from ...ir.func import PrimFunc
-from ...ir.functor import pre_order
+from ...ir.functor import children, pre_order
 from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt
 from ...target import Target
 from . import intrinsics as K
@@ -575,7 +575,7 @@ def _scattered_float_store(loop: For) -> bool:
             if stride in (0, 1):
                 return False
             return stride is None or not _fills_group(offset, abs(stride), inner)
-        return any(scattered(c, inner) for c in _children(s))
+        return any(scattered(c, inner) for c in children(s) if isinstance(c, Stmt))
 
     return scattered(loop.body, [])
 
@@ -599,15 +599,6 @@ def _fills_group(offset: E.Expr, stride: int, inner: list[tuple[E.Var, int]]) ->
             return False
         span *= n
     return span == stride
-
-
-def _children(s: Stmt) -> list[Stmt]:
-    if isinstance(s, SeqStmt):
-        return list(s.seq)
-    if isinstance(s, IfThenElse):
-        return [c for c in (s.then_case, s.else_case) if c is not None]
-    body = getattr(s, "body", None)
-    return [body] if isinstance(body, Stmt) else []
 
 
 def _int(value) -> int | float:
