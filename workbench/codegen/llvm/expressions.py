@@ -262,6 +262,9 @@ class ExpressionEmitter:
 
     def _select(self, e: E.Select) -> ir.Value:
         cond = self.expr(e.condition)
+        if self.vec is None and not self.check_bounds and cond.type == ir.IntType(1):
+            if self._clamps_along_inner_loop(e.true_value) or self._clamps_along_inner_loop(e.false_value):
+                return self._branch_select(cond, e)
         t = self._guarded(e.true_value, cond)
         f = self._guarded(e.false_value, self.b.not_(cond))
         n = max(lanes_of(cond), lanes_of(t), lanes_of(f))
@@ -317,6 +320,54 @@ class ExpressionEmitter:
                 idx = E.Min(idx, E.IntImm(n - 1, idx.dtype))
             safe.append(idx)
         return flat_offset(buf, safe)
+
+    def _clamps_along_inner_loop(self, e: E.Expr) -> bool:
+        """Whether a read in ``e`` has an index that may leave its dimension and moves with the
+        innermost loop around it (of more than one iteration, emitted as a loop: not one whose
+        body is copied): clamping it would cost a clamp per element of that loop. Indices
+        clamped on outer loops only are hoisted by LLVM and leave the inner loop's reads
+        consecutive for its loop vectorizer (a padded channel loop)."""
+        inner = next(
+            (
+                v
+                for v, (lo, hi) in reversed(self.ranges.items())
+                if isinstance(self.vars.get(v), ir.PhiInstr) and (lo is None or hi is None or hi > lo)
+            ),
+            None,
+        )
+        if inner is None:
+            return False
+        for n in pre_order(e):
+            if not isinstance(n, E.BufferLoad) or n.buffer not in self.bufs:
+                continue
+            for idx, size in zip(n.indices, n.buffer.shape):
+                if not uses_var(idx, inner):
+                    continue
+                lo, hi = bounds(idx, self.ranges)
+                inside = isinstance(size, int) and lo is not None and hi is not None
+                if not (inside and lo >= 0 and hi < size):
+                    return True
+        return False
+
+    def _branch_select(self, cond: ir.Value, e: E.Select) -> ir.Value:
+        """Scalar ``Select`` whose side reads outside its buffer where the condition fails (an
+        inlined padding): each side in its own block, as TVM lowers ``if_then_else``. The
+        reads need no clamped addresses, LLVM unswitches the conditions that depend on outer
+        loops only, and a condition along the inner loop is a predicted branch. Clamped
+        addresses there (a clamp per index and element, kept live across LLVM's unrolled inner
+        loop) made TVM's 57th DEP record 1.8x slower on one thread."""
+        b = self.b
+        with b.if_else(cond) as (then, otherwise):
+            with then:
+                t = self.expr(e.true_value)
+                t_block = b.block
+            with otherwise:
+                f = self.expr(e.false_value)
+                f_block = b.block
+        phi = b.phi(t.type)
+        phi.add_incoming(t, t_block)
+        phi.add_incoming(f, f_block)
+        return phi
 
     def _guarded(self, e: E.Expr, cond: ir.Value) -> ir.Value:
         """Emit ``e`` knowing it only matters where ``cond`` holds (its loads may be guarded)."""
