@@ -46,7 +46,7 @@ from .analysis import Interval, flat_offset, linear_coeff, loop_interval, vector
 from .dtypes import I1, I32, I64, PTR, const, is_float_dtype, lanes_of, mem_type, to_memory
 from .expressions import ExpressionEmitter, Ramp
 from .function import FunctionState, alloca
-from .jit import has_openmp
+from . import pool
 from .parallel import emit_parallel
 
 
@@ -255,7 +255,7 @@ class KernelEmitter(ExpressionEmitter):
             and self.vec is None
             and self.target.num_cores > 1
             and extent != 1
-            and has_openmp()
+            and pool.available()
         )
 
     def serial(self, s: For, props: Optional[list] = None) -> None:
