@@ -190,7 +190,7 @@ def bench_parallel_overhead(rounds):
     overhead = (t_par - t_ser) / regions * 1e6
     print(
         f"parallel region overhead: {overhead:.2f} us per region "
-        f"({cores} threads, libgomp GOMP_parallel, {regions} regions per call)"
+        f"({cores} threads, workbench pool wb_parallel, {regions} regions per call)"
     )
 
 

@@ -222,7 +222,7 @@ def test_parallel_loop(extent):
     a, b = rand(extent, 24), np.zeros((extent, 24), "float32")
     k(a, b)
     np.testing.assert_allclose(b, a * 2 + np.arange(extent)[:, None], rtol=1e-6)
-    assert ("GOMP_parallel" in k.source("llvm-raw")) == (extent > 1)
+    assert ("wb_parallel" in k.source("llvm-raw")) == (extent > 1)
 
 
 def test_nested_and_repeated_parallel_regions():
@@ -238,7 +238,7 @@ def test_nested_and_repeated_parallel_regions():
     rr, pp, qq = np.meshgrid(range(5), range(6), range(8), indexing="ij")
     np.testing.assert_array_equal(a, np.where(pp >= 1, rr * 100 + pp * 10 + qq, 0))
     raw = k.source("llvm-raw")
-    assert raw.count('call void @"GOMP_parallel"') == 1 and "k_par1" not in raw
+    assert raw.count('call void @"wb_parallel"') == 1 and "k_par1" not in raw
 
 
 def test_single_core_target_runs_parallel_loops_serially():
@@ -247,7 +247,7 @@ def test_single_core_target_runs_parallel_loops_serially():
     k = build_llvm(lowered([A], make_for(p, 16, BufferStore(A, A[p] + 1.0, (p,)), P)), "llvm -num-cores=1")
     a = np.zeros(16, "float32")
     k(a)
-    assert (a == 1).all() and "GOMP" not in k.source("llvm-raw")
+    assert (a == 1).all() and "wb_parallel" not in k.source("llvm-raw")
 
 
 def _parallel_increment():
@@ -276,7 +276,7 @@ def _forked_child(queue):
 
 
 def test_forked_child_does_not_hang_on_the_thread_pool():
-    """libgomp's pool does not survive fork: a child forked after parallel kernels ran must
+    """The thread pool does not survive fork: a child forked after parallel kernels ran must
     still finish (serially) instead of waiting forever for the parent's threads."""
     _parallel_increment()(np.zeros(64, "float32"))  # the pool exists in this process
     ctx = multiprocessing.get_context("fork")

@@ -95,7 +95,7 @@ def test_gmm_128_register_tiled_matches_numpy():
     check(sch, "GMM", b=1, n=128, m=128, k=128)
     kernel = build(sch, TARGET)
     assert "<32 x float>" in kernel.source("llvm-raw")
-    assert "GOMP_parallel" in kernel.source("llvm")
+    assert "wb_parallel" in kernel.source("llvm")
 
 
 # random loop-primitive sequences ------------------------------------------------------------

@@ -22,7 +22,8 @@ kernels that died with it are rebuilt. Statuses: ``ok``, ``build_error``, ``run_
 
 Measuring on a machine shared with other work:
 
-* workers bound libgomp's spin-waiting (:func:`workbench.codegen.llvm.runtime.bound_spinning`,
+* workers bound libgomp's spin-waiting, for libraries that load it (parallel loops run on
+  workbench's own pool, which spins as little; :func:`workbench.codegen.llvm.runtime.bound_spinning`,
   set in their environment before libgomp loads) and run parallel regions on at most the CPUs
   this process may use: a spinning thread must not hold a core the other threads of its own
   region are waiting for;

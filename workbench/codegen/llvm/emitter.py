@@ -46,13 +46,20 @@ from .analysis import Interval, flat_offset, linear_coeff, loop_interval, vector
 from .dtypes import I1, I32, I64, PTR, const, is_float_dtype, lanes_of, mem_type, to_memory
 from .expressions import ExpressionEmitter, Ramp
 from .function import FunctionState, alloca
-from .jit import has_openmp
+from . import pool
 from .parallel import emit_parallel
 
 
 #: Intermediate buffers up to this size live on the stack; larger ones are heap-allocated once
-#: per call (or per parallel task) at function entry, never per iteration.
-STACK_BYTES = 64 * 1024
+#: per call (or per parallel task) at function entry, never per iteration. TVM's
+#: ``kMaxStackAlloca``, for the same reason: LLVM's SROA splits a stack buffer whose accesses
+#: all have constant offsets (a tile of accumulators under unrolled loops) into one SSA value
+#: per vector, live across the whole reduction. A 32 x 64 float tile (128 zmm) then spilled ~700
+#: times per iteration of its reduction loop (64 KB was the bound: TVM's 17th-best C1D record
+#: ran 2x slower than TVM's build, GMM #26 1.7x). On the heap the tile stays in memory, as TVM's
+#: workspace buffers do, and LLVM keeps in registers what a loop small enough for LICM reuses.
+#: Up to 1 KB (16 zmm, 32 ymm) a promoted tile mostly fits the register file.
+STACK_BYTES = 1024
 #: ``unrolled`` loops are copied in the IR while extent x body size stays under this many nodes;
 #: beyond it (or for a non-constant extent) the loop carries ``llvm.loop.unroll.enable``
 #: metadata: LLVM unrolls it by a factor it chooses rather than bloating the code.
@@ -255,7 +262,7 @@ class KernelEmitter(ExpressionEmitter):
             and self.vec is None
             and self.target.num_cores > 1
             and extent != 1
-            and has_openmp()
+            and pool.available()
         )
 
     def serial(self, s: For, props: Optional[list] = None) -> None:

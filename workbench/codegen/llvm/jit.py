@@ -1,8 +1,9 @@
 """In-process compilation: optimize LLVM IR for the target CPU and JIT it with MCJIT.
 
 Each kernel gets its own execution engine, so kernels are independent and their machine code is
-freed with them. Generated code calls into libm (math without an LLVM lowering) and libgomp
-(parallel loops); both are loaded into the process once so the JIT resolves their symbols.
+freed with them. Generated code calls into libm (math without an LLVM lowering), libmvec (vector math) and
+workbench's thread pool (parallel loops, :mod:`.pool`); the libraries are loaded into the
+process once so the JIT resolves their symbols.
 
 Every LLVM target is initialized, so IR can be optimized and printed as assembly for any triple
 and CPU (cross-compilation, :func:`optimize` and :func:`assembly`); only :func:`jit` needs a
@@ -25,11 +26,10 @@ from .runtime import bound_spinning
 #: shared libraries generated code may call, by the names tried in order
 _LIBRARIES = {
     "libm": ("libm.so.6", "m"),
-    "libgomp": ("libgomp.so.1", "gomp"),
     "libmvec": ("libmvec.so.1", "mvec"),
 }
 #: libraries only some code needs: their absence is reported when that code is built
-_OPTIONAL = ("libgomp", "libmvec")
+_OPTIONAL = ("libmvec",)
 
 
 #: widest SLP vector (elements); see _initialize
@@ -66,15 +66,9 @@ def _initialize() -> None:
             except RuntimeError:
                 continue
         else:
-            if lib in _OPTIONAL:  # parallel loops, vector math: checked where they are used
+            if lib in _OPTIONAL:  # vector math: checked where it is used
                 continue
             raise BuildError(f"llvm: cannot load {lib} ({', '.join(names)})")
-
-
-@functools.cache
-def has_openmp() -> bool:
-    """Whether libgomp could be loaded (parallel loops need it)."""
-    return has_symbol("GOMP_parallel")
 
 
 @functools.cache

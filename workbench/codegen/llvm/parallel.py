@@ -1,5 +1,5 @@
-"""Parallel loops on libgomp's persistent thread pool, the way GCC lowers
-``#pragma omp parallel for schedule(dynamic, chunk)``.
+"""Parallel loops on workbench's persistent thread pool (:mod:`.pool`), lowered the way GCC
+lowers ``#pragma omp parallel for schedule(dynamic, chunk)`` for libgomp.
 
 For a parallel loop ``for i in [lo, lo + n)`` the emitter outlines two internal functions::
 
@@ -12,11 +12,12 @@ For a parallel loop ``for i in [lo, lo + n)`` the emitter outlines two internal 
 
 and the kernel stores what the body uses (buffer pointers, enclosing loop variables, lo, n, the
 chunk size, a zeroed counter and the status slot) into a stack closure and calls
-``GOMP_parallel(@k_par0, closure, T, 0)`` — or calls ``@k_par0`` itself when the process-wide
+``wb_parallel(@k_par0, closure, T)`` — or calls ``@k_par0`` itself when the process-wide
 thread cap (:mod:`.runtime`) is 1. The pool's threads stay alive between regions, so a region
 costs about a microsecond. Chunks (about four per thread) rather than one static share per
 thread let the running threads take over the work of one the OS has descheduled (a machine
-shared with other work); the region's end still waits for every thread to check in. Only the
+shared with other work), and the region's end waits only for the workers that joined it, not
+for one still waiting for a core (see :mod:`.pool`). Only the
 outermost parallel loop forks; parallel loops inside it run serially in their task.
 """
 
@@ -33,6 +34,7 @@ from ...ir.stmt import For, Stmt
 from ...target import Target
 from .dtypes import I32, I64, PTR, VOID
 from .function import FunctionState, alloca
+from . import pool
 from .intrinsics import declare
 from .runtime import cap_address
 
@@ -103,8 +105,8 @@ def emit_parallel(em: Emitter, loop: For) -> None:
     fork, alone, join = (fn.append_basic_block(name + suffix) for suffix in ("_fork", "_alone", "_join"))
     b.cbranch(b.icmp_signed(">", n, ir.Constant(I32, 1)), fork, alone)
     b.position_at_end(fork)
-    gomp = declare(em.module, "GOMP_parallel", VOID, [PTR, PTR, I32, I32])
-    b.call(gomp, [trampoline, closure, n, ir.Constant(I32, 0)])
+    launch = declare(em.module, pool.ENTRY, VOID, [PTR, PTR, I32])
+    b.call(launch, [trampoline, closure, n])
     b.branch(join)
     b.position_at_end(alone)
     b.call(trampoline, [closure])

@@ -5,13 +5,15 @@ Generated code reads the cap (an ``int32`` owned here, its address baked into th
 parallel region and runs the region on the calling thread alone when it is 1. Two users:
 
 * :func:`set_max_threads` limits every kernel of the process (e.g. to time one core);
-* fork safety. libgomp's thread pool does not survive ``fork``: a forked child that opens a
+* fork safety. The thread pool (:mod:`.pool`) does not survive ``fork``: a forked child that opens a
   parallel region after its parent used the pool waits forever for threads that do not exist.
   So a child forked after a parallel kernel ran gets a cap of 1 — its kernels stay correct but
   run serially (and warn once). Worker processes that measure parallel kernels must therefore
   be started with the ``spawn`` or ``forkserver`` method, which the tuner's runner does.
 
-Waiting. Between parallel regions and at their ends, libgomp's threads spin before they sleep:
+Waiting. The pool's threads spin ~300 iterations before they sleep (:mod:`.pool`), the bound
+measured below for libgomp, which other libraries may still load (OpenMP builds of BLAS). Between
+parallel regions and at their ends, libgomp's threads spin before they sleep:
 300,000 iterations by default, about 7 ms here (~25 ns per iteration). On a machine shared with
 other work that is ruinous: a thread spinning at a barrier holds the core that the thread it
 waits for needs until the scheduler's slice ends, so each call costs a slice. Sleeping at once
