@@ -344,8 +344,7 @@ class ExpressionEmitter:
                 if not uses_var(idx, inner):
                     continue
                 lo, hi = bounds(idx, self.ranges)
-                inside = isinstance(size, int) and lo is not None and hi is not None
-                if not (inside and lo >= 0 and hi < size):
+                if not isinstance(size, int) or lo is None or hi is None or lo < 0 or hi >= size:
                     return True
         return False
 

@@ -5,10 +5,10 @@ Generated code reads the cap (an ``int32`` owned here, its address baked into th
 parallel region and runs the region on the calling thread alone when it is 1. Two users:
 
 * :func:`set_max_threads` limits every kernel of the process (e.g. to time one core);
-* fork safety. The thread pool (:mod:`.pool`) does not survive ``fork``: a forked child that opens a
-  parallel region after its parent used the pool waits forever for threads that do not exist.
-  So a child forked after a parallel kernel ran gets a cap of 1 — its kernels stay correct but
-  run serially (and warn once). Worker processes that measure parallel kernels must therefore
+* fork safety. The thread pool (:mod:`.pool`) does not survive ``fork``: a forked child has
+  none of its threads (libgomp's pool, which the kernels used before, even made such a child
+  wait forever). So a child forked after a parallel kernel ran gets a cap of 1: its kernels stay
+  correct but run serially, and it says so once. Worker processes that measure parallel kernels must therefore
   be started with the ``spawn`` or ``forkserver`` method, which the tuner's runner does.
 
 Waiting. The pool's threads spin ~300 iterations before they sleep (:mod:`.pool`), the bound
