@@ -116,3 +116,19 @@ def test_dep_record_numerics():
     padded = np.pad(inputs, ((0, 0), (1, 1), (1, 1), (0, 0)))
     want = sum(padded[:, i : i + 112, j : j + 112, :] * weight[0, i, j] for i in range(3) for j in range(3))
     np.testing.assert_allclose(args[-1], want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_loop_already_contiguous_is_not_split(target):
+    """``B[f] = A[f // 32, f % 32] + 1`` over 64 lanes walks A contiguously (the pair of adjacent
+    dimensions is ``f``): emitted as the same vectors as ``B[f] = A[f] + 1``, not in chunks of 32."""
+
+    def loads(shape, index):
+        A = wb.placeholder(shape, "float32", name="A")
+        B = wb.compute((64,), lambda f: A[index(f)] + 1.0, name="B")
+        sch = wb.Schedule(wb.create_func([A, B], name="copy"))
+        sch.vectorize(sch.get_loops(sch.get_block("B"))[0])
+        return re.findall(r"= load <(\d+) x float>", wb.build(sch, target).source("llvm-raw"))
+
+    flat = loads((64,), lambda f: (f,))
+    assert loads((2, 32), lambda f: (f // 32, f % 32)) == flat and "32" not in flat

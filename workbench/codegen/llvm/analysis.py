@@ -242,8 +242,10 @@ def divisor_split(loop: For, min_lanes: int) -> tuple[int, list[tuple[Expr, int]
     the scalar loads back into vector loads.
 
     Only divisions whose chunk would keep at least ``min_lanes`` lanes count (splitting a
-    vector into narrower ones for ``v // 2`` would cost more than its gather saves). Returns
-    ``(L, nodes)``: the divisions (node, ``a``) rewritable per chunk of ``L`` lanes, or
+    vector into narrower ones for ``v // 2`` would cost more than its gather saves), and only
+    where one of them indexes an access that is not contiguous or strided as it is (a loop
+    whose accesses all pair ``f // c`` and ``f % c`` in adjacent dimensions stays one vector).
+    Returns ``(L, nodes)``: the divisions (node, ``a``) rewritable per chunk of ``L`` lanes, or
     ``(n, [])`` when there is none."""
     v = loop.loop_var
     if not isinstance(loop.extent, IntImm) or not isinstance(loop.min, IntImm):
@@ -264,7 +266,16 @@ def divisor_split(loop: For, min_lanes: int) -> tuple[int, list[tuple[Expr, int]
         block = math.gcd(node.b.value, *rest)
         if block % a == 0 and block // a >= min_lanes:
             found.append((node, a, block // a))
-    if not found:
+    ids = {id(node) for node, _, _ in found}
+    gathered = (  # an access that is not linear in v as a whole (the pairs f // c, f % c of
+        # adjacent dimensions are: linear_coeff) and that a rewritten division would make so
+        x
+        for x in pre_order(loop.body)
+        if isinstance(x, (BufferLoad, BufferStore))
+        and linear_coeff(flat_offset(x.buffer, x.indices), v) is None
+        and any(id(d) in ids for i in x.indices for d in pre_order(i))
+    )
+    if next(gathered, None) is None:
         return (n, [])
     lanes = math.gcd(n, *(chunk for _, _, chunk in found))
     if lanes < min_lanes:
