@@ -7,11 +7,14 @@
   whether an access in a vectorized loop is contiguous (c = 1), strided, invariant (c = 0) or
   needs a gather (not linear);
 * :func:`vector_lanes` — whether a ``vectorized`` loop can be emitted as explicit SIMD code, and
-  with how many lanes per machine vector.
+  with how many lanes per machine vector;
+* :func:`divisor_split` — the chunk of a ``vectorized`` loop within which its ``// c`` and ``% c``
+  are a scalar and an affine function of the lane.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Mapping, Optional, Sequence
 
 from ...ir.buffer import Buffer
@@ -223,6 +226,63 @@ def vector_lanes(loop: For, vector_bits: int) -> Optional[int]:
     return max(vector_bits // widest, 1)
 
 
+def divisor_split(loop: For, min_lanes: int) -> tuple[int, list[tuple[Expr, int]]]:
+    """Lanes ``L`` per chunk of the ``vectorized`` loop ``loop`` (variable ``v``, constant min
+    and extent ``n``) within which each ``(a*v + r) // c`` and ``(a*v + r) % c`` of its body
+    stays in one block of ``c``: the quotient is the same for every lane and the remainder is
+    ``a * lane`` plus a scalar. With the chunks starting at ``min + k*L``, that holds where
+    ``a*L`` divides ``c`` and every term of ``a*min + r`` (their coefficients and constant).
+
+    A fused loop indexing two dimensions by ``f // c`` and ``f % c`` (a depthwise convolution's
+    ``w, c`` tile, 64 lanes over two pixels of 32 channels) reads a buffer indexed by ``f % c``
+    alone (the weights) at lanes ``0..c-1, 0..c-1``: a gather, one load per lane (a masked
+    gather on AVX-512, scalar loads and inserts on AVX2), where chunks of ``c`` lanes read
+    contiguous vectors. TVM's build of the same loop gets contiguous loads too: its vectorizer
+    leaves such an index to be scalarized per lane, at constant lane offsets, and LLVM merges
+    the scalar loads back into vector loads.
+
+    Only divisions whose chunk would keep at least ``min_lanes`` lanes count (splitting a
+    vector into narrower ones for ``v // 2`` would cost more than its gather saves), and only
+    where one of them indexes an access that is not contiguous or strided as it is (a loop
+    whose accesses all pair ``f // c`` and ``f % c`` in adjacent dimensions stays one vector).
+    Returns ``(L, nodes)``: the divisions (node, ``a``) rewritable per chunk of ``L`` lanes, or
+    ``(n, [])`` when there is none."""
+    v = loop.loop_var
+    if not isinstance(loop.extent, IntImm) or not isinstance(loop.min, IntImm):
+        return (0, [])
+    n, lo = loop.extent.value, loop.min.value
+    found: list[tuple[Expr, int, int]] = []  # (node, a, largest chunk)
+    for node in pre_order(loop.body):
+        if not (isinstance(node, (FloorDiv, FloorMod)) and isinstance(node.b, IntImm) and node.b.value > 0):
+            continue
+        form = affine_form(node.a)
+        if form is None:
+            continue
+        terms, const = form
+        a = sum(k for k, x in terms if x is v)
+        if a <= 0 or any(x is not v and uses_var(x, v) for k, x in terms):
+            continue  # v not in it, or a lane-decreasing or non-affine dividend
+        rest = [k for k, x in terms if x is not v] + [const + a * lo]
+        block = math.gcd(node.b.value, *rest)
+        if block % a == 0 and block // a >= min_lanes:
+            found.append((node, a, block // a))
+    ids = {id(node) for node, _, _ in found}
+    gathered = (  # an access that is not linear in v as a whole (the pairs f // c, f % c of
+        # adjacent dimensions are: linear_coeff) and that a rewritten division would make so
+        x
+        for x in pre_order(loop.body)
+        if isinstance(x, (BufferLoad, BufferStore))
+        and linear_coeff(flat_offset(x.buffer, x.indices), v) is None
+        and any(id(d) in ids for i in x.indices for d in pre_order(i))
+    )
+    if next(gathered, None) is None:
+        return (n, [])
+    lanes = math.gcd(n, *(chunk for _, _, chunk in found))
+    if lanes < min_lanes:
+        return (n, [])
+    return (lanes, [(node, a) for node, a, _ in found])
+
+
 def affine_form(e: Expr) -> Optional[tuple[list[tuple[int, Expr]], int]]:
     """``e`` as ``Σ k * atom + c``: the terms (atoms as :func:`linear_coeff` reads them, in order
     of appearance, the same atom merged) and the constant; None where ``e`` has no such form."""
@@ -270,4 +330,5 @@ __all__ = [
     "affine_form",
     "linear_coeff",
     "vector_lanes",
+    "divisor_split",
 ]

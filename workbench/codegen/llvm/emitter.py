@@ -38,11 +38,11 @@ from ...ir import expr as E
 from ...ir.buffer import Buffer
 from ...ir.dtype import dtype_info, poison
 from ...ir.func import PrimFunc
-from ...ir.functor import children, pre_order
-from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt
+from ...ir.functor import children, pre_order, substitute, transform
+from ...ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt, Stmt, make_for
 from ...target import Target
 from . import intrinsics as K
-from .analysis import Interval, flat_offset, linear_coeff, loop_interval, vector_lanes
+from .analysis import Interval, divisor_split, flat_offset, linear_coeff, loop_interval, vector_lanes
 from .dtypes import I1, I32, I64, PTR, const, is_float_dtype, lanes_of, mem_type, to_memory
 from .expressions import ExpressionEmitter, Ramp
 from .function import FunctionState, alloca
@@ -200,6 +200,8 @@ class KernelEmitter(ExpressionEmitter):
                     self.serial(s, [("llvm.loop.unroll.full",)])
             elif s.kind == ForKind.PARALLEL and self._can_fork(ext):
                 emit_parallel(self, s)
+            elif s.kind == ForKind.VECTORIZED and self.vec is None and (split := self._split_at_divisors(s)):
+                self.stmt(split)
             elif s.kind == ForKind.VECTORIZED and self.vec is None:
                 lanes = vector_lanes(s, self.target.vector_width_bits)
                 if lanes is not None:
@@ -455,6 +457,38 @@ class KernelEmitter(ExpressionEmitter):
         )
         if rest:
             self._vector_chunk(s, self.b.add(lo, ir.Constant(I64, full * lanes)), rest)
+
+    def _split_at_divisors(self, s: For) -> Optional[For]:
+        """``s`` (vectorized, ``v`` in ``[min, min + n)``) as ``for o in range(n // L): for i in
+        vectorized(L)`` with ``v = min + o*L + i`` where that makes the ``// c`` and ``% c`` of
+        ``v`` in its body a scalar and ``a*i`` plus a scalar per chunk (see
+        :func:`~.analysis.divisor_split`): their accesses become contiguous vectors instead of
+        gathers. None where no division qualifies."""
+        # chunks of half a machine vector still beat a gather per vector; narrower ones need not
+        lanes, nodes = divisor_split(s, max(self.target.vector_width_bits // _widest(s) // 2, 2))
+        if not nodes:
+            return None
+        v = s.loop_var
+        o, i = E.Var(v.name + "_o", v.dtype), E.Var(v.name + "_i", v.dtype)
+        chunk = E.Add.make(s.min, E.Mul.make(o, lanes))  # v at lane 0 of the chunk
+        coeffs = {id(node): a for node, a in nodes}
+
+        def pre(n):
+            if n is v:
+                return E.Add.make(chunk, i)
+            if id(n) not in coeffs:
+                return None
+            at_chunk = substitute(n.a, {v: chunk})
+            if isinstance(n, E.FloorDiv):
+                return E.FloorDiv(at_chunk, n.b, n.dtype)
+            lane = i if i.dtype == n.dtype else E.Cast(n.dtype, i)
+            return E.Add.make(E.FloorMod(at_chunk, n.b, n.dtype), E.Mul.make(lane, coeffs[id(n)]))
+
+        body = transform(s.body, lambda n: n, pre)
+        count = cast(E.IntImm, s.extent).value // lanes
+        inner = make_for(i, E.IntImm(lanes, v.dtype), body, ForKind.VECTORIZED, E.IntImm(0, v.dtype))
+        kind = ForKind.UNROLLED if count <= MAX_VECTORS_PER_CHUNK else ForKind.SERIAL
+        return make_for(o, E.IntImm(count, v.dtype), inner, kind, E.IntImm(0, v.dtype))
 
     def _vector_chunk(self, s: For, base: ir.Value, lanes: int) -> None:
         outer = self.vec
