@@ -76,3 +76,37 @@ def test_sums_match_numpy(kw):
     kernel(a, d)
     expected = np.sqrt(np.sum(a.astype(np.float64) ** 2))
     np.testing.assert_allclose(d[0], expected, rtol=1e-5)
+
+
+def rfactor_sum(lanes: int = 64) -> wb.Schedule:
+    """NRM as MetaSchedule's rfactor sketch leaves it: ``lanes`` partial sums ``C_rf[v]`` over a
+    vectorized ``v``, each adding every ``lanes``-th element in a serial loop, then summed."""
+    sch = wb.Schedule(wb.workloads.get("NRM"))
+    c = sch.get_block("C")
+    _, i, j = sch.get_loops(c)
+    _, inner = sch.split(sch.fuse(i, j), [None, lanes])
+    rf = sch.rfactor(inner, factor_axis=1)
+    _, serial, v = sch.get_loops(rf)
+    sch.vectorize(v)
+    sch.decompose_reduction(rf, serial)
+    return sch
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_vector_partial_sums_are_not_unrolled(target):
+    """The loop adding into the vector of partial sums keeps one copy of its body (loads of
+    the 64 elements per iteration, in one vector or in registers' widths), where LLVM would
+    unroll it 8 times."""
+    sch = rfactor_sum()
+    ir = wb.build(sch, target).source("llvm")
+    (body,) = (b for b in loops(ir).values() if "fadd" in b)
+    assert sum(int(n) for n in re.findall(r"= load <(\d+) x float>", body)) == 64, body
+    assert "llvm.loop.unroll.disable" in ir
+    check_trace_roundtrip(sch)
+
+
+def test_vector_partial_sums_match_numpy():
+    kernel = wb.build(rfactor_sum(), "llvm")
+    args = [wb.aligned(a) for a in wb.workloads.random_args("NRM")]
+    kernel(*args)
+    np.testing.assert_allclose(args[-1], wb.workloads.reference("NRM")(*args[:-1]), rtol=1e-5)
