@@ -202,9 +202,9 @@ def child_wb(args) -> dict:
                 entry_fn = kernel.entry
                 samples = time_calls(lambda: entry_fn(*arrays), args.repeat, args.min_repeat_ms)
             else:
-                samples = list(
-                    kernel.time(*arrays, repeat=args.repeat, min_repeat_ms=args.min_repeat_ms).samples
-                )
+                # plain repeats (windows=1), as TVM's time_evaluator on the other side
+                timed = kernel.time(*arrays, repeat=args.repeat, min_repeat_ms=args.min_repeat_ms, windows=1)
+                samples = list(timed.samples)
             out["workloads"][name][label] = {"samples": samples}
     return out
 

@@ -10,7 +10,11 @@ import pytest
 import workbench as wb
 from workbench.codegen import Kernel
 from workbench.codegen import TimingResult
-from workbench.codegen.timing import format_seconds, time_runs
+from workbench.codegen import kernel as kernel_module
+from workbench.codegen.timing import WINDOWS, format_seconds, time_runs
+from workbench.graph import Graph
+from workbench.graph import executor as executor_module
+from workbench.tune import MeasureConfig, worker
 
 
 def test_timing_result_is_its_median_as_a_float():
@@ -179,12 +183,65 @@ def counted():
 
 def test_kernel_time_returns_a_timing_result(counted):
     kernel, args, calls = counted
-    t = kernel.time(*args, number=3, repeat=2, warmup=1)
-    assert isinstance(t, TimingResult) and (t.number, t.repeat) == (3, 2)
+    t = kernel.time(*args, number=3, repeat=2, warmup=1)  # an explicit number: plain repeats
+    assert isinstance(t, TimingResult) and (t.number, t.repeat, t.windows) == (3, 2, 1)
     assert len(calls) == 1 + 3 * 2
+    calls.clear()
+    t = kernel.time(*args, number=3, repeat=2, warmup=0, windows=4)
+    assert (t.number, t.windows) == (3, 4) and len(calls) == 3 * 4 * 2
     calls.clear()
     t = kernel.time(*args, repeat=3, min_repeat_ms=1)  # number chosen by duration
     assert t.repeat == 3 and len(calls) >= 1 + 3 * t.number
     assert t >= 0 and t.median == float(t)
     with pytest.raises(ValueError, match="number must be >= 1 or None, got 0"):
         kernel.time(*args, number=0)
+
+
+@pytest.fixture
+def sliced(monkeypatch):
+    """``kernel.time`` / ``model.time`` on a :class:`SlicedClock`: half the CPU to other work."""
+    clocks = []
+
+    def on_clock(fn, args=(), **kw):
+        return time_runs(lambda *a: (fn(*a), clocks[-1].run()), args, clock=clocks[-1], **kw)
+
+    monkeypatch.setattr(kernel_module, "time_runs", on_clock)
+    monkeypatch.setattr(executor_module, "time_runs", on_clock)
+    monkeypatch.setattr(worker, "time_runs", on_clock)
+    return clocks
+
+
+@pytest.mark.parametrize("cost", [2e-6, 4e-5])
+def test_kernel_time_measures_as_the_runner_by_default(counted, sliced, cost):
+    """Under other work a plain median of repeats is about twice the kernel's time; by default
+    ``kernel.time`` takes the runner's statistic (``MeasureConfig.windows``) and reads the
+    kernel uncontended, as its tuning record does; ``windows=1`` is TVM's plain median."""
+    kernel, args, _ = counted
+    sliced.append(SlicedClock(cost))
+    t = kernel.time(*args)
+    assert MeasureConfig().windows == WINDOWS and 1 < t.windows <= WINDOWS  # (fewer where runs do not divide)
+    assert t.samples == pytest.approx((cost,) * 5, rel=1e-6) and t.median == pytest.approx(cost)
+    assert f"each the fastest of {t.windows} × {t.number} runs" in repr(t)
+    sliced.append(SlicedClock(cost))
+    plain = kernel.time(*args, windows=1)
+    assert plain.windows == 1 and plain.median > 1.5 * cost
+    # the measuring worker's timing with the runner's settings (what a record holds) agrees
+    sliced.append(SlicedClock(cost))
+    record = worker.time_entry(kernel.entry, args, **MeasureConfig().timing)
+    assert np.median(record) == pytest.approx(t.median, rel=1e-6)
+
+
+def test_model_time_measures_as_kernel_time(sliced):
+    g = Graph()
+    g.set_outputs([g.add_node("relu", [g.add_input("x", (4, 4))])])
+    model = wb.build_model(g, target="llvm")
+    x = np.ones((4, 4), "float32")
+    sliced.append(SlicedClock(4e-5))
+    t = model.time(x)
+    assert 1 < t.windows <= WINDOWS and t.median == pytest.approx(4e-5, rel=1e-3)
+    sliced.append(SlicedClock(4e-5))
+    assert model.time(x, windows=1).median > 1.5 * 4e-5
+    t = model.time(x, number=2, repeat=2)  # explicit: plain repeats of exactly 2 runs
+    assert (t.number, t.repeat, t.windows) == (2, 2, 1)
+    with pytest.raises(ValueError, match="number must be >= 1 or None, got 0"):
+        model.time(x, number=0)

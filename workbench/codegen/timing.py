@@ -1,14 +1,17 @@
 """Timing compiled code: runs per repeat chosen by duration, a result that says how stable it was.
 
-    t = kernel.time(a, b, c)        # each of 5 repeats lasts >= 25 ms; t is the median, seconds
-    t * 1e3, t < other              # a float
+    t = kernel.time(a, b, c)        # 5 repeats of >= 25 ms, each its fastest ~1 ms window; t: the median
+    t * 1e3, t < other              # a float, seconds
     t.min, t.max, t.spread          # spread = max / min over the repeats (1.0: all agreed)
-    repr(t)                         # 0.0321 ms ± 2% (median of 5 × 312 runs)
+    repr(t)                         # 0.0321 ms ± 2% (median of 5 repeats, each the fastest of 25 × 31 runs)
 
 As TVM's time evaluator: a repeat runs the code ``number`` times back to back, and ``number``
 is grown until a repeat lasts ``min_repeat_ms``, so that timer resolution and call overhead do
 not dominate small kernels. The median of the repeats is the value (not the best, which a lucky
-repeat sets, nor the mean, which one descheduled repeat on a shared machine sets).
+repeat sets, nor the mean, which one descheduled repeat on a shared machine sets). Unlike TVM,
+a repeat counts its fastest window of ``number`` runs (``WINDOWS`` windows of ~1 ms by default),
+the same statistic for ``kernel.time``, ``model.time`` and the tuner's records (see
+:func:`time_runs`).
 """
 
 from __future__ import annotations
@@ -17,18 +20,22 @@ import math
 import numbers
 import statistics
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 #: default length of one repeat when ``number`` is not given
 MIN_REPEAT_MS = 25.0
+#: default windows per repeat (each its fastest), for ``kernel.time``, ``model.time`` and the tuner
+WINDOWS = 25
 
 
 class TimingResult(float):
     """Seconds per run: the median over repeats, with the repeats kept.
 
     Attributes: ``samples`` (seconds per run of each repeat, in order), ``number`` (runs per
-    repeat), ``repeat``, ``median`` (the value itself), ``min``, ``max``, ``spread`` (``max /
-    min``: 1.0 when every repeat agreed; the tuner re-measures a candidate above 2) and
+    repeat, or per window), ``windows`` (windows of ``number`` runs per repeat, the repeat's
+    value its fastest; 1: plain repeats), ``repeat``, ``median`` (the value itself), ``min``,
+    ``max``, ``spread`` (``max / min``: 1.0 when every repeat agreed; the tuner re-measures a
+    candidate above 2) and
     ``deviation`` (the largest distance of a repeat from the median, relative to it: the
     ``±`` of the printed form).
     """
@@ -76,10 +83,10 @@ class TimingResult(float):
         return max(abs(x - med) for x in self.samples) / med
 
     def __repr__(self) -> str:
-        return (
-            f"{format_seconds(float(self))} ± {self.deviation * 100:.2g}% "
-            f"(median of {self.repeat} × {self.number} runs)"
-        )
+        runs = f"{self.repeat} × {self.number} runs"
+        if self.windows > 1:
+            runs = f"{self.repeat} repeats, each the fastest of {self.windows} × {self.number} runs"
+        return f"{format_seconds(float(self))} ± {self.deviation * 100:.2g}% (median of {runs})"
 
     def __str__(self) -> str:  # print(t, "s") and f"{t}" as for any float
         return float.__repr__(self)
@@ -192,6 +199,25 @@ def time_runs(
     return TimingResult(samples, number, windows)
 
 
+def timing_plan(
+    number: Optional[int], repeat: int, min_repeat_ms: float, warmup: int, windows: Optional[int]
+) -> dict:
+    """``time_runs``' keywords for the user-facing timers (``kernel.time``, ``model.time``):
+    ``number`` None sizes the windows by duration, ``WINDOWS`` of them per repeat unless said
+    (the tuner's statistic); an explicit ``number`` is taken as is, one window unless said."""
+    if isinstance(number, numbers.Real) and number < 1:  # 0 would read as None below; types: time_runs
+        raise ValueError(f"time: number must be >= 1 or None, got {number}")
+    if windows is None:
+        windows = WINDOWS if number is None else 1
+    return {
+        "number": number or 1,
+        "repeat": repeat,
+        "warmup": warmup,
+        "min_repeat_ms": min_repeat_ms if number is None else 0.0,
+        "windows": windows,
+    }
+
+
 def spread_of(samples: Sequence[float]) -> float:
     """``max / min`` of ``samples``: 1.0 when they agree (or there are none), inf when the
     fastest took no measurable time."""
@@ -201,4 +227,12 @@ def spread_of(samples: Sequence[float]) -> float:
     return hi / lo if lo > 0 else (1.0 if hi == 0 else math.inf)
 
 
-__all__ = ["TimingResult", "time_runs", "format_seconds", "spread_of", "MIN_REPEAT_MS"]
+__all__ = [
+    "TimingResult",
+    "time_runs",
+    "format_seconds",
+    "spread_of",
+    "MIN_REPEAT_MS",
+    "WINDOWS",
+    "timing_plan",
+]

@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from ..codegen import aligned, build, empty
-from ..codegen.timing import MIN_REPEAT_MS, TimingResult, time_runs
+from ..codegen.timing import MIN_REPEAT_MS, TimingResult, time_runs, timing_plan
 from ..errors import ScheduleError
 from ..ir.arith import simplify
 from ..ir.func import PrimFunc
@@ -457,20 +457,16 @@ class Model:
         number: Optional[int] = None,
         repeat: int = 5,
         min_repeat_ms: float = MIN_REPEAT_MS,
+        windows: Optional[int] = None,
     ) -> TimingResult:
         """Seconds per run of the whole model (the kernels, not the input copy), as
-        ``Kernel.time``: the median of ``repeat`` repeats of ``number`` runs.
-
-        ``number`` None: sized from the median of a few single runs to last ``min_repeat_ms``,
-        not from the first run as ``time_runs`` does: on a loaded machine one run that waited
-        for a descheduled worker thread (tens of ms) would set ``number`` to 1, and the
-        repeats would then time single runs, stalls included."""
+        ``Kernel.time`` measures a kernel: the median of ``repeat`` repeats, each the fastest
+        of its ``windows`` windows of ``number`` runs (``number`` None: sized by duration, from
+        the median of a few single runs, and ``WINDOWS`` windows of ~1 ms; a model longer than
+        that gets fewer windows, at least one)."""
         self._set_inputs(inputs)
         self.run()
-        if number is None:
-            est = float(np.median(self._run_times(5).sum(axis=1)))
-            number = max(1, int(min_repeat_ms / 1e3 / max(est, 1e-9)) + 1)
-        return time_runs(self.run, (), number=number, repeat=repeat, warmup=1, min_repeat_ms=0.0)
+        return time_runs(self.run, (), **timing_plan(number, repeat, min_repeat_ms, 1, windows))
 
     def _run_times(self, runs: int) -> np.ndarray:
         """``runs`` x steps: seconds each kernel took in each of ``runs`` runs of the model."""

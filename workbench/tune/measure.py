@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..codegen.timing import MIN_REPEAT_MS, WINDOWS
+
 
 @dataclass(frozen=True)
 class MeasureConfig:
@@ -40,8 +42,8 @@ class MeasureConfig:
     run_timeout: float = 20.0
     number: int = 3
     repeat: int = 3
-    min_repeat_ms: float = 25.0
-    windows: int = 25
+    min_repeat_ms: float = MIN_REPEAT_MS
+    windows: int = WINDOWS  # as kernel.time's: a record and a user's timing are the same statistic
     check: bool = True
     max_retries: int = 2
     max_spread: float = 2.0

@@ -30,7 +30,7 @@ from ..gpu.device import DeviceProgram, device_program, gpu_program
 from ..gpu.emulate import EmulatedProgram, GPURaceError
 from ..kernel import Kernel
 from ...target import Target
-from ..timing import time_runs
+from ..timing import TimingResult, time_runs, timing_plan
 from .compile import compile_cuda, compiler_available
 from .launch import Launcher, device_arch, gpu_unavailable
 from .source import cuda_source
@@ -119,19 +119,14 @@ class CUDAKernel(Kernel):
         repeat: int = 5,
         min_repeat_ms: float = 25.0,
         warmup: int = 1,
-    ):
+        windows: Optional[int] = None,
+    ) -> TimingResult:
         """Seconds per launch of the kernels, the arrays staying on the GPU (copies not
-        counted); as :meth:`Kernel.time` otherwise."""
+        counted); as :meth:`Kernel.time` otherwise (the same statistic)."""
+        plan = timing_plan(number, repeat, min_repeat_ms, warmup, windows)
         self.check_args(arrays)
         fn = self._gpu().timed_entry(arrays)
-        return time_runs(
-            fn,
-            (),
-            number=number or 1,
-            repeat=repeat,
-            warmup=warmup,
-            min_repeat_ms=min_repeat_ms if number is None else 0.0,
-        )
+        return time_runs(fn, (), **plan)
 
     def source(self, kind: Optional[str] = None) -> str:
         if kind == "ptx" and "ptx" not in self._sources:
