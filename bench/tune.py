@@ -4,6 +4,7 @@ trials, side by side with numpy (TVM MetaSchedule side by side in one run: bench
     python bench/tune.py                                   # all workloads, 64 trials (long)
     python bench/tune.py --workloads GMM,C1D,SFM
     python bench/tune.py --small --trials 8                # a quick smoke run
+    python bench/tune.py --workloads GMM --strategies evolutionary --peak   # % of the FMA peak
 
 For each workload it prints: the best latency found by each strategy (as measured while tuning,
 and re-timed side by side with numpy at the end, medians of interleaved rounds), GFLOP/s, the
@@ -11,6 +12,9 @@ speed-up over the unscheduled function, the ratio to numpy where numpy has the o
 float32 BLAS call or a few vectorized numpy ops), evolutionary / random, and tuning seconds per
 trial. Then the search engine's own speed on GMM's space: candidates proposed, validated and
 scored per second, and overhead (all but building and running) per measured trial.
+``--peak``: the FMA peak of this CPU (``bench/peak.py``, all cores) is measured before the first
+tune and after each workload's re-timing, and each workload's re-timed GFLOP/s is also given as
+a share of the highest peak measured (a peak run that other work slowed would flatter the share).
 Not part of CI: absolute times mean nothing across machines; compare within one run.
 """
 
@@ -142,7 +146,14 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help="write the figures as JSON")
     p.add_argument("--verbose", action="store_true", help="progress bars")
+    p.add_argument("--peak", action="store_true", help="measure the FMA peak; GFLOP/s as %% of it")
     args = p.parse_args(argv)
+    peak, peaks = None, []
+    if args.peak:
+        from peak import FMAPeak  # bench/peak.py
+
+        peak = FMAPeak()
+        peaks += peak.measure(runs=3)
     names = wb.workloads.names() if args.workloads == "all" else args.workloads.split(",")
     strategies = args.strategies.split(",")
     workdir = tempfile.mkdtemp(prefix="wb-bench-tune-")
@@ -162,7 +173,20 @@ def main(argv=None):
         run_numpy_median = medians.get("numpy")
         rows.append((name, shape, runs, {**final, "numpy_median": run_numpy_median}))
         report_row(rows[-1])
+        if peak is not None:
+            peaks += peak.measure(runs=3)
     summarize(rows, args)
+    if peaks:
+        top = max(peaks)
+        print(
+            f"FMA peak ({peak.width}-bit vectors, all cores), highest of {len(peaks)} runs in this "
+            f"bench run: {top:.1f} GFLOP/s (runs: {', '.join(f'{v:.0f}' for v in peaks)})"
+        )
+        for name, _shape, runs, final in rows:
+            evo, ours = runs.get("evolutionary"), final.get("evolutionary")
+            if evo and ours:
+                gflops = evo["task"].flops / ours / 1e9
+                print(f"{name}: {gflops:.1f} GFLOP/s re-timed = {100 * gflops / top:.1f} % of the FMA peak")
 
 
 HEAD = (

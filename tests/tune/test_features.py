@@ -49,3 +49,57 @@ def test_different_decisions_give_different_vectors():
         gmm_space(sch)
         vecs.add(F.extract(sch.func).tobytes())
     assert len(vecs) > 1
+
+
+def _gmm_register_tile(rows, cols, k_inner, unroll=True):
+    """GMM 32x64x32 with a rows x cols register tile under the inner reduction loop, the
+    columns vectorized, the tile unrolled (or left as serial loops)."""
+    sch = wb.Schedule(wb.workloads.get("GMM", n=32, m=64, k=32), seed=0)
+    b = sch.get_block("Z")
+    _, i, j, k = sch.get_loops(b)
+    io, ii = sch.split(i, [None, rows])
+    jo, ji = sch.split(j, [None, cols])
+    ko, ki = sch.split(k, [None, k_inner])
+    sch.reorder(io, jo, ko, ki, ii, ji)
+    sch.vectorize(ji)
+    if unroll:
+        sch.unroll(ii)
+    return named(F.extract(sch.func)), sch
+
+
+def test_register_tile_features_count_accumulators_and_loads_per_step():
+    """An 8x32 float32 tile: 256 accumulators in 16 64-byte registers; each step of k loads 8
+    broadcasts of X and 2 vectors of Y (160 bytes): 1.6 registers per load. A 16x16 tile has
+    as many accumulators but 17 loads; a 1x64 tile 4 accumulators for 5 loads."""
+    f, sch = _gmm_register_tile(8, 32, 16)
+    assert f["max_acc_elems"] == np.log2(1 + 256)
+    assert f["max_acc_vectors"] == np.log2(1 + 16)
+    assert f["max_acc_flat"] == 1.0
+    assert f["max_red_inner"] == np.log2(1 + 16)
+    assert f["max_step_loads"] == np.log2(1 + 10)
+    assert f["max_step_load_bytes"] == np.log2(1 + 160)
+    assert f["max_step_intensity"] == np.log2(1 + 1.6)
+    square, _ = _gmm_register_tile(16, 16, 16)
+    wide, _ = _gmm_register_tile(1, 64, 16)
+    assert square["max_step_loads"] == np.log2(1 + 17)
+    assert wide["max_acc_vectors"] == np.log2(1 + 4) and wide["max_step_loads"] == np.log2(1 + 5)
+    assert f["max_step_intensity"] > square["max_step_intensity"] > wide["max_step_intensity"]
+    x, y = np.random.rand(1, 32, 32).astype("float32"), np.random.rand(1, 32, 64).astype("float32")
+    z = np.zeros((1, 32, 64), "float32")
+    wb.build(sch, target="llvm")(x, y, z)  # the helper's schedule is a valid GMM
+    np.testing.assert_allclose(z, x @ y, rtol=1e-5)
+
+
+def test_register_tile_features_need_a_flat_tile_and_a_reduction():
+    serial, _ = _gmm_register_tile(8, 32, 16, unroll=False)
+    assert serial["max_acc_flat"] == 0.0 and serial["max_acc_elems"] == np.log2(1 + 256)
+    # the unscheduled GMM: the reduction loop k is innermost, nothing inside it
+    plain = named(F.extract(small("GMM")))
+    assert plain["max_acc_elems"] == np.log2(1 + 1) and plain["max_step_loads"] == np.log2(1 + 2)
+    # stores that read no earlier value of their own buffer (an init) have no register tile
+    sch = wb.Schedule(small("GMM"), seed=0)
+    gmm_space(sch)
+    sch.decompose_reduction(sch.get_block("Z"), sch.get_loops(sch.get_block("Z"))[1])
+    table, _ = F.store_features(sch.func)
+    init, update = (dict(zip(F.STORE_FEATURES, row)) for row in table)
+    assert all(init[n] == 0.0 for n in F._REG) and update["acc_elems"] > 0

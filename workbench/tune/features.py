@@ -23,6 +23,17 @@ Per store (:data:`STORE_FEATURES`, in order):
   byte), number of accesses, number with a unit or zero innermost stride, number with a larger
   stride, number not contiguous along the vectorized loop (gathers), the largest innermost
   stride in bytes, bytes of the local buffers allocated around the store;
+* **register tile** (the micro-kernel of a reduction: what stays in registers while the
+  innermost loop the store does not move along — its reduction loop — turns): the outputs
+  updated per step of that loop (the loops inside it), the registers they take (64-byte vectors
+  when vectorized, else scalars), whether all of it is flattened into straight-line code
+  (unrolled, vectorized, or within the auto-unroll limit: only then can the accumulators live
+  in registers), the reduction loop's extent, and per step the loads of other buffers (64-byte
+  vector loads along the vectorized loop, scalar or broadcast loads otherwise), the bytes they
+  read, and accumulator registers per load. They tell a float32 8x32 tile (16 vector FMAs per 8
+  broadcasts and 2 vector loads) from a 1x64 one (4 per 5) or a 16x16 one (16 per 17), which
+  the footprints above, taken over the whole nest, do not; all zero for a store that reads no
+  earlier value of its own buffer or has no reduction loop;
 * **memory, per access**, for the three accesses with the largest footprint: is a write, the
   footprint over the whole nest, inside one parallel task and along the innermost loop (bytes),
   reuse (accesses per unique element), innermost stride and stride along the vectorized loop
@@ -90,10 +101,19 @@ _MEM = [
     "max_stride_bytes",
     "alloc_bytes",
 ]
+_REG = [
+    "acc_elems",
+    "acc_vectors",
+    "acc_flat",
+    "red_inner",
+    "step_loads",
+    "step_load_bytes",
+    "step_intensity",
+]
 _ACCESS = ["is_write", "fp_total", "fp_task", "fp_inner", "reuse", "stride", "vec_stride", "lines"]
 TOP_ACCESSES = 3
 
-STORE_FEATURES = _ARITH + _LOOPS + _MEM + [f"acc{k}_{n}" for k in range(TOP_ACCESSES) for n in _ACCESS]
+STORE_FEATURES = _ARITH + _LOOPS + _MEM + _REG + [f"acc{k}_{n}" for k in range(TOP_ACCESSES) for n in _ACCESS]
 GLOBAL_FEATURES = ["n_stores", "total_flops", "n_par_regions", "total_alloc_bytes", "n_loops"]
 FEATURE_NAMES = [f"sum_{n}" for n in STORE_FEATURES] + [f"max_{n}" for n in STORE_FEATURES] + GLOBAL_FEATURES
 
@@ -181,6 +201,67 @@ class _Loop:
         self.auto_unroll = loop.annotations.get(_AUTO_UNROLL, 0)
 
 
+def _coeffs(buffer, indices, loops: list[_Loop]) -> list[int]:
+    """Elements the flattened index moves by per step of each loop (0 for unit loops)."""
+    flat_terms = list(zip(indices, buffer.strides()))
+
+    def flat(env: dict) -> int:
+        return sum(_eval_index(i, env) * s for i, s in flat_terms)
+
+    base = flat({})
+    return [flat({lp.var: 1}) - base if lp.extent > 1 else 0 for lp in loops]
+
+
+def _span(loops: list[_Loop], coeff: list[int], size: int) -> float:
+    """Elements an access touches over ``loops`` (its coefficients ``coeff``)."""
+    product, span = 1, 1
+    for lp, c in zip(loops, coeff):
+        if c:
+            product *= lp.extent
+            span += (lp.extent - 1) * abs(c)
+    return float(min(product, span, size))
+
+
+def _register_tile(store: BufferStore, loads: list, loops: list[_Loop], flops: float) -> list[float]:
+    """The :data:`_REG` features of a store (see the module docstring)."""
+    if not any(ld.buffer is store.buffer for ld in loads):
+        return [0.0] * len(_REG)  # not an update (an init, a copy: no accumulator)
+    coeff = _coeffs(store.buffer, store.indices, loops)
+    red = next((k for k in range(len(loops) - 1, -1, -1) if loops[k].extent > 1 and not coeff[k]), None)
+    if red is None:
+        return [0.0] * len(_REG)
+    inner = loops[red + 1 :]
+    acc = math.prod(lp.extent for lp in inner)
+    vec = next((k for k in range(len(inner) - 1, -1, -1) if inner[k].kind == ForKind.VECTORIZED), None)
+    auto = max((lp.auto_unroll for lp in loops[: red + 1]), default=0)
+    flat = all(lp.kind in (ForKind.VECTORIZED, ForKind.UNROLLED) or lp.extent == 1 for lp in inner)
+
+    def registers(elems: float, itemsize: int, contiguous: bool) -> float:
+        # vectors of a cache line's width (a 512-bit register) when contiguous along the
+        # vectorized loop, else one scalar or broadcast per element
+        return math.ceil(elems * itemsize / _LINE_BYTES) if contiguous and vec is not None else elems
+
+    loads_n = load_bytes = 0.0
+    for ld in loads:
+        if ld.buffer is store.buffer:
+            continue  # the accumulator itself
+        c = _coeffs(ld.buffer, ld.indices, inner)
+        fp = _span(inner, c, max(1, math.prod(ld.buffer.shape)))
+        itemsize = np.dtype(ld.buffer.dtype).itemsize
+        load_bytes += fp * itemsize
+        loads_n += registers(fp, itemsize, vec is not None and abs(c[vec]) == 1)
+    acc_regs = registers(acc, np.dtype(store.buffer.dtype).itemsize, True)
+    return [
+        float(acc),
+        float(acc_regs),
+        float(flat or acc <= auto),
+        float(loops[red].extent),
+        loads_n,
+        load_bytes,
+        flops / 2 * acc_regs / max(loads_n, 1.0),
+    ]
+
+
 def _access(
     buffer,
     indices,
@@ -193,24 +274,12 @@ def _access(
 ) -> tuple[list[float], int, int]:
     """(per-access features, innermost stride in bytes, stride along the vectorized loop in
     elements) of one buffer access."""
-    strides = buffer.strides()
-    flat_terms = list(zip(indices, strides))
-
-    def flat(env: dict) -> int:
-        return sum(_eval_index(i, env) * s for i, s in flat_terms)
-
-    base = flat({})
-    coeff = [flat({lp.var: 1}) - base if lp.extent > 1 else 0 for lp in loops]
+    coeff = _coeffs(buffer, indices, loops)
     elem = np.dtype(buffer.dtype).itemsize
     size = max(1, math.prod(buffer.shape))
 
     def footprint(start: int, stop: int) -> float:
-        product, span = 1, 1
-        for lp, c in zip(loops[start:stop], coeff[start:stop]):
-            if c:
-                product *= lp.extent
-                span += (lp.extent - 1) * abs(c)
-        return float(min(product, span, size))
+        return _span(loops[start:stop], coeff[start:stop], size)
 
     fp_total = footprint(0, len(loops))
     fp_task = footprint(par_at + 1, len(loops)) if par_at >= 0 else fp_total
@@ -289,9 +358,10 @@ def _store_features(store: BufferStore, loops: list[_Loop], guards: int, alloc_b
         max(s for _, s, _ in accesses),
         alloc_bytes,
     ]
+    reg = _register_tile(store, loads, loops, sum(counts[:6]))
     top = sorted((a[0] for a in accesses), key=lambda f: -f[1])[:TOP_ACCESSES]
     top += [[0.0] * len(_ACCESS)] * (TOP_ACCESSES - len(top))
-    return arith + loop_feats + mem + [x for f in top for x in f]
+    return arith + loop_feats + mem + reg + [x for f in top for x in f]
 
 
 def store_features(func: PrimFunc) -> tuple[np.ndarray, list[float]]:
