@@ -104,3 +104,16 @@ def test_a_user_model_is_a_small_subclass():
 
     model = CostModel.create(PreferVectors)
     assert model.predict(candidates(2)).tolist() == [1.0, 1.0]
+
+
+def test_a_model_saved_with_another_feature_set_is_refused_by_name(tmp_path):
+    model = RidgeModel()
+    schs = candidates(6)
+    model.update(schs, [MeasureResult("ok", [fake_latency(s)]) for s in schs])
+    path = str(tmp_path / "model.json")
+    model.save(path)
+    data = dict(np.load(path + ".data.npz"))
+    data["x"] = data["x"][:, :-3]  # as an older workbench, with fewer features, saved it
+    np.savez(path + ".data.npz", **data)
+    with pytest.raises(ValueError, match=r"saved with \d+ features per candidate"):
+        RidgeModel.load(path)

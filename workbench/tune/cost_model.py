@@ -197,6 +197,13 @@ class FeatureModel(CostModel):
         with open(path) as f:
             extra = json.load(f)
         data = np.load(path + ".data.npz")
+        width = len(_features.FEATURE_NAMES)
+        if data["x"].ndim == 2 and data["x"].shape[1] != width:
+            raise ValueError(
+                f"{path}: this cost model was saved with {data['x'].shape[1]} features per "
+                f"candidate; this version of workbench computes {width}. Train a new one (tuning "
+                "retrains from the database's records)."
+            )
         self.x, self.latencies = data["x"], data["latencies"]
         self.groups = [str(g) for g in data["groups"]]
         return extra
