@@ -208,13 +208,25 @@ def _s(x, factor: int):
     return x * factor if factor != 1 else x
 
 
-@_register("conv2d", "anchor", "NCHW input, OIHW weight; stride, padding, dilation, groups")
-def conv2d(inputs, name, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+@_register(
+    "conv2d",
+    "anchor",
+    "NCHW input; OIHW weight, or weight_layout='IHWO': stored (I, H, W, O), as the importer stores a "
+    "parameter (the output channels read it contiguously); stride, padding, dilation, groups",
+)
+def conv2d(inputs, name, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, weight_layout="OIHW"):
     x, w = inputs
+    if weight_layout not in ("OIHW", "IHWO"):
+        raise ValueError(f"conv2d: weight_layout must be 'OIHW' or 'IHWO', not {weight_layout!r}")
     n, c, h, wd = x.shape
-    o, cg, kh, kw = w.shape
+    if weight_layout == "OIHW":
+        o, cg, kh, kw = w.shape
+    else:
+        cg, kh, kw, o = w.shape
     if c != cg * groups or o % groups:
-        raise ValueError(f"conv2d: {c} input channels, weight {w.shape}, groups={groups} do not match")
+        raise ValueError(
+            f"conv2d: {c} input channels, weight {w.shape} ({weight_layout}), groups={groups} do not match"
+        )
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     oh, ow = out_size(h, kh, sh, ph, dh), out_size(wd, kw, sw, pw, dw)
     xp = _pad(x, (0, 0, ph, pw), 0.0, f"{name}_pad") if ph or pw else x
@@ -223,8 +235,9 @@ def conv2d(inputs, name, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=
 
     def body(nn, oc, y, xx):
         ch = rc.var if groups == 1 else oc // og * cg + rc.var
+        wv = w[oc, rc, ry, rx] if weight_layout == "OIHW" else w[rc, ry, rx, oc]
         return dsl.sum(
-            xp[nn, ch, _s(y, sh) + _s(ry.var, dh), _s(xx, sw) + _s(rx.var, dw)] * w[oc, rc, ry, rx],
+            xp[nn, ch, _s(y, sh) + _s(ry.var, dh), _s(xx, sw) + _s(rx.var, dw)] * wv,
             axis=[rc, ry, rx],
         )
 
