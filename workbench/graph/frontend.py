@@ -520,7 +520,9 @@ def _conv_weights_ihwo(graph: Graph) -> None:
     scales the weight along O."""
     done: dict[str, str] = {}
     for n in graph.nodes:
-        if n.op != "conv2d" or n.attrs.get("groups", 1) != 1 or n.attrs.get("weight_layout", "OIHW") != "OIHW":
+        if n.op != "conv2d" or n.attrs.get("groups", 1) != 1:
+            continue
+        if n.attrs.get("weight_layout", "OIHW") != "OIHW":
             continue
         w = n.inputs[1]
         if w not in graph.constants:

@@ -11,9 +11,11 @@ An operator is a function ``fcompute(inputs, name, **attrs) -> Tensor`` over DSL
   pooling, softmax, layer norm: TVM's ``kOutEWiseFusable`` and ``kCommReduce``).
 * ``view``: a reshape of a contiguous array; never a kernel, the executor hands on a numpy view.
 
-Layout is PyTorch's (NCHW activations, OIHW weights), so reshape and flatten keep their meaning
-and weights arrive unchanged; the channels-last workloads of :mod:`workbench.workloads` are the
-paper's benchmark shapes, not what an imported model computes.
+Layout is PyTorch's (NCHW activations, OIHW weights), so reshape and flatten keep their meaning;
+the importer stores constant weights transposed where a schedule reads them better so (dense
+``(K, N)``, conv2d ``(I, H, W, O)``: the operators' ``weight_layout``); the channels-last
+workloads of :mod:`workbench.workloads` are the paper's benchmark shapes, not what an imported
+model computes.
 """
 
 from __future__ import annotations
