@@ -288,9 +288,10 @@ def _tile_reduction(sch: Schedule, block, loops: list, lead: int, target: Target
     (output columns) the register block (``ROW_BLOCK``), and the cache transformed to hold the
     vector axis last (``transform_layout``), so the accumulators are contiguous vectors.
 
-    Returns (the outer spatial loops, for the parallel fuse; lanes; register block; a
-    function finishing the schedule once the parallel loop is made; the blocks inlined), or
-    (None, why not). ``sch`` may be half-rewritten on failure: the caller works on a copy."""
+    Returns (the outer spatial loops, for the parallel fuse; lanes; register block (the
+    accumulator vectors); the write-back's vector width (0: none); a function finishing the
+    schedule once the parallel loop is made; the blocks inlined), or (None, why not). ``sch``
+    may be half-rewritten on failure: the caller works on a copy."""
     axis = _vector_axis(sch, block, loops, lead, target)
     inner = loops[axis]
     extent = const_extent(sch.get(inner)) or 0
