@@ -225,3 +225,87 @@ def test_explain_says_why_a_block_is_not_parallel_or_vectorized():
         "parallel": "its outer spatial loops have 1 iteration",
         "vectorized": "the innermost spatial loop's extent 1 has no factor from 2 to 8 lanes",
     }
+
+
+AVX512 = "llvm -mcpu=skylake-avx512 -num-cores=2"
+
+
+def channels_last_conv(channels=512, size=7, layout="IHWO"):
+    """ResNet's last stage: 3x3 conv (pad 1) + bias + residual + relu, the weight stored as
+    the importer stores it, (I, H, W, O), or PyTorch's OIHW."""
+    rng = np.random.default_rng(0)
+    g = Graph()
+    x = g.add_input("x", (1, channels, size, size))
+    r = g.add_input("r", (1, channels, size, size))
+    w = (rng.standard_normal((channels, channels, 3, 3)) / np.sqrt(9 * channels)).astype("float32")
+    wc = g.add_constant("w", w.transpose(1, 2, 3, 0) if layout == "IHWO" else w)
+    b = g.add_constant("b", rng.standard_normal((channels, 1, 1)).astype("float32"))
+    attrs = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1, weight_layout=layout)
+    v = g.add_node("conv2d", [x, wc], **attrs)
+    g.set_outputs([g.add_node("relu", [g.add_node("add", [g.add_node("add", [v, b]), r])])])
+    (task,) = g.task_list()
+    return task.func, g, w, g.constants["b"]
+
+
+def test_a_channels_last_conv_is_vectorized_over_its_output_channels():
+    """7x7 outputs fill 7 of 16 lanes along the rows; with the weight stored (I, H, W, O) the
+    512 output channels are the vector (16 lanes), 4 vectors of them by the 7 columns of a row
+    unrolled below the reduction (28 accumulators, each weight vector serving 7 outputs), in
+    a local tile laid out channels last; its write-back (bias, residual, relu) goes along the
+    row. Parallel: 8 tiles of 64 channels x 7 rows."""
+    func, _, _, _ = channels_last_conv()
+    notes = wb.graph.explain_default_schedule(func, AVX512)
+    expected = {"parallel": 56, "vectorized": 16, "register_block": 28, "write_back_vectorized": 7}
+    assert notes["conv2d"] == expected
+    sch = default_schedule(func, AVX512)
+    text = sch.func.script()
+    assert 'conv2d_local = T.alloc_buffer((1, 7, 7, 512), "float32", scope="local")' in text
+    conv = text[text.index("nn_oc_0_y_fused in T.parallel(56)") :]
+    order = [
+        'T.block("conv2d_init")',
+        "for rc, ry, rx in T.grid(512, 3, 3)",
+        "for oc_1 in T.unroll(4)",
+        "for x_1 in T.unroll(7)",
+        "for oc_2 in T.vectorized(16)",
+        'T.block("conv2d_update")',
+        "for ax3 in T.vectorized(7)",
+        'T.block("conv2d_local")',
+    ]
+    assert [conv.index(s) for s in order] == sorted(conv.index(s) for s in order)
+    assert "conv2d_local[vnn, vy, vx, voc] = conv2d_local[vnn, vy, vx, voc] + " in conv
+    assert [extent(v) for v in loops(sch.func, ForKind.VECTORIZED)] == [9, 16, 16, 7]
+    check_trace_roundtrip(sch)
+    # PyTorch's OIHW: along the channels the weight moves by 4608 elements, a gather per lane;
+    # the rows stay the vector, 4 output channels the register block
+    oihw, _, _, _ = channels_last_conv(layout="OIHW")
+    assert wb.graph.explain_default_schedule(oihw, AVX512)["conv2d"] == {
+        "parallel": 128,
+        "vectorized": 7,
+        "register_block": 4,
+    }
+
+
+@pytest.mark.parametrize("channels, size", [(512, 7), (48, 10)])
+def test_a_channels_last_conv_matches_numpy(channels, size):
+    """On the host's llvm target: ResNet's 7x7x512 and a shape the tiles do not divide evenly
+    (48 channels: 3 vectors of 16, 10 columns: a register block of 5)."""
+    func, g, w, b = channels_last_conv(channels, size)
+    rng = np.random.default_rng(1)
+    x, r = (rng.standard_normal((1, channels, size, size)).astype("float32") for _ in range(2))
+    xp = np.pad(x[0], ((0, 0), (1, 1), (1, 1)))
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(1, 2))  # c, y, x, i, j
+    ref = np.maximum(np.einsum("cyxij,ocij->oyx", windows, w, optimize=True)[None] + b + r, 0)
+    assert "register_block" in wb.graph.explain_default_schedule(func, "llvm")["conv2d"]
+    (out,) = wb.build_model(g, "llvm")(x, r)  # each task from default_schedule(func, "llvm")
+    np.testing.assert_allclose(out, ref, rtol=1e-3, atol=1e-3)
+
+
+def test_conv2d_weight_layout_is_checked():
+    g = Graph()
+    x = g.add_input("x", (1, 8, 6, 6))
+    w = g.add_constant("w", np.zeros((8, 3, 3, 4), "float32"))
+    with pytest.raises(ValueError, match="weight_layout must be 'OIHW' or 'IHWO'"):
+        g.add_node("conv2d", [x, w], weight_layout="HWIO")
+    with pytest.raises(ValueError, match="do not match"):
+        g.add_node("conv2d", [x, w], weight_layout="OIHW")  # (8, 3, 3, 4) read as OIHW: 3 inputs
+    assert g.values[g.add_node("conv2d", [x, w], weight_layout="IHWO")][0] == (1, 4, 4, 4)

@@ -65,7 +65,7 @@ def test_every_block_is_parallel_and_vectorized_or_says_why(model):
         )
         assert set(kinds(func, ForKind.VECTORIZED)) == {
             n["vectorized"] for n in notes.values() if isinstance(n["vectorized"], int)
-        }
+        } | {n["write_back_vectorized"] for n in notes.values() if "write_back_vectorized" in n}
 
 
 def test_the_work_of_each_task_runs_in_parallel(model):
@@ -88,11 +88,14 @@ def test_the_work_of_each_task_runs_in_parallel(model):
 
 def test_which_anchor_blocks_are_vectorized_and_why_not(model):
     """Every convolution (stride 1 and 2, 3x3, 1x1, 7x7, depthwise), dense layer and pooling is
-    vectorized along its output's last axis: a stride-2 read is a wide load and a shuffle, a
-    dense weight is stored (K, N) at import. Each is tiled with its reduction outside the
-    vector loop, and all but depthwise convolutions (whose input depends on the output
-    channel), poolings and the classifiers' single row get a register block of 4 outputs. What
-    is not vectorized is softmax's, layer norm's and average pooling's sums, which reduce along
+    vectorized: a stride-2 read is a wide load and a shuffle, a dense weight is stored (K, N)
+    and a convolution's (I, H, W, O) at import. Each is tiled with its reduction outside the
+    vector loop. A convolution that is not depthwise is vectorized over its output channels
+    (16 lanes, wherever the output's rows give no more), with a register block of up to 4
+    channel vectors by 7 columns, its write-back along the rows; a depthwise one (whose input
+    depends on the output channel) along its rows without a register block. Dense layers get
+    a register block of 4 rows, except the classifiers' single row, poolings none. What is
+    not vectorized is softmax's, layer norm's and average pooling's sums, which reduce along
     the innermost axis (a vector over it needs rfactor: a tuner's choice)."""
     name, tasks = model
     for task, node, notes in tasks:
@@ -101,9 +104,23 @@ def test_which_anchor_blocks_are_vectorized_and_why_not(model):
         note = notes[ANCHOR_BLOCK[node.op]]
         assert isinstance(note["vectorized"], int) and note["vectorized"] >= 7, (task.name, note)
         depthwise = node.op == "conv2d" and node.attrs["groups"] > 1
-        rows = int(getattr(task.func.params[-1].shape[-2], "value", task.func.params[-1].shape[-2]))
+        out = [int(getattr(d, "value", d)) for d in task.func.params[-1].shape]
+        if node.op == "conv2d" and not depthwise:
+            assert node.attrs["weight_layout"] == "IHWO"
+            channels, columns = out[1], out[-1]
+            lanes = max(f for f in range(1, 17) if channels % f == 0)
+            row_lanes = max(f for f in range(1, 17) if columns % f == 0)
+            if lanes >= row_lanes:  # along the channels: a block of channel vectors x columns
+                deep = max(f for f in range(1, 5) if channels // lanes % f == 0)
+                cols = max(f for f in range(1, 8) if columns % f == 0)
+                assert (note["vectorized"], note["register_block"]) == (lanes, deep * cols), (task.name, note)
+                assert note.get("write_back_vectorized", lanes) == cols, (task.name, note)
+            else:  # along the rows, 4 output channels at once
+                assert (note["vectorized"], note["register_block"]) == (row_lanes, 4), (task.name, note)
+            continue
+        rows = out[-2]
         # a dense layer's rows: BERT's 128 tokens, not the classifier's single row
-        blocked = (node.op == "conv2d" and not depthwise) or (node.op == "dense" and rows % 4 == 0)
+        blocked = node.op == "dense" and rows % 4 == 0
         assert note.get("register_block", 1) == (4 if blocked else 1), (task.name, node.attrs, note)
     if name == "bert_layer":
         reductions = {t.name: n for t, _, n in tasks if t.name in ("fused_softmax", "fused_layer_norm")}

@@ -53,6 +53,11 @@ def test_tiny_cnn_fuses_and_matches_torch():
         "fused_dense_add",
     ]
     assert not any(n.op == "multiply" for n in graph.nodes)
+    # the convolution's weight (batch norm folded in) is stored output-channels-last, so its
+    # default schedule vectorizes over them; the depthwise one's (grouped) stays OIHW
+    conv, dw = (n for n in graph.nodes if n.op == "conv2d")
+    assert conv.attrs["weight_layout"] == "IHWO" and graph.values[conv.inputs[1]][0] == (3, 3, 3, 8)
+    assert "weight_layout" not in dw.attrs and graph.values[dw.inputs[1]][0] == (8, 1, 3, 3)
     assert graph.groups[0].nodes[0].where == "conv (Conv2d)"
     assert "groups=8" in str(graph)
 

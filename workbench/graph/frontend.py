@@ -88,6 +88,7 @@ def from_torch(module: Any, example_inputs: Sequence[Any], *, fuse: bool = True)
             outs = node.args[0]
             graph.set_outputs([_materialize(graph, env[o]) for o in outs])
     _fold_batch_norm(graph)
+    _conv_weights_ihwo(graph)
     if fuse:
         graph.fuse()
     return graph
@@ -508,6 +509,30 @@ def _fold_batch_norm(graph: Graph) -> None:
         return
     graph.nodes = [n for n in graph.nodes if n.name not in removed]
     _drop_unused(graph)
+
+
+def _conv_weights_ihwo(graph: Graph) -> None:
+    """Store each constant weight of a (not grouped) convolution output-channels-last, (I, H, W,
+    O), as the importer stores a dense layer's weight (K, N): a vector of output channels then
+    reads it contiguously, so a schedule can vectorize over them (PyTorch's OIHW puts them
+    I*H*W elements apart: a gather per lane) where the output rows are too short for the
+    vector (7 wide in ResNet's last stage: 7 of 16 lanes). After batch-norm folding, which
+    scales the weight along O."""
+    done: dict[str, str] = {}
+    for n in graph.nodes:
+        if n.op != "conv2d" or n.attrs.get("groups", 1) != 1:
+            continue
+        if n.attrs.get("weight_layout", "OIHW") != "OIHW":
+            continue
+        w = n.inputs[1]
+        if w not in graph.constants:
+            continue
+        if w not in done:
+            done[w] = graph.add_constant(f"{w}_ihwo", graph.constants[w].transpose(1, 2, 3, 0))
+        n.inputs[1] = done[w]
+        n.attrs["weight_layout"] = "IHWO"
+    if done:
+        _drop_unused(graph)
 
 
 def _drop_unused(graph: Graph) -> None:

@@ -11,9 +11,11 @@ An operator is a function ``fcompute(inputs, name, **attrs) -> Tensor`` over DSL
   pooling, softmax, layer norm: TVM's ``kOutEWiseFusable`` and ``kCommReduce``).
 * ``view``: a reshape of a contiguous array; never a kernel, the executor hands on a numpy view.
 
-Layout is PyTorch's (NCHW activations, OIHW weights), so reshape and flatten keep their meaning
-and weights arrive unchanged; the channels-last workloads of :mod:`workbench.workloads` are the
-paper's benchmark shapes, not what an imported model computes.
+Layout is PyTorch's (NCHW activations, OIHW weights), so reshape and flatten keep their meaning;
+the importer stores constant weights transposed where a schedule reads them better so (dense
+``(K, N)``, conv2d ``(I, H, W, O)``: the operators' ``weight_layout``); the channels-last
+workloads of :mod:`workbench.workloads` are the paper's benchmark shapes, not what an imported
+model computes.
 """
 
 from __future__ import annotations
@@ -208,13 +210,25 @@ def _s(x, factor: int):
     return x * factor if factor != 1 else x
 
 
-@_register("conv2d", "anchor", "NCHW input, OIHW weight; stride, padding, dilation, groups")
-def conv2d(inputs, name, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+@_register(
+    "conv2d",
+    "anchor",
+    "NCHW input; OIHW weight, or weight_layout='IHWO': stored (I, H, W, O), as the importer stores a "
+    "parameter (the output channels read it contiguously); stride, padding, dilation, groups",
+)
+def conv2d(inputs, name, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, weight_layout="OIHW"):
     x, w = inputs
+    if weight_layout not in ("OIHW", "IHWO"):
+        raise ValueError(f"conv2d: weight_layout must be 'OIHW' or 'IHWO', not {weight_layout!r}")
     n, c, h, wd = x.shape
-    o, cg, kh, kw = w.shape
+    if weight_layout == "OIHW":
+        o, cg, kh, kw = w.shape
+    else:
+        cg, kh, kw, o = w.shape
     if c != cg * groups or o % groups:
-        raise ValueError(f"conv2d: {c} input channels, weight {w.shape}, groups={groups} do not match")
+        raise ValueError(
+            f"conv2d: {c} input channels, weight {w.shape} ({weight_layout}), groups={groups} do not match"
+        )
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     oh, ow = out_size(h, kh, sh, ph, dh), out_size(wd, kw, sw, pw, dw)
     xp = _pad(x, (0, 0, ph, pw), 0.0, f"{name}_pad") if ph or pw else x
@@ -223,8 +237,9 @@ def conv2d(inputs, name, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=
 
     def body(nn, oc, y, xx):
         ch = rc.var if groups == 1 else oc // og * cg + rc.var
+        wv = w[oc, rc, ry, rx] if weight_layout == "OIHW" else w[rc, ry, rx, oc]
         return dsl.sum(
-            xp[nn, ch, _s(y, sh) + _s(ry.var, dh), _s(xx, sw) + _s(rx.var, dw)] * w[oc, rc, ry, rx],
+            xp[nn, ch, _s(y, sh) + _s(ry.var, dh), _s(xx, sw) + _s(rx.var, dw)] * wv,
             axis=[rc, ry, rx],
         )
 
