@@ -27,8 +27,8 @@ core is slow. Measured on 2 cores (AMD EPYC, a VM), GMM-128 hand-scheduled, ms p
 
 :func:`bound_spinning` sets :data:`SPIN_COUNT` (300: as fast as the default when quiet, ~8 µs,
 enough to catch the next call of a loop of kernel calls) unless the user chose a wait policy;
-the LLVM backend applies it before it loads libgomp, and the tuner's measuring workers get it
-in their environment.
+the LLVM backend applies it when it initializes (for libraries that load libgomp later: an
+OpenMP BLAS), and the tuner's measuring workers get it in their environment.
 """
 
 from __future__ import annotations
