@@ -50,16 +50,22 @@ from . import pool
 from .parallel import emit_parallel
 
 
-#: Intermediate buffers up to this size live on the stack; larger ones are heap-allocated once
-#: per call (or per parallel task) at function entry, never per iteration. TVM's
-#: ``kMaxStackAlloca``, for the same reason: LLVM's SROA splits a stack buffer whose accesses
-#: all have constant offsets (a tile of accumulators under unrolled loops) into one SSA value
-#: per vector, live across the whole reduction. A 32 x 64 float tile (128 zmm) then spilled ~700
-#: times per iteration of its reduction loop (64 KB was the bound: TVM's 17th-best C1D record
-#: ran 2x slower than TVM's build, GMM #26 1.7x). On the heap the tile stays in memory, as TVM's
-#: workspace buffers do, and LLVM keeps in registers what a loop small enough for LICM reuses.
-#: Up to 1 KB (16 zmm, 32 ymm) a promoted tile mostly fits the register file.
-STACK_BYTES = 1024
+#: Intermediate buffers up to these sizes live on the stack; larger ones are heap-allocated once
+#: per call (or per parallel task) at function entry, never per iteration. Two bounds:
+#:
+#: * a *tile*, a buffer allocated inside a loop (compacted under a ``compute_at``): up to 1 KB,
+#:   TVM's ``kMaxStackAlloca``, for TVM's reason: LLVM's SROA splits a stack buffer whose
+#:   accesses all have constant offsets (accumulators under unrolled loops) into one SSA value
+#:   per vector, live across the whole reduction. A 32 x 64 float tile (128 zmm) then spilled
+#:   ~700 times per iteration of its reduction loop (TVM's 17th-best C1D record ran 2x slower
+#:   than TVM's build). On the heap it stays in memory, as TVM's workspace buffers do, and LLVM
+#:   keeps in registers what a loop small enough for LICM reuses. Up to 1 KB (16 zmm, 32 ymm) a
+#:   promoted tile mostly fits the register file.
+#: * a stage's whole buffer, at function level: up to 64 KB. Its indices follow the loops, so
+#:   SROA leaves it alone; on the heap it costs: softmax's 32 KB and 8 KB rfactor buffers
+#:   there made TVM's SFM records 1.4-2.3x slower than on the stack.
+TILE_STACK_BYTES = 1024
+STACK_BYTES = 64 * 1024
 #: ``unrolled`` loops are copied in the IR while extent x body size stays under this many nodes;
 #: beyond it (or for a non-constant extent) the loop carries ``llvm.loop.unroll.enable``
 #: metadata: LLVM unrolls it by a factor it chooses rather than bloating the code.
@@ -381,7 +387,9 @@ class KernelEmitter(ExpressionEmitter):
         entry = self.fs.entry
         if buf.is_symbolic:
             ptr = self._heap_alloc(buf)
-        elif buf.alloc_size() * dtype_info(buf.dtype).nbytes <= STACK_BYTES:
+        elif buf.alloc_size() * dtype_info(buf.dtype).nbytes <= (
+            TILE_STACK_BYTES if self.ranges else STACK_BYTES  # inside a loop: a tile
+        ):
             ptr = alloca(entry, ir.ArrayType(mem_type(buf.dtype), buf.alloc_size()), buf.name)
         else:
             alloc = K.declare(self.module, "aligned_alloc", PTR, [I64, I64])
