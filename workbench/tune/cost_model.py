@@ -197,7 +197,7 @@ class FeatureModel(CostModel):
         with open(path) as f:
             extra = json.load(f)
         data = np.load(path + ".data.npz")
-        width = len(_features.FEATURE_NAMES)
+        width = self.x.shape[1]  # this model's, as its constructor set it
         if data["x"].ndim == 2 and data["x"].shape[1] != width:
             raise ValueError(
                 f"{path}: this cost model was saved with {data['x'].shape[1]} features per "
