@@ -91,3 +91,14 @@ def test_a_stage_buffer_at_function_level_stays_on_the_stack(target):
     c = wb.aligned(np.zeros((64, 128), "float32"))
     wb.build(sch, "llvm")(a, c)
     np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("target, on_stack", [("llvm -mcpu=znver4", True), ("llvm -mcpu=znver3", False)])
+def test_a_tile_that_fills_the_avx512_registers_stays_on_the_stack(target, on_stack):
+    """7 x 64 floats (1792 B, 28 zmm: the default ResNet conv schedule's accumulators) fit
+    AVX-512's 32 registers: on the stack there, and promoted; with AVX2's 16 ymm they cannot,
+    and the 1 KB bound puts them on the heap."""
+    ir = wb.build(tiled(7), target).source("llvm")
+    assert ("@aligned_alloc(i64 64, i64 1792)" in ir) == (not on_stack)
+    if on_stack:  # promoted: its 28 vectors carried in registers across the reduction
+        assert vector_phis(ir) >= 28, vector_phis(ir)

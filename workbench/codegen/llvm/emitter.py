@@ -64,8 +64,19 @@ from .parallel import emit_parallel
 #: * a stage's whole buffer, at function level: up to 64 KB. Its indices follow the loops, so
 #:   SROA leaves it alone; on the heap it costs: softmax's 32 KB and 8 KB rfactor buffers
 #:   there made TVM's SFM records 1.4-2.3x slower than on the stack.
+#:   Or the register file where it is larger: AVX-512's 32 zmm hold a 2 KB tile (ResNet's
+#:   default conv schedule keeps 28 accumulators, 1792 B, in registers).
 TILE_STACK_BYTES = 1024
 STACK_BYTES = 64 * 1024
+
+
+def tile_stack_bytes(target: Target) -> int:
+    """The stack bound of a tile for ``target``: :data:`TILE_STACK_BYTES`, or its vector
+    register file (32 registers with AVX-512, 16 below it) where that is larger."""
+    registers = 32 if target.vector_width_bits >= 512 else 16
+    return max(TILE_STACK_BYTES, registers * target.vector_width_bits // 8)
+
+
 #: ``unrolled`` loops are copied in the IR while extent x body size stays under this many nodes;
 #: beyond it (or for a non-constant extent) the loop carries ``llvm.loop.unroll.enable``
 #: metadata: LLVM unrolls it by a factor it chooses rather than bloating the code.
@@ -388,7 +399,7 @@ class KernelEmitter(ExpressionEmitter):
         if buf.is_symbolic:
             ptr = self._heap_alloc(buf)
         elif buf.alloc_size() * dtype_info(buf.dtype).nbytes <= (
-            TILE_STACK_BYTES if self.ranges else STACK_BYTES  # inside a loop: a tile
+            tile_stack_bytes(self.target) if self.ranges else STACK_BYTES  # inside a loop: a tile
         ):
             ptr = alloca(entry, ir.ArrayType(mem_type(buf.dtype), buf.alloc_size()), buf.name)
         else:
