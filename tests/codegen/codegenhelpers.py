@@ -1,5 +1,7 @@
 """Helpers shared by the codegen tests."""
 
+import numpy as np
+
 from workbench.ir.stmt import Allocate, For
 
 
@@ -20,3 +22,10 @@ def allocations(func) -> dict:
 
     walk(func.body, None)
     return out
+
+
+def dep_reference(inputs, weight):
+    """The DEP workload (3x3 depthwise, padding 1, 112x112 outputs, NHWC) in float64."""
+    inputs, weight = inputs.astype("float64"), weight.astype("float64")
+    padded = np.pad(inputs, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    return sum(padded[:, i : i + 112, j : j + 112, :] * weight[0, i, j] for i in range(3) for j in range(3))
