@@ -22,7 +22,9 @@ For each zoo model at batch 1 (``--quick``: the tiny test variants), on all core
   ``WB_TVM_PYTHON``; TVM is never a dependency of workbench), after all workbench timings so
   the two never share the cores. ``--tvm-keep DIR`` keeps TVM's tuned models in DIR; a later
   run with the same budget times them again instead of re-tuning (the latencies are still
-  measured in this run; the tuning wall time is the earlier run's, marked "kept").
+  measured in this run; the tuning wall time is the earlier run's, marked "kept"). ``--wb-keep
+  DIR`` does the same for workbench's tuning databases: tune once (e.g. on a busy machine, both
+  tuners in turn), then time everything side by side in a quiet run.
 
 Printed: the CPU model, the load average (the machine may be shared: every figure is from this
 one run), each latency, the ratios to PyTorch eager and to TVM, the tuning wall times, and
@@ -128,15 +130,17 @@ def bench_workbench(name: str, args, data: str) -> dict:
     row["trials"] = min(args.trials_per_task * len(tasks), args.max_trials)
     if row["trials"]:
         with tempfile.TemporaryDirectory() as d:
+            db_path, kept = keep_paths(args.wb_keep or d, name, row["trials"])
             t0 = time.monotonic()
-            db = wb.tune_model(
-                graph,
-                "llvm",
-                trials=row["trials"],
-                database=os.path.join(d, "m.sqlite"),
-                workers=args.workers,
-            )
+            db = wb.tune_model(graph, "llvm", trials=row["trials"], database=db_path, workers=args.workers)
             row["tune_s"] = time.monotonic() - t0
+            if args.wb_keep:  # the first run's tuning time; a resumed run only opened the database
+                if os.path.exists(kept):
+                    with open(kept) as f:
+                        row.update(tune_s=json.load(f)["tune_s"], kept=True)
+                else:
+                    with open(kept, "w") as f:
+                        json.dump({"trials": row["trials"], "tune_s": row["tune_s"]}, f)
             tuned = wb.build_model(graph, "llvm", db)
         row["hits"] = sum(tuned.tuned)
         row["err_tuned"], ok = max_err(tuned(x)[0], ref)
@@ -146,6 +150,15 @@ def bench_workbench(name: str, args, data: str) -> dict:
             )
         row["tuned"] = float(tuned.time(x, repeat=5, min_repeat_ms=100.0, windows=1))  # as median_s
     return row
+
+
+def keep_paths(folder: str, name: str, trials: int) -> tuple[str, str]:
+    """Where ``--wb-keep`` keeps a model's database and its tuning time, per budget: a later run
+    with the same budget resumes the database (``tune_model`` counts its records, so it measures
+    nothing new) and reports the first run's tuning time."""
+    os.makedirs(folder, exist_ok=True)
+    stem = os.path.join(folder, f"{name}.{trials}")
+    return stem + ".sqlite", stem + ".json"
 
 
 def find_tvm_python(explicit):
@@ -242,6 +255,12 @@ def main() -> None:
         help="folder where TVM's tuned models are kept; a later run with the same budget times "
         "them again instead of re-tuning (TVM tunes once, both are timed side by side each run)",
     )
+    ap.add_argument(
+        "--wb-keep",
+        default=None,
+        help="folder where workbench's tuning databases are kept (per model and budget); a later "
+        "run with the same budget re-times the tuned model instead of re-tuning",
+    )
     ap.add_argument("--tvm-timeout", type=int, default=7200, help="seconds per model for the TVM child")
     ap.add_argument("--json", default=None, help="write every figure here")
     args = ap.parse_args()
@@ -266,7 +285,8 @@ def main() -> None:
             print(
                 f"  {name}: eager {fmt_ms(r['eager'])} ms, torch.compile "
                 f"{fmt_ms(r['compile'].get('latency'))} ms, untuned {fmt_ms(r['untuned'])} ms, tuned "
-                f"{fmt_ms(r.get('tuned'))} ms after {r.get('tune_s', 0):.0f} s ({r['trials']} trials)",
+                f"{fmt_ms(r.get('tuned'))} ms after {r.get('tune_s', 0):.0f} s ({r['trials']} trials"
+                f"{', kept from an earlier run' if r.get('kept') else ''})",
                 flush=True,
             )
         tvm = bench_tvm(tvm_py, rows, args, data) if tvm_py else {}
