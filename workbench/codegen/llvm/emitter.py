@@ -257,9 +257,12 @@ class KernelEmitter(ExpressionEmitter):
         """One copy of the body per iteration (constant extent)."""
         lo = self.expr(s.min)
         for k in range(cast(E.IntImm, s.extent).value):
-            # a constant where the start is one: offsets fold it (ExpressionEmitter.offset)
+            # a constant where the start is one: offsets fold it (ExpressionEmitter.offset), and
+            # each copy's own range decides the guards it can (ExpressionEmitter._decided): the
+            # middle copies of an unrolled padded row need no padding test
             if isinstance(lo, ir.Constant):
                 self.vars[s.loop_var] = ir.Constant(lo.type, lo.constant + k)
+                self.ranges[s.loop_var] = (lo.constant + k, lo.constant + k)
             else:
                 self.vars[s.loop_var] = self.b.add(lo, ir.Constant(lo.type, k))
             self.stmt(s.body)

@@ -243,10 +243,56 @@ class ExpressionEmitter:
             a = self.expr(e.a)
             b = self._guarded(e.b, a if isinstance(e, E.And) else self.b.not_(a))
             return (self.b.and_ if isinstance(e, E.And) else self.b.or_)(a, b)
-        a, b = self._operands(e)
         if isinstance(e, (E.And, E.Or)):
+            a, b = self.expr(e.a), self.expr(e.b)
+            for x, y in ((a, b), (b, a)):  # a side the ranges decided (see _decided)
+                if isinstance(x, ir.Constant) and x.type == ir.IntType(1):
+                    if bool(x.constant) == isinstance(e, E.Or):
+                        return x  # ``false and y``, ``true or y``
+                    return y
+            n = max(lanes_of(a), lanes_of(b))
+            a, b = K.splat(self.b, a, n), K.splat(self.b, b, n)
             return (self.b.and_ if isinstance(e, E.And) else self.b.or_)(a, b)
+        decided = self._decided(e)
+        if decided is not None:
+            return ir.Constant(ir.IntType(1), int(decided))
+        a, b = self._operands(e)
         return self._compare(e.symbol, a, b, e.a.dtype)
+
+    def _decided(self, e: E.CmpOp) -> Optional[bool]:
+        """The outcome of an integer comparison where the loops' ranges decide it (an unrolled
+        copy's variable is its constant): ``a - b`` as ``Σ k * atom + c``, bounded atom by atom.
+
+        TVM simplifies the guards of each copy of an unrolled loop in TIR; emitted as written,
+        every copy of an unrolled padded row tested ``x >= 1 and x < W + 1`` on its own pixel
+        although only the first and the last can fail, and LLVM, which does not know the
+        loops' ranges, kept a branch and a clamped address per copy (TVM's 43rd DEP record
+        1.6x slower than TVM's build)."""
+        if not (E.is_int(e.a.dtype) and e.a.dtype == e.b.dtype and is_signed(e.a.dtype)):
+            return None
+        form = affine_form(E.Sub(e.a, e.b, e.a.dtype))
+        if form is None:
+            return None
+        terms, lo = form
+        hi = lo
+        for k, atom in terms:
+            a0, a1 = bounds(atom, self.ranges)
+            if a0 is None or a1 is None:
+                return None
+            lo, hi = lo + min(k * a0, k * a1), hi + max(k * a0, k * a1)
+        if isinstance(e, E.LT):
+            return True if hi < 0 else False if lo >= 0 else None
+        if isinstance(e, E.LE):
+            return True if hi <= 0 else False if lo > 0 else None
+        if isinstance(e, E.GT):
+            return True if lo > 0 else False if hi <= 0 else None
+        if isinstance(e, E.GE):
+            return True if lo >= 0 else False if hi < 0 else None
+        if lo == hi == 0:
+            return isinstance(e, E.EQ)
+        if lo > 0 or hi < 0:
+            return isinstance(e, E.NE)
+        return None
 
     def _compare(self, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
         if is_float_dtype(dtype):  # ordered, except != (true when either side is NaN)
@@ -262,8 +308,16 @@ class ExpressionEmitter:
 
     def _select(self, e: E.Select) -> ir.Value:
         cond = self.expr(e.condition)
-        if self.vec is None and not self.check_bounds and cond.type == ir.IntType(1):
-            if self._clamps_along_inner_loop(e.true_value) or self._clamps_along_inner_loop(e.false_value):
+        if isinstance(cond, ir.Constant) and cond.type == ir.IntType(1):  # decided by the ranges
+            return self.expr(e.true_value if cond.constant else e.false_value)
+        if cond.type == ir.IntType(1) and not self.check_bounds:
+            if self.vec is not None:
+                # one condition for every lane: a branch around the vector load, as TVM's
+                # vectorizer leaves a scalar if_then_else, instead of a load from clamped
+                # addresses and a select (LLVM turned those into two branches per vector)
+                if self._guarded_load(e.true_value) or self._guarded_load(e.false_value):
+                    return self._branch_select(cond, e)
+            elif self._clamps_along_inner_loop(e.true_value) or self._clamps_along_inner_loop(e.false_value):
                 return self._branch_select(cond, e)
         t = self._guarded(e.true_value, cond)
         f = self._guarded(e.false_value, self.b.not_(cond))
@@ -356,17 +410,37 @@ class ExpressionEmitter:
         addresses there (a clamp per index and element, kept live across LLVM's unrolled inner
         loop) made TVM's 57th DEP record 1.8x slower on one thread."""
         b = self.b
-        with b.if_else(cond) as (then, otherwise):
-            with then:
-                t = self.expr(e.true_value)
-                t_block = b.block
-            with otherwise:
-                f = self.expr(e.false_value)
-                f_block = b.block
+        fn = b.block.function
+        t_block, f_block = fn.append_basic_block("select_true"), fn.append_basic_block("select_false")
+        merge = fn.append_basic_block("select_end")
+        b.cbranch(cond, t_block, f_block)
+        b.position_at_end(t_block)
+        t = self.expr(e.true_value)
+        t_end = b.block
+        b.position_at_end(f_block)
+        f = self.expr(e.false_value)
+        f_end = b.block
+        n = max(lanes_of(t), lanes_of(f))  # in vector code one side may be a scalar (the padding)
+        b.position_at_end(t_end)
+        t = K.splat(b, t, n)
+        b.branch(merge)
+        b.position_at_end(f_end)
+        f = K.splat(b, f, n)
+        b.branch(merge)
+        b.position_at_end(merge)
         phi = b.phi(t.type)
-        phi.add_incoming(t, t_block)
-        phi.add_incoming(f, f_block)
+        phi.add_incoming(t, t_end)
+        phi.add_incoming(f, f_end)
         return phi
+
+    def _guarded_load(self, e: E.Expr) -> bool:
+        """Whether ``e`` reads a buffer at an element not proven inside it."""
+        return any(
+            isinstance(n, E.BufferLoad)
+            and n.buffer in self.bufs
+            and not in_bounds(flat_offset(n.buffer, n.indices), n.buffer, self.ranges)
+            for n in pre_order(e)
+        )
 
     def _guarded(self, e: E.Expr, cond: ir.Value) -> ir.Value:
         """Emit ``e`` knowing it only matters where ``cond`` holds (its loads may be guarded)."""
