@@ -22,7 +22,7 @@ from ...errors import BuildError
 from ...ir import expr as E
 from ...ir.buffer import Buffer
 from ...ir.dtype import dtype_info
-from ...ir.functor import pre_order, uses_var
+from ...ir.functor import pre_order, transform, uses_var
 from ...ir.stmt import BufferStore
 from . import intrinsics as K
 from . import vector_math
@@ -46,6 +46,9 @@ from .dtypes import (
 
 #: the largest constant stride (in elements) between lanes read by a wide load and a shuffle
 MAX_SHUFFLE_STRIDE = 4
+#: the most machine vectors' worth of elements a load may span to feed a shuffle of the lanes
+#: (:meth:`ExpressionEmitter._lane_pattern`)
+MAX_PATTERN_SPAN = 2
 
 
 @dataclass
@@ -65,6 +68,7 @@ class ExpressionEmitter:
     bufs: dict
     ranges: dict[E.Var, Interval]
     vec: Optional[tuple[E.Var, int]]
+    vec_align: Optional[tuple[int, int]]
     mask: Optional[ir.Value]
     scalar_index: bool
     target: Target
@@ -512,6 +516,8 @@ class ExpressionEmitter:
                 v = b.load(self._gep(buf, self.index_base(off)), typ=vt, align=align)
         elif not guarded and isinstance(coeff, int) and 1 < coeff <= MAX_SHUFFLE_STRIDE:
             v = self._strided_load(buf, off, coeff, lanes, align)
+        elif not guarded and (pattern := self._lane_pattern(off, lanes)) is not None:
+            v = self._pattern_load(buf, off, pattern, lanes, align)
         else:
             mask = self._mask_vector(lanes) if guarded else K.all_true(lanes)
             v = K.gather(b, self._lane_pointers(buf, off), vt, mask, align)
@@ -533,6 +539,72 @@ class ExpressionEmitter:
             self._gep(buf, self.index_base(off)), typ=ir.VectorType(mem_type(buf.dtype), span), align=align
         )
         keep = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [stride * k for k in range(lanes)])
+        return self.b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined), keep)
+
+    def _lane_pattern(self, off: E.Expr, lanes: int) -> Optional[list[int]]:
+        """Each lane's element offset from lane 0's, where that is a constant within every
+        chunk the vector loop emits: ``off`` affine in the vector variable ``v`` and in its
+        ``(a*v + r) // c`` and ``(a*v + r) % c``, with ``c`` dividing ``a`` times the step between
+        chunks and every coefficient of ``r``. Then ``(a*v + r) % c`` is ``(q + a*lane) % c``
+        and ``(a*v + r) // c`` its value at lane 0 plus ``(q + a*lane) // c - q // c``, for the
+        constant ``q`` the dividend leaves at lane 0. None elsewhere, or where the lanes'
+        elements span more than :data:`MAX_PATTERN_SPAN` machine vectors."""
+        if self.vec is None or self.vec_align is None:
+            return None
+        v = self.vec[0]
+        lo, step = self.vec_align
+        marks: dict[int, tuple[E.Var, list[int]]] = {}
+        for n in pre_order(off):
+            if not (isinstance(n, (E.FloorDiv, E.FloorMod)) and isinstance(n.b, E.IntImm) and n.b.value > 0):
+                continue
+            form = affine_form(n.a)
+            if form is None or id(n) in marks:
+                continue
+            terms, c0 = form
+            c = n.b.value
+            a = sum(k for k, x in terms if x is v)
+            if a == 0 or any(x is not v and (uses_var(x, v) or k % c) for k, x in terms) or (a * step) % c:
+                continue
+            q = (a * lo + c0) % c
+            if isinstance(n, E.FloorMod):
+                delta = [(q + a * i) % c - q for i in range(lanes)]
+            else:
+                delta = [(q + a * i) // c - q // c for i in range(lanes)]
+            marks[id(n)] = (E.Var(f"_lane{len(marks)}", n.dtype), delta)
+        if not marks:
+            return None
+        marked = transform(off, lambda n: n, lambda n: marks[id(n)][0] if id(n) in marks else None)
+        cv = linear_coeff(marked, v)
+        if cv is None:
+            return None
+        pattern = [cv * i for i in range(lanes)]
+        for mark, delta in marks.values():
+            k = linear_coeff(marked, mark)
+            if k is None:
+                return None
+            pattern = [p + k * d for p, d in zip(pattern, delta)]
+        if max(pattern) - min(pattern) + 1 > MAX_PATTERN_SPAN * lanes:
+            return None
+        return pattern
+
+    def _pattern_load(self, buf: Buffer, off: E.Expr, pattern: list[int], lanes: int, align: int) -> ir.Value:
+        """Lanes at constant offsets ``pattern`` from lane 0's element (see :meth:`_lane_pattern`)
+        as one contiguous load of the elements they span and a shuffle: a weight read at
+        ``f % 4`` by 16 lanes is a 4-element load repeated four times, ``A[f // 4]`` four
+        copies of each of 4 elements, as TVM's build gets them (it scalarizes such an index per
+        lane at constant offsets, and LLVM merges the loads), where a gather is one load per
+        lane (vgatherdps on AVX-512, scalar loads and inserts on AVX2). Every element between
+        the lowest and the highest lane's lies in the buffer: nothing outside is read."""
+        first = min(pattern)
+        span = max(pattern) - first + 1
+        base = self.index_base(off)
+        if first:
+            base = self.b.add(base, ir.Constant(base.type, first))
+        et = mem_type(buf.dtype)
+        if span == 1:  # every lane the same element
+            return K.splat(self.b, self.b.load(self._gep(buf, base), typ=et, align=align), lanes)
+        wide = self.b.load(self._gep(buf, base), typ=ir.VectorType(et, span), align=align)
+        keep = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [p - first for p in pattern])
         return self.b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined), keep)
 
     # helpers -------------------------------------------------------------------------------
