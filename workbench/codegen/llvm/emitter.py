@@ -121,6 +121,8 @@ class KernelEmitter(ExpressionEmitter):
         self.bufs: dict[Buffer, ir.Value] = {}
         self.ranges: dict[E.Var, Interval] = {}
         self.vec: Optional[tuple[E.Var, int]] = None  # (vector var, lanes) inside SIMD code
+        #: (lo, step): the vector variable at lane 0 is ``lo + k * step`` for some k; None: unknown
+        self.vec_align: Optional[tuple[int, int]] = None
         self.mask: Optional[ir.Value] = None  # lanes/iterations a guard lets through
         self.scalar_index = False  # evaluate the ramp at lane 0
         self.in_parallel = False
@@ -257,9 +259,12 @@ class KernelEmitter(ExpressionEmitter):
         """One copy of the body per iteration (constant extent)."""
         lo = self.expr(s.min)
         for k in range(cast(E.IntImm, s.extent).value):
-            # a constant where the start is one: offsets fold it (ExpressionEmitter.offset)
+            # a constant where the start is one: offsets fold it (ExpressionEmitter.offset), and
+            # each copy's own range decides the guards it can (ExpressionEmitter._decided): the
+            # middle copies of an unrolled padded row need no padding test
             if isinstance(lo, ir.Constant):
                 self.vars[s.loop_var] = ir.Constant(lo.type, lo.constant + k)
+                self.ranges[s.loop_var] = (lo.constant + k, lo.constant + k)
             else:
                 self.vars[s.loop_var] = self.b.add(lo, ir.Constant(lo.type, k))
             self.stmt(s.body)
@@ -495,18 +500,22 @@ class KernelEmitter(ExpressionEmitter):
         vector for the remainder."""
         n = cast(E.IntImm, s.extent).value
         lo = self.expr(s.min)
+        start = lo.constant if isinstance(lo, ir.Constant) else None
         if n < lanes or (n % lanes == 0 and n <= MAX_VECTORS_PER_CHUNK * lanes):
-            self._vector_chunk(s, lo, n)
+            self._vector_chunk(s, lo, n, None if start is None else (start, 0))
             return
         full, rest = divmod(n, lanes)
+        align = None if start is None else (start, lanes)
         self.loop(
             ir.Constant(I64, 0),
             full,
-            lambda c: self._vector_chunk(s, self.b.add(lo, self.b.mul(c, ir.Constant(I64, lanes))), lanes),
+            lambda c: self._vector_chunk(
+                s, self.b.add(lo, self.b.mul(c, ir.Constant(I64, lanes))), lanes, align
+            ),
             name=s.loop_var.name + "_chunk",
         )
         if rest:
-            self._vector_chunk(s, self.b.add(lo, ir.Constant(I64, full * lanes)), rest)
+            self._vector_chunk(s, self.b.add(lo, ir.Constant(I64, full * lanes)), rest, align)
 
     def _split_at_divisors(self, s: For) -> Optional[For]:
         """``s`` (vectorized, ``v`` in ``[min, min + n)``) as ``for o in range(n // L): for i in
@@ -540,16 +549,17 @@ class KernelEmitter(ExpressionEmitter):
         kind = ForKind.UNROLLED if count <= MAX_VECTORS_PER_CHUNK else ForKind.SERIAL
         return make_for(o, E.IntImm(count, v.dtype), inner, kind, E.IntImm(0, v.dtype))
 
-    def _vector_chunk(self, s: For, base: ir.Value, lanes: int) -> None:
-        outer = self.vec
+    def _vector_chunk(self, s: For, base: ir.Value, lanes: int, align: Optional[tuple[int, int]]) -> None:
+        outer = self.vec, self.vec_align
         if lanes == 1:  # a single lane is scalar code (LLVM has no use for <1 x T>)
             self.vec, self.vars[s.loop_var] = None, base
         else:
             self.vec, self.vars[s.loop_var] = (s.loop_var, lanes), Ramp(base, lanes)
+        self.vec_align = align
         try:
             self.stmt(s.body)
         finally:
-            self.vec = outer
+            self.vec, self.vec_align = outer
 
 
 #: what a kernel built with check_bounds returns when an access was out of bounds

@@ -22,7 +22,7 @@ from ...errors import BuildError
 from ...ir import expr as E
 from ...ir.buffer import Buffer
 from ...ir.dtype import dtype_info
-from ...ir.functor import pre_order, uses_var
+from ...ir.functor import pre_order, transform, uses_var
 from ...ir.stmt import BufferStore
 from . import intrinsics as K
 from . import vector_math
@@ -46,6 +46,9 @@ from .dtypes import (
 
 #: the largest constant stride (in elements) between lanes read by a wide load and a shuffle
 MAX_SHUFFLE_STRIDE = 4
+#: the most machine vectors' worth of elements a load may span to feed a shuffle of the lanes
+#: (:meth:`ExpressionEmitter._lane_pattern`)
+MAX_PATTERN_SPAN = 2
 
 
 @dataclass
@@ -65,6 +68,7 @@ class ExpressionEmitter:
     bufs: dict
     ranges: dict[E.Var, Interval]
     vec: Optional[tuple[E.Var, int]]
+    vec_align: Optional[tuple[int, int]]
     mask: Optional[ir.Value]
     scalar_index: bool
     target: Target
@@ -243,10 +247,56 @@ class ExpressionEmitter:
             a = self.expr(e.a)
             b = self._guarded(e.b, a if isinstance(e, E.And) else self.b.not_(a))
             return (self.b.and_ if isinstance(e, E.And) else self.b.or_)(a, b)
-        a, b = self._operands(e)
         if isinstance(e, (E.And, E.Or)):
+            a, b = self.expr(e.a), self.expr(e.b)
+            for x, y in ((a, b), (b, a)):  # a side the ranges decided (see _decided)
+                if isinstance(x, ir.Constant) and x.type == ir.IntType(1):
+                    if bool(x.constant) == isinstance(e, E.Or):
+                        return x  # ``false and y``, ``true or y``
+                    return y
+            n = max(lanes_of(a), lanes_of(b))
+            a, b = K.splat(self.b, a, n), K.splat(self.b, b, n)
             return (self.b.and_ if isinstance(e, E.And) else self.b.or_)(a, b)
+        decided = self._decided(e)
+        if decided is not None:
+            return ir.Constant(ir.IntType(1), int(decided))
+        a, b = self._operands(e)
         return self._compare(e.symbol, a, b, e.a.dtype)
+
+    def _decided(self, e: E.CmpOp) -> Optional[bool]:
+        """The outcome of an integer comparison where the loops' ranges decide it (an unrolled
+        copy's variable is its constant): ``a - b`` as ``Σ k * atom + c``, bounded atom by atom.
+
+        TVM simplifies the guards of each copy of an unrolled loop in TIR; emitted as written,
+        every copy of an unrolled padded row tested ``x >= 1 and x < W + 1`` on its own pixel
+        although only the first and the last can fail, and LLVM, which does not know the
+        loops' ranges, kept a branch and a clamped address per copy (TVM's 43rd DEP record
+        1.6x slower than TVM's build)."""
+        if not (E.is_int(e.a.dtype) and e.a.dtype == e.b.dtype and is_signed(e.a.dtype)):
+            return None
+        form = affine_form(E.Sub(e.a, e.b, e.a.dtype))
+        if form is None:
+            return None
+        terms, lo = form
+        hi = lo
+        for k, atom in terms:
+            a0, a1 = bounds(atom, self.ranges)
+            if a0 is None or a1 is None:
+                return None
+            lo, hi = lo + min(k * a0, k * a1), hi + max(k * a0, k * a1)
+        if isinstance(e, E.LT):
+            return True if hi < 0 else False if lo >= 0 else None
+        if isinstance(e, E.LE):
+            return True if hi <= 0 else False if lo > 0 else None
+        if isinstance(e, E.GT):
+            return True if lo > 0 else False if hi <= 0 else None
+        if isinstance(e, E.GE):
+            return True if lo >= 0 else False if hi < 0 else None
+        if lo == hi == 0:
+            return isinstance(e, E.EQ)
+        if lo > 0 or hi < 0:
+            return isinstance(e, E.NE)
+        return None
 
     def _compare(self, op: str, a: ir.Value, b: ir.Value, dtype: str) -> ir.Value:
         if is_float_dtype(dtype):  # ordered, except != (true when either side is NaN)
@@ -262,8 +312,16 @@ class ExpressionEmitter:
 
     def _select(self, e: E.Select) -> ir.Value:
         cond = self.expr(e.condition)
-        if self.vec is None and not self.check_bounds and cond.type == ir.IntType(1):
-            if self._clamps_along_inner_loop(e.true_value) or self._clamps_along_inner_loop(e.false_value):
+        if isinstance(cond, ir.Constant) and cond.type == ir.IntType(1):  # decided by the ranges
+            return self.expr(e.true_value if cond.constant else e.false_value)
+        if cond.type == ir.IntType(1) and not self.check_bounds:
+            if self.vec is not None:
+                # one condition for every lane: a branch around the vector load, as TVM's
+                # vectorizer leaves a scalar if_then_else, instead of a load from clamped
+                # addresses and a select (LLVM turned those into two branches per vector)
+                if self._guarded_load(e.true_value) or self._guarded_load(e.false_value):
+                    return self._branch_select(cond, e)
+            elif self._clamps_along_inner_loop(e.true_value) or self._clamps_along_inner_loop(e.false_value):
                 return self._branch_select(cond, e)
         t = self._guarded(e.true_value, cond)
         f = self._guarded(e.false_value, self.b.not_(cond))
@@ -356,17 +414,37 @@ class ExpressionEmitter:
         addresses there (a clamp per index and element, kept live across LLVM's unrolled inner
         loop) made TVM's 57th DEP record 1.8x slower on one thread."""
         b = self.b
-        with b.if_else(cond) as (then, otherwise):
-            with then:
-                t = self.expr(e.true_value)
-                t_block = b.block
-            with otherwise:
-                f = self.expr(e.false_value)
-                f_block = b.block
+        fn = b.block.function
+        t_block, f_block = fn.append_basic_block("select_true"), fn.append_basic_block("select_false")
+        merge = fn.append_basic_block("select_end")
+        b.cbranch(cond, t_block, f_block)
+        b.position_at_end(t_block)
+        t = self.expr(e.true_value)
+        t_end = b.block
+        b.position_at_end(f_block)
+        f = self.expr(e.false_value)
+        f_end = b.block
+        n = max(lanes_of(t), lanes_of(f))  # in vector code one side may be a scalar (the padding)
+        b.position_at_end(t_end)
+        t = K.splat(b, t, n)
+        b.branch(merge)
+        b.position_at_end(f_end)
+        f = K.splat(b, f, n)
+        b.branch(merge)
+        b.position_at_end(merge)
         phi = b.phi(t.type)
-        phi.add_incoming(t, t_block)
-        phi.add_incoming(f, f_block)
+        phi.add_incoming(t, t_end)
+        phi.add_incoming(f, f_end)
         return phi
+
+    def _guarded_load(self, e: E.Expr) -> bool:
+        """Whether ``e`` reads a buffer at an element not proven inside it."""
+        return any(
+            isinstance(n, E.BufferLoad)
+            and n.buffer in self.bufs
+            and not in_bounds(flat_offset(n.buffer, n.indices), n.buffer, self.ranges)
+            for n in pre_order(e)
+        )
 
     def _guarded(self, e: E.Expr, cond: ir.Value) -> ir.Value:
         """Emit ``e`` knowing it only matters where ``cond`` holds (its loads may be guarded)."""
@@ -438,6 +516,8 @@ class ExpressionEmitter:
                 v = b.load(self._gep(buf, self.index_base(off)), typ=vt, align=align)
         elif not guarded and isinstance(coeff, int) and 1 < coeff <= MAX_SHUFFLE_STRIDE:
             v = self._strided_load(buf, off, coeff, lanes, align)
+        elif not guarded and (pattern := self._lane_pattern(off, lanes)) is not None:
+            v = self._pattern_load(buf, off, pattern, lanes, align)
         else:
             mask = self._mask_vector(lanes) if guarded else K.all_true(lanes)
             v = K.gather(b, self._lane_pointers(buf, off), vt, mask, align)
@@ -459,6 +539,72 @@ class ExpressionEmitter:
             self._gep(buf, self.index_base(off)), typ=ir.VectorType(mem_type(buf.dtype), span), align=align
         )
         keep = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [stride * k for k in range(lanes)])
+        return self.b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined), keep)
+
+    def _lane_pattern(self, off: E.Expr, lanes: int) -> Optional[list[int]]:
+        """Each lane's element offset from lane 0's, where that is a constant within every
+        chunk the vector loop emits: ``off`` affine in the vector variable ``v`` and in its
+        ``(a*v + r) // c`` and ``(a*v + r) % c``, with ``c`` dividing ``a`` times the step between
+        chunks and every coefficient of ``r``. Then ``(a*v + r) % c`` is ``(q + a*lane) % c``
+        and ``(a*v + r) // c`` its value at lane 0 plus ``(q + a*lane) // c - q // c``, for the
+        constant ``q`` the dividend leaves at lane 0. None elsewhere, or where the lanes'
+        elements span more than :data:`MAX_PATTERN_SPAN` machine vectors."""
+        if self.vec is None or self.vec_align is None:
+            return None
+        v = self.vec[0]
+        lo, step = self.vec_align
+        marks: dict[int, tuple[E.Var, list[int]]] = {}
+        for n in pre_order(off):
+            if not (isinstance(n, (E.FloorDiv, E.FloorMod)) and isinstance(n.b, E.IntImm) and n.b.value > 0):
+                continue
+            form = affine_form(n.a)
+            if form is None or id(n) in marks:
+                continue
+            terms, c0 = form
+            c = n.b.value
+            a = sum(k for k, x in terms if x is v)
+            if a == 0 or any(x is not v and (uses_var(x, v) or k % c) for k, x in terms) or (a * step) % c:
+                continue
+            q = (a * lo + c0) % c
+            if isinstance(n, E.FloorMod):
+                delta = [(q + a * i) % c - q for i in range(lanes)]
+            else:
+                delta = [(q + a * i) // c - q // c for i in range(lanes)]
+            marks[id(n)] = (E.Var(f"_lane{len(marks)}", n.dtype), delta)
+        if not marks:
+            return None
+        marked = transform(off, lambda n: n, lambda n: marks[id(n)][0] if id(n) in marks else None)
+        cv = linear_coeff(marked, v)
+        if cv is None:
+            return None
+        pattern = [cv * i for i in range(lanes)]
+        for mark, delta in marks.values():
+            k = linear_coeff(marked, mark)
+            if k is None:
+                return None
+            pattern = [p + k * d for p, d in zip(pattern, delta)]
+        if max(pattern) - min(pattern) + 1 > MAX_PATTERN_SPAN * lanes:
+            return None
+        return pattern
+
+    def _pattern_load(self, buf: Buffer, off: E.Expr, pattern: list[int], lanes: int, align: int) -> ir.Value:
+        """Lanes at constant offsets ``pattern`` from lane 0's element (see :meth:`_lane_pattern`)
+        as one contiguous load of the elements they span and a shuffle: a weight read at
+        ``f % 4`` by 16 lanes is a 4-element load repeated four times, ``A[f // 4]`` four
+        copies of each of 4 elements, as TVM's build gets them (it scalarizes such an index per
+        lane at constant offsets, and LLVM merges the loads), where a gather is one load per
+        lane (vgatherdps on AVX-512, scalar loads and inserts on AVX2). Every element between
+        the lowest and the highest lane's lies in the buffer: nothing outside is read."""
+        first = min(pattern)
+        span = max(pattern) - first + 1
+        base = self.index_base(off)
+        if first:
+            base = self.b.add(base, ir.Constant(base.type, first))
+        et = mem_type(buf.dtype)
+        if span == 1:  # every lane the same element
+            return K.splat(self.b, self.b.load(self._gep(buf, base), typ=et, align=align), lanes)
+        wide = self.b.load(self._gep(buf, base), typ=ir.VectorType(et, span), align=align)
+        keep = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [p - first for p in pattern])
         return self.b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined), keep)
 
     # helpers -------------------------------------------------------------------------------
