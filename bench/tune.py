@@ -15,15 +15,21 @@ scored per second, and overhead (all but building and running) per measured tria
 ``--peak``: the FMA peak of this CPU (``bench/peak.py``, all cores) is measured before the first
 tune and after each workload's re-timing, and each workload's re-timed GFLOP/s is also given as
 a share of the highest peak measured (a peak run that other work slowed would flatter the share).
+``--load N``: N busy loops (normal priority) compete for the cores while each workload is tuned,
+and are stopped before its re-timing and the peak runs: a tune on a busy machine, judged by what
+its pick does on a quiet one (run the bench itself at normal priority: real-time priority would
+keep the loops off the cores).
 Not part of CI: absolute times mean nothing across machines; compare within one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -97,6 +103,27 @@ def tune_one(name, shape, strategy, args, workdir):
     }
 
 
+def _normal_priority():
+    if hasattr(os, "sched_setscheduler"):  # not real-time, even when the bench runs under chrt
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+
+@contextlib.contextmanager
+def busy_loops(n):
+    """``n`` processes spinning on the CPUs (competing work) while the block runs."""
+    procs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=_normal_priority)
+        for _ in range(n)
+    ]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+
+
 def retime(name, shape, runs, rounds=5):
     """Seconds of each tuned best and of numpy, in interleaved rounds: the minimum over all
     repeats (and, in the JSON output, the median). The minimum, because on a shared machine a
@@ -147,6 +174,7 @@ def main(argv=None):
     p.add_argument("--out", help="write the figures as JSON")
     p.add_argument("--verbose", action="store_true", help="progress bars")
     p.add_argument("--peak", action="store_true", help="measure the FMA peak; GFLOP/s as %% of it")
+    p.add_argument("--load", type=int, default=0, help="busy loops competing while tuning (not re-timing)")
     args = p.parse_args(argv)
     peak, peaks = None, []
     if args.peak:
@@ -159,14 +187,16 @@ def main(argv=None):
     workdir = tempfile.mkdtemp(prefix="wb-bench-tune-")
     print(
         f"# {args.trials} trials per workload and strategy, batches of {args.per_iter}, "
-        f"{os.cpu_count()} cores; databases in {workdir}",
+        f"{os.cpu_count()} cores{f', {args.load} busy loops while tuning' if args.load else ''}; "
+        f"databases in {workdir}",
         flush=True,
     )
     rows = []
     print(HEAD + "\n" + "-" * len(HEAD), flush=True)
     for name in names:
         shape = wb.workloads.small(name) if args.small else {}
-        runs = {s: tune_one(name, shape, s, args, workdir) for s in strategies}
+        with busy_loops(args.load):
+            runs = {s: tune_one(name, shape, s, args, workdir) for s in strategies}
         final, medians = retime(name, shape, runs)
         for strategy, run in runs.items():
             run["median_s"] = medians.get(strategy)

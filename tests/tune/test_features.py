@@ -90,6 +90,43 @@ def test_register_tile_features_count_accumulators_and_loads_per_step():
     np.testing.assert_allclose(z, x @ y, rtol=1e-5)
 
 
+def test_an_unrolled_inner_reduction_loop_is_part_of_the_register_tile():
+    """k split [16, 2] with the 2 unrolled between 8 unrolled row blocks and 2 unrolled rows:
+    the machine code keeps a 16x16 tile (16 vectors) while the 16 turns, not the 2x16 tile under
+    the 2 (what the search's 16x16 GMM kernels look like: 0.95x the 8x32 one, where the old
+    features saw 2 accumulator registers)."""
+    sch = wb.Schedule(wb.workloads.get("GMM", n=32, m=64, k=32), seed=0)
+    _, i, j, k = sch.get_loops(sch.get_block("Z"))
+    io, im, ii = sch.split(i, [None, 8, 2])
+    jo, ji = sch.split(j, [None, 16])
+    ko, ki = sch.split(k, [None, 2])
+    sch.reorder(io, jo, ko, im, ki, ii, ji)
+    sch.vectorize(ji)
+    for loop in (im, ki, ii):
+        sch.unroll(loop)
+    f = named(F.extract(sch.func))
+    assert f["max_red_inner"] == np.log2(1 + 16)  # the loop that stays a loop
+    assert f["max_acc_elems"] == np.log2(1 + 256) and f["max_acc_vectors"] == np.log2(1 + 16)
+    # per step of ko: 16 rows x 2 k broadcasts of X, 2 vectors of Y; 32 vector FMAs
+    assert f["max_step_loads"] == np.log2(1 + 34)
+    assert f["max_step_intensity"] == np.log2(1 + 32 / 34)
+    # left serial, the 2 is the reduction loop again (nothing flattens it)
+    sch2 = wb.Schedule(wb.workloads.get("GMM", n=32, m=64, k=32), seed=0)
+    _, i, j, k = sch2.get_loops(sch2.get_block("Z"))
+    io, im, ii = sch2.split(i, [None, 8, 2])
+    jo, ji = sch2.split(j, [None, 16])
+    ko, ki = sch2.split(k, [None, 2])
+    sch2.reorder(io, jo, ko, im, ki, ii, ji)
+    sch2.vectorize(ji)
+    sch2.unroll(ii)
+    g = named(F.extract(sch2.func))
+    assert g["max_red_inner"] == np.log2(1 + 2) and g["max_acc_vectors"] == np.log2(1 + 2)
+    x, y = np.random.rand(1, 32, 32).astype("float32"), np.random.rand(1, 32, 64).astype("float32")
+    z = np.zeros((1, 32, 64), "float32")
+    wb.build(sch, target="llvm")(x, y, z)
+    np.testing.assert_allclose(z, x @ y, rtol=1e-5)
+
+
 def test_register_tile_features_need_a_flat_tile_and_a_reduction():
     serial, _ = _gmm_register_tile(8, 32, 16, unroll=False)
     assert serial["max_acc_flat"] == 0.0 and serial["max_acc_elems"] == np.log2(1 + 256)

@@ -25,12 +25,14 @@ Per store (:data:`STORE_FEATURES`, in order):
   stride in bytes, bytes of the local buffers allocated around the store;
 * **register tile** (the micro-kernel of a reduction: what stays in registers while the
   innermost loop the store does not move along — its reduction loop — turns): the outputs
-  updated per step of that loop (the loops inside it), the registers they take (64-byte vectors
+  updated per step of that loop (the loops inside it; a reduction loop that codegen unrolls is
+  part of the step, not the loop), the registers they take (64-byte vectors
   when vectorized, else scalars), whether all of it is flattened into straight-line code
   (unrolled, vectorized, or within the auto-unroll limit: only then can the accumulators live
   in registers), the reduction loop's extent, and per step the loads of other buffers (64-byte
   vector loads along the vectorized loop, scalar or broadcast loads otherwise), the bytes they
-  read, and accumulator registers per load. They tell a float32 8x32 tile (16 vector FMAs per 8
+  read, and vector multiply-adds per load (accumulator registers x the unrolled reduction steps).
+  They tell a float32 8x32 tile (16 vector FMAs per 8
   broadcasts and 2 vector loads) from a 1x64 one (4 per 5) or a 16x16 one (16 per 17), which
   the footprints above, taken over the whole nest, do not; all zero for a store that reads no
   earlier value of its own buffer or has no reduction loop;
@@ -227,11 +229,18 @@ def _register_tile(store: BufferStore, loads: list, loops: list[_Loop], flops: f
     if not any(ld.buffer is store.buffer for ld in loads):
         return [0.0] * len(_REG)  # not an update (an init, a copy: no accumulator)
     coeff = _coeffs(store.buffer, store.indices, loops)
-    red = next((k for k in range(len(loops) - 1, -1, -1) if loops[k].extent > 1 and not coeff[k]), None)
-    if red is None:
+    reductions = [k for k in range(len(loops) - 1, -1, -1) if loops[k].extent > 1 and not coeff[k]]
+    if not reductions:
         return [0.0] * len(_REG)
+    # the loop that carries the accumulators is the innermost reduction loop that stays a loop
+    # in the machine code: one that is unrolled (explicitly or by the auto-unroll limit) is part
+    # of the straight-line body, and so is what it updates (k = [64, 2] with the 2 unrolled
+    # under 8 unrolled rows: a 16-row tile per step of the 64, not a 2-row one)
+    flat_from = _flattened_from(loops)
+    red = next((k for k in reductions if k < flat_from), reductions[0])
     inner = loops[red + 1 :]
-    acc = math.prod(lp.extent for lp in inner)
+    acc = _span(inner, coeff[red + 1 :], max(1, math.prod(store.buffer.shape)))
+    steps = math.prod(lp.extent for lp, c in zip(inner, coeff[red + 1 :]) if lp.extent > 1 and not c)
     vec = next((k for k in range(len(inner) - 1, -1, -1) if inner[k].kind == ForKind.VECTORIZED), None)
     auto = max((lp.auto_unroll for lp in loops[: red + 1]), default=0)
     flat = all(lp.kind in (ForKind.VECTORIZED, ForKind.UNROLLED) or lp.extent == 1 for lp in inner)
@@ -258,8 +267,27 @@ def _register_tile(store: BufferStore, loads: list, loops: list[_Loop], flops: f
         float(loops[red].extent),
         loads_n,
         load_bytes,
-        flops / 2 * acc_regs / max(loads_n, 1.0),
+        flops / 2 * acc_regs * steps / max(loads_n, 1.0),
     ]
+
+
+def _flattened_from(loops: list[_Loop]) -> int:
+    """Index of the outermost loop of the innermost run of loops that codegen flattens into
+    straight-line code (vectorized, unrolled, unit, or serial within the auto-unroll limit, as
+    the emitter's ``_auto_unrolled`` counts: statements, a vector loop one); ``len(loops)`` when
+    the innermost loop stays a loop."""
+    auto = max((lp.auto_unroll for lp in loops), default=0)
+    steps, k = 1, len(loops)
+    while k > 0:
+        lp = loops[k - 1]
+        if lp.kind == ForKind.VECTORIZED or lp.extent == 1:
+            pass
+        elif lp.kind == ForKind.UNROLLED or (lp.kind == ForKind.SERIAL and steps * lp.extent <= auto):
+            steps *= lp.extent
+        else:
+            break
+        k -= 1
+    return k
 
 
 def _access(
