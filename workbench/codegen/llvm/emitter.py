@@ -83,6 +83,13 @@ def tile_stack_bytes(target: Target) -> int:
     return max(TILE_STACK_BYTES, vector_registers(target) * target.vector_width_bits // 8)
 
 
+#: LLVM's LICM promotes nothing in a loop of more memory accesses than this
+#: (``-licm-mssa-max-acc-promotion``): there the emitter need not keep a tile in memory itself,
+#: and does not: its opaque pointer would also stop LLVM's own unrolling and store-to-load
+#: forwarding across iterations (TVM's C1D record 23, 16 KB of accumulators in a loop of ~600
+#: accesses, ran 1.6x slower with it)
+LICM_PROMOTION_CAP = 250
+
 #: ``unrolled`` loops are copied in the IR while extent x body size stays under this many nodes;
 #: beyond it (or for a non-constant extent) the loop carries ``llvm.loop.unroll.enable``
 #: metadata: LLVM unrolls it by a factor it chooses rather than bloating the code.
@@ -359,21 +366,39 @@ class KernelEmitter(ExpressionEmitter):
         need: dict[Buffer, int] = {}  # registers its carried elements take
         updates: dict[Buffer, int] = {}  # stores to each of them per iteration
         read: set[Buffer] = set()  # read at such addresses too
+        patterns: dict[tuple, int] = {}  # every access in the loop: the copies unrolling makes
+
+        def counted(buf: Buffer, indices, unrolled: dict, store: bool) -> None:
+            used = {v for i in indices for v in pre_order(i) if isinstance(v, E.Var)}
+            copies = 1
+            for v, n in unrolled.items():
+                if v in used:
+                    copies *= n
+            patterns[(buf, store, tuple(str(i) for i in indices))] = copies
 
         def access(buf: Buffer, indices, unrolled: dict, vec, store: bool = False) -> None:
+            counted(buf, indices, unrolled, store)
             if buf not in candidates:
                 return
             used = {v for i in indices for v in pre_order(i) if isinstance(v, E.Var)}
             if used & loop_vars:  # streamed through by the loop: nothing to carry
                 return
             count = reuse = 1
+            nbytes = dtype_info(buf.dtype).nbytes
+            vector = vec is not None and vec[0] in used
+            offset = flat_offset(buf, indices)
             for v, n in unrolled.items():
-                if v in used:
-                    count *= n
-                else:
+                if v not in used:
                     reuse *= n
-            if vec is not None and vec[0] in used:
-                count *= -(-vec[1] * dtype_info(buf.dtype).nbytes // vector_bytes)
+                elif not vector and linear_coeff(offset, v) == 1:
+                    # consecutive scalars: LLVM's SLP vectorizer packs them into registers (a
+                    # depthwise record's 112 scalar accumulators, 8 per row, took 14 ymm; kept in
+                    # memory it ran 8x slower)
+                    count *= -(-n * nbytes // vector_bytes)
+                else:
+                    count *= n
+            if vector:
+                count *= -(-cast("tuple[E.Var, int]", vec)[1] * nbytes // vector_bytes)
             need[buf] = max(need.get(buf, 0), count)
             if store:
                 updates[buf] = max(updates.get(buf, 1), reuse)
@@ -419,6 +444,8 @@ class KernelEmitter(ExpressionEmitter):
             # any other loop stays a loop: what it carries is decided there
 
         visit(body, {}, None, (self.auto_unroll[0],))
+        if sum(patterns.values()) > LICM_PROMOTION_CAP:
+            return []  # LICM leaves this loop's memory alone, and it is best left to LLVM
         registers = vector_registers(self.target)
         # only what the body reads and stores there is carried: an invariant read alone is
         # hoisted (hiding a read-only buffer blocked the loop vectorizer: TVM's C2D record 11 ran
