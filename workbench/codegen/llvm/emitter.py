@@ -29,6 +29,7 @@ returns 2; intermediate buffers are filled with a poison value where they are al
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from typing import Callable, Optional, Union, cast
 
 from llvmlite import ir
@@ -59,7 +60,8 @@ from .parallel import emit_parallel
 #:   per vector, live across the whole reduction. A 32 x 64 float tile (128 zmm) then spilled
 #:   ~700 times per iteration of its reduction loop (TVM's 17th-best C1D record ran 2x slower
 #:   than TVM's build). On the heap it stays in memory, as TVM's workspace buffers do, and LLVM
-#:   keeps in registers what a loop small enough for LICM reuses. Up to 1 KB (16 zmm, 32 ymm) a
+#:   keeps in registers what a loop small enough for LICM reuses, unless that is more than the
+#:   registers hold (:meth:`KernelEmitter._register_overflow`). Up to 1 KB (16 zmm, 32 ymm) a
 #:   promoted tile mostly fits the register file.
 #: * a stage's whole buffer, at function level: up to 64 KB. Its indices follow the loops, so
 #:   SROA leaves it alone; on the heap it costs: softmax's 32 KB and 8 KB rfactor buffers
@@ -70,12 +72,23 @@ TILE_STACK_BYTES = 1024
 STACK_BYTES = 64 * 1024
 
 
+def vector_registers(target: Target) -> int:
+    """The vector registers of ``target``: 32 with AVX-512, 16 below it."""
+    return 32 if target.vector_width_bits >= 512 else 16
+
+
 def tile_stack_bytes(target: Target) -> int:
     """The stack bound of a tile for ``target``: :data:`TILE_STACK_BYTES`, or its vector
-    register file (32 registers with AVX-512, 16 below it) where that is larger."""
-    registers = 32 if target.vector_width_bits >= 512 else 16
-    return max(TILE_STACK_BYTES, registers * target.vector_width_bits // 8)
+    register file where that is larger."""
+    return max(TILE_STACK_BYTES, vector_registers(target) * target.vector_width_bits // 8)
 
+
+#: LLVM's LICM promotes nothing in a loop of more memory accesses than this
+#: (``-licm-mssa-max-acc-promotion``): there the emitter need not keep a tile in memory itself,
+#: and does not: its opaque pointer would also stop LLVM's own unrolling and store-to-load
+#: forwarding across iterations (TVM's C1D record 23, 16 KB of accumulators in a loop of ~600
+#: accesses, ran 1.6x slower with it)
+LICM_PROMOTION_CAP = 250
 
 #: ``unrolled`` loops are copied in the IR while extent x body size stays under this many nodes;
 #: beyond it (or for a non-constant extent) the loop carries ``llvm.loop.unroll.enable``
@@ -131,6 +144,7 @@ class KernelEmitter(ExpressionEmitter):
         self.status: ir.Value  # i32 slot: nonzero = allocation failed
         self.n_parallel = 0
         self.sizes: dict[Stmt, int] = {}  # statements counted once: unrolled bodies repeat
+        self.allocated: set[Buffer] = set()  # intermediate buffers in scope
 
     @property
     def b(self) -> ir.IRBuilder:
@@ -277,11 +291,13 @@ class KernelEmitter(ExpressionEmitter):
         count = cast(E.IntImm, outer.extent).value * n
         self.ranges[inner.loop_var] = (0, n - 1)
         shift = n.bit_length() - 1
+        spilled = self._register_overflow({outer.loop_var, inner.loop_var}, inner.body)
 
         def body(k: ir.Value) -> None:
             self.vars[outer.loop_var] = self.b.lshr(k, ir.Constant(k.type, shift))
             self.vars[inner.loop_var] = self.b.and_(k, ir.Constant(k.type, n - 1))
-            self.stmt(inner.body)
+            with self._in_memory(spilled, k):
+                self.stmt(inner.body)
 
         try:
             self.loop(
@@ -323,12 +339,146 @@ class KernelEmitter(ExpressionEmitter):
     def serial(self, s: For, props: Optional[list] = None) -> None:
         lo = self.expr(s.min)
         extent = s.extent.value if isinstance(s.extent, E.IntImm) else self.expr(s.extent)
+        spilled = [] if extent == 1 else self._register_overflow({s.loop_var}, s.body)
 
         def body(i: ir.Value) -> None:
             self.vars[s.loop_var] = i
-            self.stmt(s.body)
+            with self._in_memory(spilled, i):
+                self.stmt(s.body)
 
         self.loop(lo, extent, body, props, name=s.loop_var.name)
+
+    def _register_overflow(self, loop_vars: set, body: Stmt) -> list[Buffer]:
+        """The intermediate buffers whose elements that ``body`` reuses on every iteration of
+        the loop over ``loop_vars`` (accesses at addresses the loop does not change, under
+        unrolled and vectorized loops only) need more vector registers than the target has,
+        or twice as many where each is stored once per iteration: those stay in memory in
+        this loop (:meth:`_in_memory`).
+
+        LLVM's LICM promotes such accesses to values carried across the loop (so does SROA for
+        a stack buffer whose offsets are all constant) whatever their number. An accumulator
+        the register allocator then spills costs a reload and a store per update: TVM's C2D
+        record 9 carried 56 accumulators updated 3 times per iteration (866 vector moves for
+        168 FMAs; 1.8x slower than TVM's build). Updated once, a spill costs what memory
+        would and the rest stay in registers: up to twice the registers, promotion wins (an
+        AVX2 matmul tile of 32 ymm: 0.74 ms promoted, 0.94 in memory), beyond it memory does
+        (40 to 56 ymm: 1.3 ms against 1.5-1.9; Zen 5, znver3 code). TVM's build escapes
+        promotion by accident: its loop holds more memory accesses than LICM's limit (250)."""
+        candidates = [b for b in self.allocated if b in self.bufs]
+        if not candidates or self.check_bounds:
+            return []
+        vector_bytes = self.target.vector_width_bits // 8
+        need: dict[Buffer, int] = {}  # registers its carried elements take
+        updates: dict[Buffer, int] = {}  # stores to each of them per iteration
+        read: set[Buffer] = set()  # read at such addresses too
+        patterns: dict[tuple, int] = {}  # every access in the loop: the copies unrolling makes
+
+        def counted(buf: Buffer, indices, unrolled: dict, store: bool) -> None:
+            used = {v for i in indices for v in pre_order(i) if isinstance(v, E.Var)}
+            copies = 1
+            for v, n in unrolled.items():
+                if v in used:
+                    copies *= n
+            patterns[(buf, store, tuple(str(i) for i in indices))] = copies
+
+        def access(buf: Buffer, indices, unrolled: dict, vec, store: bool = False) -> None:
+            counted(buf, indices, unrolled, store)
+            if buf not in candidates:
+                return
+            used = {v for i in indices for v in pre_order(i) if isinstance(v, E.Var)}
+            if used & loop_vars:  # streamed through by the loop: nothing to carry
+                return
+            count = reuse = 1
+            nbytes = dtype_info(buf.dtype).nbytes
+            vector = vec is not None and vec[0] in used
+            offset = flat_offset(buf, indices)
+            for v, n in unrolled.items():
+                if v not in used:
+                    reuse *= n
+                elif not vector and linear_coeff(offset, v) == 1:
+                    # consecutive scalars: LLVM's SLP vectorizer packs them into registers (a
+                    # depthwise record's 112 scalar accumulators, 8 per row, took 14 ymm; kept in
+                    # memory it ran 8x slower)
+                    count *= -(-n * nbytes // vector_bytes)
+                else:
+                    count *= n
+            if vector:
+                count *= -(-cast("tuple[E.Var, int]", vec)[1] * nbytes // vector_bytes)
+            need[buf] = max(need.get(buf, 0), count)
+            if store:
+                updates[buf] = max(updates.get(buf, 1), reuse)
+            else:
+                read.add(buf)
+
+        def loads(e, unrolled, vec) -> None:
+            for n in pre_order(e):
+                if isinstance(n, E.BufferLoad):
+                    access(n.buffer, n.indices, unrolled, vec)
+
+        def visit(x: Stmt, unrolled: dict, vec, auto: tuple) -> None:
+            if isinstance(x, SeqStmt):
+                for y in x.seq:
+                    visit(y, unrolled, vec, auto)
+            elif isinstance(x, BufferStore):
+                access(x.buffer, x.indices, unrolled, vec, store=True)
+                loads(x.value, unrolled, vec)
+                for i in x.indices:
+                    loads(i, unrolled, vec)
+            elif isinstance(x, IfThenElse):
+                loads(x.condition, unrolled, vec)
+                for y in (x.then_case, x.else_case):
+                    if y is not None:
+                        visit(y, unrolled, vec, auto)
+            elif isinstance(x, Allocate):
+                visit(x.body, unrolled, vec, auto)
+            elif isinstance(x, Evaluate):
+                loads(x.value, unrolled, vec)
+            elif isinstance(x, For) and isinstance(x.extent, E.IntImm):
+                if AUTO_UNROLL_KEY in x.annotations:
+                    auto = (_int(x.annotations[AUTO_UNROLL_KEY]),)
+                n = x.extent.value
+                if x.kind == ForKind.VECTORIZED and vec is None:
+                    visit(x.body, unrolled, (x.loop_var, n), auto)
+                elif x.kind == ForKind.UNROLLED or (
+                    x.kind == ForKind.SERIAL
+                    and auto[0] > 0
+                    and (steps := _unrolled_steps(x, auto[0])) is not None
+                    and steps <= auto[0]
+                ):
+                    visit(x.body, {**unrolled, x.loop_var: n}, vec, auto)
+            # any other loop stays a loop: what it carries is decided there
+
+        visit(body, {}, None, (self.auto_unroll[0],))
+        if sum(patterns.values()) > LICM_PROMOTION_CAP:
+            return []  # LICM leaves this loop's memory alone, and it is best left to LLVM
+        registers = vector_registers(self.target)
+        # only what the body reads and stores there is carried: an invariant read alone is
+        # hoisted (hiding a read-only buffer blocked the loop vectorizer: TVM's C2D record 11 ran
+        # 10x slower), stores alone are sunk (hiding a tile's initialization, in a loop of one
+        # iteration around the whole reduction, left C2D record 57 1.25x slower)
+        return [
+            b
+            for b, n in need.items()
+            if b in updates and b in read and n > (registers if updates[b] > 1 else 2 * registers)
+        ]
+
+    @contextmanager
+    def _in_memory(self, bufs: list[Buffer], counter: ir.Value):
+        """Address ``bufs`` inside one iteration of a loop (counter ``counter``) through a
+        pointer LLVM cannot prove the same on every iteration: an empty inline asm returning
+        the buffer's pointer, given the counter too. Their accesses are then not loop-invariant,
+        so neither LICM nor SROA carries them across iterations in registers; within the
+        iteration they are still forwarded. The asm touches no memory (``readnone``): it hides
+        no other access from LLVM's alias analysis, and costs no instruction."""
+        saved = {b: self.bufs[b] for b in bufs}
+        for b in bufs:
+            hide = ir.InlineAsm(ir.FunctionType(PTR, [PTR, counter.type]), "", "=r,0,r")
+            name = b.name + "_in_memory"
+            self.bufs[b] = self.b.call(hide, [saved[b], counter], name=name, attrs=("readnone",))
+        try:
+            yield
+        finally:
+            self.bufs.update(saved)
 
     def loop(
         self,
@@ -414,12 +564,14 @@ class KernelEmitter(ExpressionEmitter):
             ptr = entry.call(alloc, [ir.Constant(I64, 64), ir.Constant(I64, size)], name=buf.name)
             self.fs.heap.append(ptr)
         self.bufs[buf] = ptr
+        self.allocated.add(buf)
         if self.check_bounds and buf.dtype != "bool":
             self._poison(buf, ptr)
         try:
             self.stmt(s.body)
         finally:
             del self.bufs[buf]
+            self.allocated.discard(buf)
 
     def _heap_alloc(self, buf: Buffer) -> ir.Value:
         """A buffer of symbolic size: its byte count from the size variables, computed in the

@@ -316,10 +316,9 @@ class ExpressionEmitter:
             return self.expr(e.true_value if cond.constant else e.false_value)
         if cond.type == ir.IntType(1) and not self.check_bounds:
             if self.vec is not None:
-                # one condition for every lane: a branch around the vector load, as TVM's
-                # vectorizer leaves a scalar if_then_else, instead of a load from clamped
-                # addresses and a select (LLVM turned those into two branches per vector)
-                if self._guarded_load(e.true_value) or self._guarded_load(e.false_value):
+                # one condition for every lane: a branch where the reads are broadcasts, as
+                # TVM's vectorizer leaves a scalar if_then_else
+                if self._uniform_guard_branches(e):
                     return self._branch_select(cond, e)
             elif self._clamps_along_inner_loop(e.true_value) or self._clamps_along_inner_loop(e.false_value):
                 return self._branch_select(cond, e)
@@ -406,13 +405,36 @@ class ExpressionEmitter:
                     return True
         return False
 
+    def _uniform_guard_branches(self, e: E.Select) -> bool:
+        """In SIMD code, with the condition the same for every lane: whether ``e`` becomes a
+        branch. Where a side reads outside its buffer and every read is broadcast into the
+        vector (none moves with the lanes) and no lane mask is in force: its clamped reads were
+        a masked scalar load and a broadcast per element (TVM's C2D record 9 1.3x slower than
+        TVM's build, which branches). A contiguous vector read keeps its clamped address, one
+        load and a select per vector: as branches, TVM's C2D record 10 (a padding stage's
+        3-lane channel loop) ran 1.4x slower, and DEP record 43 gained nothing once each
+        unrolled copy's range decides its guard (:meth:`_decided`)."""
+        if self.mask is not None or self.vec is None:
+            return False
+        if not (self._guarded_load(e.true_value) or self._guarded_load(e.false_value)):
+            return False
+        v = self.vec[0]
+        return not any(
+            isinstance(n, E.BufferLoad) and any(uses_var(i, v) for i in n.indices)
+            for side in (e.true_value, e.false_value)
+            for n in pre_order(side)
+        )
+
     def _branch_select(self, cond: ir.Value, e: E.Select) -> ir.Value:
         """Scalar ``Select`` whose side reads outside its buffer where the condition fails (an
         inlined padding): each side in its own block, as TVM lowers ``if_then_else``. The
         reads need no clamped addresses, LLVM unswitches the conditions that depend on outer
         loops only, and a condition along the inner loop is a predicted branch. Clamped
         addresses there (a clamp per index and element, kept live across LLVM's unrolled inner
-        loop) made TVM's 57th DEP record 1.8x slower on one thread."""
+        loop) made TVM's 57th DEP record 1.8x slower on one thread. In SIMD code too where the
+        condition is the same for every lane (a read broadcast into a vector): its clamped
+        reads became a mask, a masked scalar load and a broadcast per element, and kept TVM's
+        C2D record 9 1.3x slower than TVM's build, which branches."""
         b = self.b
         fn = b.block.function
         t_block, f_block = fn.append_basic_block("select_true"), fn.append_basic_block("select_false")
