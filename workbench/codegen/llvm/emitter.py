@@ -426,9 +426,9 @@ class KernelEmitter(ExpressionEmitter):
                     loads(i, unrolled, vec)
             elif isinstance(x, IfThenElse):
                 loads(x.condition, unrolled, vec)
-                for y in (x.then_case, x.else_case):
-                    if y is not None:
-                        visit(y, unrolled, vec, auto)
+                for case in (x.then_case, x.else_case):
+                    if case is not None:
+                        visit(case, unrolled, vec, auto)
             elif isinstance(x, Allocate):
                 visit(x.body, unrolled, vec, auto)
             elif isinstance(x, Evaluate):
