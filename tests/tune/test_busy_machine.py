@@ -14,7 +14,8 @@ import pytest
 import workbench as wb
 from workbench.ir.structural import structural_hash
 from workbench.tune import LocalRunner, MeasureConfig, MeasureInput, Task, TuneInterrupted
-from workbench.tune.database.base import Database, Record, pick
+from workbench.tune.task import TuneTask
+from workbench.tune.database.base import Database, Record, pick, trace_hash
 from workbench.tune.runner import MeasureInterrupted, MeasureResult, Runner
 
 from tunehelpers import crash, gmm_space, small
@@ -291,3 +292,43 @@ def test_local_runner_interleaves_kept_kernels_and_fails_only_a_crashing_one():
     ok = [r for r in results if r.status == "ok"]
     assert ok and all(len(r.latencies) == 3 and all(0 < x < math.inf for x in r.latencies) for r in ok)
     assert again[0].status == "ok"
+
+
+def test_an_initial_schedule_is_always_in_the_final_remeasurement(monkeypatch):
+    """A task's initial schedule (``tune_model``'s default schedule) measured once under heavy
+    load ranks below every other candidate, outside the final top-k; it is re-measured with
+    them all the same, and, truly the fastest, it is the pick (before: a slower searched one)."""
+    func = small("GMM")
+    default = wb.Schedule(func)
+    fast = structural_hash(default.func, buffer_names=False)
+    real = truth
+    monkeypatch.setitem(
+        globals(), "truth", lambda f: 1e-5 if structural_hash(f, buffer_names=False) == fast else real(f)
+    )
+
+    class DefaultHit(PerturbedRunner):
+        def measure(self, inputs, config=None):  # the first batch is busy; the default hit hardest
+            self.calls += 1
+            out = []
+            for inp in inputs:
+                t = truth(inp.func)
+                lat = t * (1000 if t == 1e-5 else 1) if self.calls == 1 else t
+                out.append(MeasureResult("ok", [lat] * 3, load=BUSY if self.calls == 1 else QUIET))
+            return out
+
+    runner = DefaultHit(None, remeasure_busy=False, final_top_k=1, final_rounds=2)
+    db = wb.tune(
+        TuneTask(func, initial_schedules=(default,)),
+        trials=8,
+        database=":memory:",
+        runner=runner,
+        strategy="replay_trace",
+        cost_model="random",
+        num_trials_per_iter=4,
+        baseline=False,
+        verbose=False,
+    )
+    first = [r for r in db.records(func, "llvm", remeasured=True) if r.trial]
+    assert min(first, key=lambda r: r.latency).trace_hash != trace_hash(default.trace)
+    assert len(runner.interleaved) == 1 and 1e-5 in runner.interleaved[0]
+    assert db.best(func, "llvm").trace_hash == trace_hash(default.trace)

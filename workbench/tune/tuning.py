@@ -15,7 +15,8 @@ the model rather than picked at random.
 Tuning on a busy machine (a laptop, a shared server): a candidate measured while other work
 competed for the CPUs (1-minute load average above them: its record is flagged ``busy``) is
 measured again after a later batch, once the load has dropped; and at the end the fastest
-candidates (``MeasureConfig.final_top_k`` of the quiet ones and as many of the busy ones) are
+candidates (``MeasureConfig.final_top_k`` of the quiet ones and as many of the busy ones, and
+the task's initial schedules: the baseline a pick must beat, e.g. a model's default schedules) are
 timed again *in alternation*, ``final_rounds`` rounds, so that they are compared under the
 same conditions. Both are stored as records (``meta["remeasure"]``: ``"busy"`` / ``"final"``;
 they are not trials), and ``db.best`` returns the re-measured pick (see
@@ -580,7 +581,14 @@ class _Session:
             by_latency = sorted(current, key=lambda r: r.latency)
             quiet = [r for r in by_latency if not r.busy][: config.final_top_k]
             busy = [r for r in by_latency if r.busy][: config.final_top_k]
-            chosen = sorted(quiet + busy, key=lambda r: r.latency)
+            # and the task's initial schedules, whatever their figure: the baseline the pick must
+            # beat in the same rounds (tune_model's default schedules: measured once under load,
+            # ResNet-18's stem fell outside the top candidates, and the pick, 0.91 ms quiet,
+            # replaced a default of 0.66 ms)
+            initial = {trace_hash(sch.trace) for sch in task.initial_schedules}
+            kept = {r.trace_hash for r in quiet + busy}
+            baselines = [r for r in by_latency if r.trace_hash in initial and r.trace_hash not in kept]
+            chosen = sorted(quiet + busy + baselines, key=lambda r: r.latency)
             before = pick(records)
             cands, scheds = [], []
             for rec in chosen:
