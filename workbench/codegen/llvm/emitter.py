@@ -137,6 +137,7 @@ class KernelEmitter(ExpressionEmitter):
         #: (lo, step): the vector variable at lane 0 is ``lo + k * step`` for some k; None: unknown
         self.vec_align: Optional[tuple[int, int]] = None
         self.mask: Optional[ir.Value] = None  # lanes/iterations a guard lets through
+        self.hoisted: dict[int, ir.Value] = {}  # offsets evaluated ahead of a branch (by read)
         self.scalar_index = False  # evaluate the ramp at lane 0
         self.in_parallel = False
         self.auto_unroll: tuple[float, bool] = (0, True)  # (max steps, explicit) in scope
