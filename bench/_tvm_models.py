@@ -13,8 +13,8 @@ builder: MetaSchedule's default without its ``tensor_intrin`` import, see
 ``build_without_tensor_intrin``), compiled for ``llvm -mcpu=<host> -num-cores=T``, run on the
 parent's input (``DIR/<model>.x.npy``), its output compared with the parent's PyTorch output
 (``DIR/<model>.ref.npy``), and the VM's ``main`` timed with ``time_evaluator``. With ``--keep
-KEEP`` the tuned library is saved as ``KEEP/<model>.so`` (and how it was tuned beside it), and a
-later run with the same target and budget times that library again instead of tuning anew. Prints one JSON
+KEEP`` the tuned library is saved as ``KEEP/<model>.so`` (and how it was tuned beside it, and
+MetaSchedule's work folder with its logs and database as ``KEEP/<model>.work``), and a later run with the same target and budget times that library again instead of tuning anew. Prints one JSON
 line per model; a model that fails prints its error instead (the stage and the exception), so
 the parent can say why.
 """
@@ -22,10 +22,12 @@ the parent can say why.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
 import sys
+import shutil
 import tempfile
 import time
 import traceback
@@ -165,7 +167,13 @@ def run_model(name: str, args, zoo) -> dict:
             row.update(tune_s=kept["tune_s"], reused=kept["lib"])
         else:
             stage = "MetaSchedule tuning"
-            with tempfile.TemporaryDirectory() as work:
+            # with --keep, MetaSchedule's work folder (its logs and database) is kept beside the
+            # build: a tuned model far slower than expected can then be looked into
+            keep_work = os.path.join(args.keep, f"{name}.work") if args.keep else None
+            if keep_work:
+                shutil.rmtree(keep_work, ignore_errors=True)
+                os.makedirs(keep_work)
+            with contextlib.nullcontext(keep_work) if keep_work else tempfile.TemporaryDirectory() as work:
                 t0 = time.monotonic()
                 tuned = tune(mod, target, work, args)
                 row["tune_s"] = time.monotonic() - t0
