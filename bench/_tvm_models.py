@@ -14,8 +14,9 @@ builder: MetaSchedule's default without its ``tensor_intrin`` import, see
 parent's input (``DIR/<model>.x.npy``), its output compared with the parent's PyTorch output
 (``DIR/<model>.ref.npy``), and the VM's ``main`` timed with ``time_evaluator``. With ``--keep
 KEEP`` the tuned library is saved as ``KEEP/<model>.so`` (and how it was tuned beside it, and
-MetaSchedule's work folder with its logs and database as ``KEEP/<model>.work``), and a later run with the same target and budget times that library again instead of tuning anew. Prints one JSON
-line per model; a model that fails prints its error instead (the stage and the exception), so
+MetaSchedule's work folder with its logs and database as ``KEEP/<model>.work``), and a later
+run with the same target and budget times that library again instead of tuning anew. Prints one
+JSON line per model; a model that fails prints its error instead (the stage and the exception), so
 the parent can say why.
 """
 
