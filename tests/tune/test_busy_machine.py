@@ -67,16 +67,17 @@ def new_best(runner, t):
     return t < runner.best_seen
 
 
-def tune_with(runner, trials=8, **kw):
+def tune_with(runner, trials=8, task=None, **kw):
+    """Tune the small GMM (or ``task``, a TuneTask of it) with ``runner``."""
     summaries = []
 
     class Catch:
         def on_end(self, summary):
             summaries.append(summary)
 
-    func = small("GMM")
+    func = task.func if task is not None else small("GMM")
     db = wb.tune(
-        func,
+        task if task is not None else func,
         trials=trials,
         database=":memory:",
         runner=runner,
@@ -317,17 +318,7 @@ def test_an_initial_schedule_is_always_in_the_final_remeasurement(monkeypatch):
             return out
 
     runner = DefaultHit(None, remeasure_busy=False, final_top_k=1, final_rounds=2)
-    db = wb.tune(
-        TuneTask(func, initial_schedules=(default,)),
-        trials=8,
-        database=":memory:",
-        runner=runner,
-        strategy="replay_trace",
-        cost_model="random",
-        num_trials_per_iter=4,
-        baseline=False,
-        verbose=False,
-    )
+    _, db, _ = tune_with(runner, task=TuneTask(func, initial_schedules=(default,)))
     first = [r for r in db.records(func, "llvm", remeasured=True) if r.trial]
     assert min(first, key=lambda r: r.latency).trace_hash != trace_hash(default.trace)
     assert len(runner.interleaved) == 1 and 1e-5 in runner.interleaved[0]
